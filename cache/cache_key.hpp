@@ -1,0 +1,30 @@
+// cache/cache_key.hpp — content keys and hashing.
+//
+// A kernel's content key is sha256 over: kiln's codegen version, the template tree hash, the
+// generated source, the NVRTC version, the sorted NVRTC options and the target arch, each
+// length-prefixed so that no two different inputs concatenate to the same bytes. Any change to
+// any of them yields a new key, so a stale cubin is never loaded for new code.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+// Bumped when emitted code changes meaning without the template tree changing.
+inline constexpr int kCodegenVersion = 1;
+
+std::string sha256_hex(std::string_view bytes);
+
+struct KeyInputs {
+  int codegen_version = kCodegenVersion;
+  std::string template_hash;
+  std::string source;
+  std::string nvrtc_version;
+  std::vector<std::string> options;  // sorted by the key function
+  std::string arch;
+};
+std::string kernel_cache_key(const KeyInputs& in);
+
+}  // namespace kiln

@@ -1,0 +1,66 @@
+// compiler/plan/plan.hpp — KernelSpec + Arch -> kernel family, can_implement, tile configs.
+//
+// The planner decides whether kiln has a kernel for a spec on an arch, and says why not when it
+// has none (UNSUPPORTED naming the missing piece). It owns TileConfig — a self-describing tuple,
+// never an index — and the pure host heuristic that picks a default config for a shape.
+//
+//   KILN_ASSIGN_OR_RETURN(KernelFamily fam, kiln::select_family(spec, arch));
+//   KILN_RETURN_IF_ERROR(kiln::can_implement(spec, arch, sizes));
+//   TileConfig cfg = kiln::default_config(spec, arch, sizes);
+//   LaunchShape ls = kiln::launch_shape(spec, cfg, sizes);   // grid, block, dynamic smem
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "compiler/plan/arch.hpp"
+#include "compiler/spec/kernel_spec.hpp"
+
+namespace kiln {
+
+enum class KernelFamily : uint8_t {
+  kSm80Gemm,       // cp.async multi-stage + mma.sync; portable sm_80..sm_90
+  kReferenceGemm,  // naive one-thread-per-output reference (tests, tuner checks)
+};
+const char* family_name(KernelFamily f);  // "sm80_gemm", "reference_gemm"
+
+// A tile configuration for the sm80 family. block_k is in K *elements* per pipeline stage.
+struct TileConfig {
+  int block_m = 128;
+  int block_n = 128;
+  int block_k = 32;
+  int stages = 4;
+  int warps_m = 2;
+  int warps_n = 4;
+  int group_m = 8;   // rasterization: column-major swizzle over groups of group_m tile rows (L2 reuse)
+
+  bool operator==(const TileConfig&) const = default;
+  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8"
+  int threads() const { return warps_m * warps_n * 32; }
+};
+nlohmann::json config_to_json(const TileConfig& c);
+StatusOr<TileConfig> config_from_json(const nlohmann::json& j);
+
+struct LaunchShape {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1;
+  int dynamic_smem = 0;
+};
+
+// Which family implements spec on arch; UNSUPPORTED names what is missing
+// ("mxfp4 weights: the sm80 family supports bf16/f16/e4m3/e5m2 operands with tensor scales so far").
+StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch);
+// Sizes and alignment for the chosen family: which operand, which value, what would be accepted.
+Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
+// Static checks of a config against the family and arch (shared memory, warp tiling, block_k bytes).
+Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg);
+// Pure host heuristic: a valid config for this shape.
+TileConfig default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
+LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                         const ProblemSizes& sizes);
+int smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
+
+}  // namespace kiln

@@ -1,0 +1,101 @@
+/* kiln/kiln.h — the C API of kiln (C99). Embeds kiln in any framework.
+ *
+ * Every function returns a kiln_status; on failure kiln_last_error() (thread-local) holds the
+ * message, which names the operand or argument, the value, and what would be accepted.
+ * Operands are DLPack DLTensors on a CUDA device; quantized operands travel as uint8 views whose
+ * meaning comes from the spec (Debian's DLPack 0.6 has no FP8/FP4 codes); DLPack >= 1.1 FP8 codes
+ * are accepted by value. Launches go on the CUstream you pass; nothing synchronizes.
+ * Options structs begin with struct_size so they can grow without breaking callers.
+ *
+ *   kiln_runtime rt;  kiln_plan plan;
+ *   kiln_runtime_options ro = {sizeof(ro)};
+ *   if (kiln_runtime_create(&ro, &rt) != KILN_OK) fprintf(stderr, "%s\n", kiln_last_error());
+ *   kiln_plan_options po = {sizeof(po)}; po.n = 7168; po.k = 7168;
+ *   kiln_plan_create(rt, "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", &po, &plan);
+ *   kiln_operands ops = {sizeof(ops)}; ops.a = &x; ops.b = &w; ops.out = &y;
+ *   ops.a_scale = &sx; ops.b_scale = &sw;                  // f32 scalars on the device
+ *   kiln_plan_run(plan, &ops, NULL, 0, stream);
+ *   kiln_plan_destroy(plan); kiln_runtime_destroy(rt);
+ */
+#ifndef KILN_KILN_H_
+#define KILN_KILN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct CUstream_st; /* the driver's CUstream is `struct CUstream_st*` */
+
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_ERROR_INVALID_ARGUMENT = 1,
+  KILN_ERROR_UNSUPPORTED = 2,
+  KILN_ERROR_COMPILE = 3,
+  KILN_ERROR_RESOURCE_EXHAUSTED = 4,
+  KILN_ERROR_DRIVER = 5,
+  KILN_ERROR_CACHE = 6,
+  KILN_ERROR_NOT_READY = 7,
+  KILN_ERROR_NO_DEVICE = 8,
+  KILN_ERROR_INTERNAL = 9
+} kiln_status;
+
+typedef struct kiln_runtime_s* kiln_runtime;
+typedef struct kiln_plan_s* kiln_plan;
+
+typedef struct kiln_runtime_options {
+  size_t struct_size;     /* sizeof(kiln_runtime_options) */
+  const char* cache_dir;  /* NULL: $KILN_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/kiln */
+  int disable_cache;      /* nonzero: compile in memory only */
+} kiln_runtime_options;
+
+typedef struct kiln_plan_options {
+  size_t struct_size;     /* sizeof(kiln_plan_options) */
+  int64_t n;              /* fixed output columns (rows of W) */
+  int64_t k;              /* fixed reduction length */
+  int64_t m_hint;         /* 0, or a typical M used to pick the default config */
+} kiln_plan_options;
+
+typedef struct kiln_operands {
+  size_t struct_size;     /* sizeof(kiln_operands) */
+  const DLTensor* a;      /* X [M, K] */
+  const DLTensor* b;      /* W [N, K] */
+  DLTensor* out;          /* Y [M, N] */
+  const DLTensor* a_scale;/* per the spec; f32 scalar for `tensor` */
+  const DLTensor* b_scale;
+} kiln_operands;
+
+const char* kiln_last_error(void);
+const char* kiln_status_name(kiln_status s);
+const char* kiln_version_string(void);
+void kiln_version(int* major, int* minor, int* patch);
+
+kiln_status kiln_runtime_create(const kiln_runtime_options* options, kiln_runtime* out);
+void kiln_runtime_destroy(kiln_runtime rt);
+/* 1 when a CUDA GPU is usable, 0 otherwise (kiln_last_error says why). */
+int kiln_runtime_has_device(kiln_runtime rt);
+
+/* Parses spec (the DSL text), validates it against the sizes and plans it. No GPU needed. */
+kiln_status kiln_plan_create(kiln_runtime rt, const char* spec, const kiln_plan_options* options,
+                             kiln_plan* out);
+void kiln_plan_destroy(kiln_plan plan);
+/* Compiles and loads every kernel the plan may run (call before CUDA-graph capture). */
+kiln_status kiln_plan_prepare(kiln_plan plan);
+/* Bytes of workspace run() needs for m rows (0 for the kernels of this release). */
+kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
+/* Writes a NUL-terminated JSON description (spec, family, config, arch) into buf. */
+kiln_status kiln_plan_describe(kiln_plan plan, char* buf, size_t buf_size, size_t* needed);
+kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* workspace,
+                          size_t workspace_bytes, struct CUstream_st* stream);
+
+/* Parses and validates spec, writing its canonical text into buf (NUL-terminated). */
+kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size, size_t* needed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_KILN_H_ */

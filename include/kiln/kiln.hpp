@@ -1,0 +1,113 @@
+// kiln/kiln.hpp — the C++ API of kiln.
+//
+// A Runtime owns the driver table, the kernel cache and the loaded kernels; a Plan is an immutable
+// (spec, n, k) problem that covers every M and may be run on several streams at once.
+// Without a GPU, kiln still parses, plans and compiles; run() returns NO_DEVICE saying so.
+//
+//   KILN_ASSIGN_OR_RETURN(auto rt, kiln::Runtime::create({}));
+//   KILN_ASSIGN_OR_RETURN(kiln::KernelSpec spec, kiln::parse_spec("gemm a=bf16 b=bf16 out=bf16"));
+//   KILN_ASSIGN_OR_RETURN(kiln::Plan plan, rt->plan(spec, {.m = 4096, .n = 7168, .k = 7168}));
+//   kiln::Operands ops{.a = &x, .b = &w, .out = &y};      // DLTensors on the GPU
+//   KILN_RETURN_IF_ERROR(plan.run(ops, nullptr, 0, stream));
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "compiler/plan/plan.hpp"
+#include "compiler/spec/spec.hpp"
+#include "kiln/status.hpp"
+
+struct CUstream_st;
+
+namespace kiln {
+
+struct RuntimeOptions {
+  std::string cache_dir;      // empty: KernelCache::default_dir()
+  bool disable_cache = false; // compile in memory only
+};
+
+struct Operands {
+  const DLTensor* a = nullptr;        // X [M, K]
+  const DLTensor* b = nullptr;        // W [N, K]
+  DLTensor* out = nullptr;            // Y [M, N]
+  const DLTensor* a_scale = nullptr;  // f32 per the spec's granularity
+  const DLTensor* b_scale = nullptr;
+};
+
+// Statistics a caller (tests, CLI, tuner) can read; counts are per Runtime.
+struct RuntimeCounters {
+  int64_t compiles = 0;      // NVRTC compilations performed
+  int64_t cache_hits = 0;    // kernels found in the SQLite cache
+  int64_t loads = 0;         // cuLibraryLoadData calls
+};
+
+// What compile() returns: a compiled kernel without loading it (works with no GPU).
+struct CompiledKernel {
+  std::string key;
+  std::string entry;
+  std::string source;
+  std::string cubin;
+  std::string ptx;           // when asked for
+  std::string log;
+  int registers = -1, smem_static = -1, stack_frame = -1, spill_stores = -1, spill_loads = -1;
+  int threads = 0, smem_dynamic = 0;
+  double compile_ms = 0;
+  bool from_cache = false;
+};
+
+class Runtime;
+class PlanImpl;
+
+class Plan {
+ public:
+  const KernelSpec& spec() const;
+  const ProblemSizes& sizes() const;
+  KernelFamily family() const;
+  const Arch& arch() const;
+  // The config run() uses for m rows.
+  TileConfig config_for(int64_t m) const;
+  size_t workspace_bytes(int64_t m) const;
+  // Compiles and loads the plan's kernels (before graph capture).
+  Status prepare() const;
+  Status run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const;
+  std::string describe_json() const;
+
+ private:
+  friend class Runtime;
+  explicit Plan(std::shared_ptr<const PlanImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const PlanImpl> impl_;
+};
+
+class RuntimeImpl;
+
+class Runtime {
+ public:
+  static StatusOr<std::shared_ptr<Runtime>> create(const RuntimeOptions& options);
+  ~Runtime();
+
+  // OK when a GPU is usable; NO_DEVICE (or DRIVER_ERROR) with the reason otherwise.
+  Status device_status() const;
+  // The arch of the current device; NO_DEVICE without one.
+  StatusOr<Arch> device_arch() const;
+  // Plans spec for sizes (n, k fixed; m a hint for the default config). No GPU needed.
+  // arch: the device's when omitted (sm_90a when there is no device).
+  StatusOr<Plan> plan(const KernelSpec& spec, const ProblemSizes& sizes,
+                      std::optional<Arch> arch = std::nullopt);
+  // Generates and compiles (or finds in the cache) one kernel. No GPU needed.
+  StatusOr<CompiledKernel> compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                                   const Arch& arch, bool want_ptx = false);
+  RuntimeCounters counters() const;
+  std::string cache_path() const;  // empty when the cache is disabled
+
+  RuntimeImpl* impl() const { return impl_.get(); }
+
+ private:
+  explicit Runtime(std::shared_ptr<RuntimeImpl> impl);
+  std::shared_ptr<RuntimeImpl> impl_;
+};
+
+}  // namespace kiln
