@@ -1,0 +1,51 @@
+// runtime/check.hpp — run a plan on fresh random inputs, check it against the reference, time it.
+//
+// Used by `kiln run --check`, the gpu test tier and (later) the tuner's candidate checks. Inputs are
+// drawn fresh in the spec's formats (seeded; the seed is reported), the output is poisoned first so
+// unwritten elements are caught, and the result is compared with kiln's naive GPU reference kernel
+// (fp32 accumulation of the exactly decoded operands; the CPU reference GEMM checks that kernel in
+// the test tier). Requires a GPU: NO_DEVICE otherwise.
+//
+//   CheckOptions o; o.m = 4096; o.check = true; o.time = true;
+//   KILN_ASSIGN_OR_RETURN(CheckReport r, kiln::run_check(*rt, plan, o));
+//   // r.max_abs_err, r.rel_fro_err, r.unwritten, r.median_ms, r.tflops
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/kiln.hpp"
+
+namespace kiln {
+
+struct CheckOptions {
+  int64_t m = 1;
+  uint64_t seed = 0;        // 0: draw a seed from the clock (reported back)
+  bool check = true;        // compare with the reference
+  bool time = false;        // time with CUDA events
+  int warmup = 3;
+  int repeats = 20;
+};
+
+struct CheckReport {
+  uint64_t seed = 0;
+  int64_t m = 0, n = 0, k = 0;
+  bool checked = false;
+  double max_abs_err = 0;   // vs reference
+  double rel_fro_err = 0;   // ||out - ref|| / ||ref||
+  double tolerance = 0;     // rel_fro_err must be <= tolerance to pass
+  int64_t unwritten = 0;    // poisoned elements left unwritten (must be 0)
+  int64_t nonfinite = 0;    // NaN/Inf in the output where the reference is finite
+  bool passed = false;
+  double median_ms = 0;
+  double tflops = 0;
+  double gbps = 0;          // bytes of A, B and out over the median time
+  std::string config;       // the TileConfig used
+  std::string to_json() const;
+};
+
+StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOptions& opts);
+// Tolerance on rel_fro_err for a spec (output rounding + accumulation order).
+double check_tolerance(const KernelSpec& spec, int64_t k);
+
+}  // namespace kiln
