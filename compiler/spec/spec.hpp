@@ -56,6 +56,8 @@ class SpecBuilder {
 
  private:
   KernelSpec spec_;
+  // Which operands were given: build() rejects a missing one rather than defaulting it to bf16.
+  bool has_a_ = false, has_b_ = false, has_out_ = false;
 };
 
 }  // namespace kiln

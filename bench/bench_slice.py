@@ -1,0 +1,106 @@
+"""kiln's portable (sm80) family vs the anchors, in one process, timed the same way.
+
+Usage (on a GPU machine, after building): python3 bench/bench_slice.py [--shapes M,N,K ...] [--out DIR]
+Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
+Every kiln shape timed is also checked against a torch fp32/fp64 reference on the same inputs.
+Writes results.json and a markdown table (RESULTS.fragment.md) to --out (default bench/).
+"""
+import argparse, datetime, json, os, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for d in (os.environ.get("KILN_ANCHORS_DIR"), os.path.join(ROOT, "..", "shared", "bench"),
+          os.path.join(ROOT, ".bench_shared")):
+    if d and os.path.exists(os.path.join(d, "anchors.py")):
+        sys.path.insert(0, d)
+        break
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+import anchors  # noqa: E402
+import kiln  # noqa: E402
+
+
+def kiln_dense(rt, spec, M, N, K, fmt):
+    """ms per call and relative error of kiln on `spec`, inputs rotated like anchors.dense_anchors."""
+    n_copies = anchors.copies_for(2 * (M * K + N * K))
+    plan = rt.plan(spec, n=N, k=K, m_hint=M)
+    xs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16) for _ in range(n_copies)]
+    ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) for _ in range(n_copies)]
+    if fmt == "bf16":
+        args = [(x, w, None, None) for x, w in zip(xs, ws)]
+    else:  # e4m3 with per-tensor scales
+        args = []
+        for x, w in zip(xs, ws):
+            sx = (x.abs().amax().float() / 448.0).reshape(1)
+            sw = (w.abs().amax().float() / 448.0).reshape(1)
+            args.append(((x.float() / sx).to(torch.float8_e4m3fn), (w.float() / sw).to(torch.float8_e4m3fn), sx, sw))
+    outs = [torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in args]
+    # check on the first copy, output poisoned first
+    a, b, sa, sb = args[0]
+    outs[0].fill_(float("nan"))
+    plan.run(a, b, out=outs[0], a_scale=sa, b_scale=sb)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double().t())
+    if sa is not None:
+        ref = ref * (sa.double() * sb.double())
+    err = ((outs[0].double() - ref).norm() / ref.norm()).item()
+    unwritten = int(torch.isnan(outs[0]).sum())
+    calls = [lambda a=a, b=b, sa=sa, sb=sb, o=o: plan.run(a, b, out=o, a_scale=sa, b_scale=sb)
+             for (a, b, sa, sb), o in zip(args, outs)]
+    ms = anchors.bench_graph(calls)
+    return ms, err, unwritten, plan.describe()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", nargs="*", default=["4096,7168,7168"])
+    ap.add_argument("--out", default=HERE)
+    ap.add_argument("--no-triton", action="store_true")
+    args = ap.parse_args()
+    rt = kiln.Runtime()
+    gpu = torch.cuda.get_device_name()
+    rows, results = [], []
+    for s in args.shapes:
+        M, N, K = map(int, s.split(","))
+        flop = 2.0 * M * N * K
+        anc = anchors.dense_anchors(M, N, K)
+        if not args.no_triton:
+            for dt in (torch.bfloat16, torch.float8_e4m3fn):
+                try:
+                    anc.update(anchors.triton_anchor(M, N, K, dt))
+                except Exception as e:  # report, do not hide
+                    anc["triton_error_" + str(dt)] = str(e)[:200]
+        for name, spec, fmt in (("kiln sm80 bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16"),
+                                ("kiln sm80 e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3")):
+            ms, err, unwritten, desc = kiln_dense(rt, spec, M, N, K, fmt)
+            r = {"shape": [M, N, K], "name": name, "spec": spec, "ms": ms, "tflops": flop / ms / 1e9,
+                 "rel_err": err, "unwritten": unwritten, "config": desc}
+            results.append(r)
+            anchor_key = "bf16" if fmt == "bf16" else "fp8_tensor"
+            a_ms = anc.get(anchor_key)
+            rows.append((f"{M}x{N}x{K}", name, ms, flop / ms / 1e9, err,
+                         anchor_key, a_ms, flop / a_ms / 1e9 if a_ms else None, a_ms / ms if a_ms else None))
+        for key, val in anc.items():
+            if isinstance(val, float) and not key.endswith("err"):
+                rows.append((f"{M}x{N}x{K}", "anchor " + key, val, flop / val / 1e9, None, None, None, None, None))
+        results.append({"shape": [M, N, K], "anchors": anc})
+    os.makedirs(args.out, exist_ok=True)
+    meta = {"date": datetime.date.today().isoformat(), "gpu": gpu, "torch": torch.__version__,
+            "command": "python3 " + " ".join(sys.argv)}
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+    lines = [f"Run {meta['date']} on {gpu} (torch {meta['torch']}): `{meta['command']}`", "",
+             "| shape | path | ms | TFLOP/s | rel err | anchor | anchor ms | anchor TFLOP/s | kiln / anchor |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for shape, name, ms, tf, err, ak, ams, atf, ratio in rows:
+        f = lambda v, p=3: "" if v is None else (f"{v:.{p}g}" if isinstance(v, float) else str(v))
+        lines.append(f"| {shape} | {name} | {ms:.4f} | {tf:.1f} | {f(err)} | {f(ak)} | {f(ams)} | {f(atf, 4)} | {f(ratio)} |")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "RESULTS.fragment.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+// compiler/spec/internal/lexer.hpp — private to compiler/spec: tokens of the DSL text form.
+//
+// The lexer never fails hard: a byte it cannot use becomes a kError token that carries its
+// message, so the parser reports the *first* problem in reading order. Columns count bytes.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace kiln::spec_internal {
+
+struct Pos {
+  int line = 1;
+  int col = 1;
+};
+std::string pos_prefix(Pos p);  // "3:14: "
+
+enum class Tok { kWord, kLBracket, kRBracket, kComma, kEquals, kColon, kEnd, kError };
+
+struct Token {
+  Tok kind = Tok::kEnd;
+  std::string_view text;  // the word or punctuation character; empty at kEnd
+  Pos pos;
+  std::string error;  // kError only
+};
+
+// Words are runs of [A-Za-z0-9_.+-]: names, integers (also signed, so experts=-1 gets a range
+// message rather than a character error). '#' starts a comment to the end of the line.
+class Lexer {
+ public:
+  explicit Lexer(std::string_view text) : text_(text) { advance(); }
+  const Token& peek() const { return next_; }
+  Token take();
+  // Position just after the last token taken (where a missing item was expected).
+  Pos after_last() const { return after_last_; }
+
+ private:
+  void advance();
+  void skip_space_and_comments();
+  void bump(char c);
+
+  std::string_view text_;
+  size_t i_ = 0;
+  Pos pos_;
+  Token next_;
+  Pos after_last_;
+};
+
+// Human-readable form of a token for "got ..." ("'['", "end of input", "word 'abc'").
+std::string describe(const Token& t);
+// A word echoed in a message, cut to a sane length.
+std::string echo(std::string_view word);
+
+}  // namespace kiln::spec_internal

@@ -1,0 +1,56 @@
+// compiler/spec/internal/rules.hpp — private to compiler/spec: validation that says *where*.
+//
+// validate_spec() only needs a message, but the DSL parser wants a line:column and the JSON reader
+// a JSON path for the same failure. find_violation() therefore returns the rule's message together
+// with the field it is about; each front end maps the field to its own notion of position.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "compiler/spec/kernel_spec.hpp"
+
+namespace kiln::spec_internal {
+
+enum class Role : uint8_t { kA, kB, kOut };
+enum class Part : uint8_t { kWhole, kFormat, kScale, kScaleType };
+enum class Field : uint8_t {
+  kOp,
+  kExperts,
+  kLayout,
+  kOperand,
+  kPass,
+  kGateUp,
+  kTranspose,
+  kMxRound,
+  kFp8Sat,
+  kFourOverSix,
+  kE4m3Bound,
+  kNvfp4Global,
+};
+
+struct FieldRef {
+  Field field = Field::kOp;
+  Role role = Role::kA;      // for kOperand
+  Part part = Part::kWhole;  // for kOperand
+};
+
+struct Violation {
+  FieldRef where;
+  std::string message;  // without any position prefix
+};
+
+// The first broken rule of spec, in a fixed order (op structure, operands, attributes).
+std::optional<Violation> find_violation(const KernelSpec& spec);
+
+const char* role_key(Role r);  // "a", "b", "out"
+const OperandSpec& operand_of(const KernelSpec& s, Role r);
+std::string json_path(const FieldRef& where);  // "$.a.scale", "$.e4m3_bound"
+// Shortest text of an operand value ("e4m3:block1x128"); total, also for invalid operands.
+std::string operand_text(const OperandSpec& op);
+
+// Limits shared by the parser, JSON reader and validation.
+inline constexpr int kMaxExperts = 1 << 16;
+
+}  // namespace kiln::spec_internal

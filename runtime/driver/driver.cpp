@@ -1,0 +1,126 @@
+#include "runtime/driver/driver.hpp"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <vector>
+
+#include "common/env.hpp"
+
+namespace kiln {
+
+namespace {
+
+// Primary contexts are retained once per device for the process lifetime (never released:
+// releasing at exit would race with other static destructors that may still free memory).
+std::mutex g_ctx_mu;
+std::vector<CUcontext> g_primary;
+
+StatusOr<CUcontext> primary_context(const Driver* d, int device) {
+  std::lock_guard<std::mutex> lock(g_ctx_mu);
+  if (g_primary.size() <= static_cast<size_t>(device)) g_primary.resize(device + 1, nullptr);
+  if (g_primary[device] == nullptr) {
+    CUdevice dev;
+    KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGet(&dev, device), "cuDeviceGet"));
+    CUcontext ctx;
+    KILN_RETURN_IF_ERROR(d->check(d->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain"));
+    g_primary[device] = ctx;
+  }
+  return g_primary[device];
+}
+
+}  // namespace
+
+Status Driver::check(CUresult r, const char* what) const {
+  if (r == CUDA_SUCCESS) return Status::Ok();
+  const char* name = nullptr;
+  const char* desc = nullptr;
+  if (cuGetErrorName) cuGetErrorName(r, &name);
+  if (cuGetErrorString) cuGetErrorString(r, &desc);
+  return DriverError(std::string(what) + ": " + (name ? name : "CUDA_ERROR_UNKNOWN") + " (" +
+                     std::to_string(static_cast<int>(r)) + "): " + (desc ? desc : "no description"));
+}
+
+StatusOr<const Driver*> Driver::get() {
+  static StatusOr<const Driver*> loaded = load();  // C++ guarantees thread-safe init
+  return loaded;
+}
+
+StatusOr<const Driver*> Driver::load() {
+  std::vector<std::string> tried;
+  void* lib = nullptr;
+  std::string last_error;
+  std::vector<std::string> candidates;
+  if (auto p = env::get(env::kCudaPath)) candidates.push_back(*p);
+  candidates.push_back("libcuda.so.1");
+  candidates.push_back("libcuda.so");
+  for (const auto& c : candidates) {
+    lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    tried.push_back(c);
+    if (lib) break;
+    const char* e = dlerror();
+    last_error = e ? e : "";
+  }
+  if (!lib) {
+    std::string list;
+    for (auto& t : tried) list += (list.empty() ? "" : ", ") + t;
+    return NoDevice("no CUDA driver on this machine: could not dlopen " + list + " (" + last_error +
+                    "); kiln can still parse, plan and compile kernels");
+  }
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+  if (!get_proc) {
+    return DriverError("the CUDA driver has no cuGetProcAddress_v2: it is older than CUDA 12.0; kiln "
+                       "needs a driver for CUDA >= 13.0");
+  }
+  auto* d = new Driver();  // lives for the process
+  std::string missing;
+#define KILN_DRIVER_RESOLVE(name)                                                                  \
+  {                                                                                                \
+    void* fn = nullptr;                                                                            \
+    CUdriverProcAddressQueryResult q;                                                              \
+    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn) \
+      missing += std::string(missing.empty() ? "" : ", ") + #name;                                 \
+    else                                                                                           \
+      d->name = reinterpret_cast<decltype(d->name)>(fn);                                           \
+  }
+  KILN_DRIVER_FUNCTIONS(KILN_DRIVER_RESOLVE)
+#undef KILN_DRIVER_RESOLVE
+  if (d->cuDriverGetVersion) d->cuDriverGetVersion(&d->version);
+  if (!missing.empty()) {
+    return DriverError("the CUDA driver (version " + std::to_string(d->version / 1000) + "." +
+                       std::to_string(d->version % 1000 / 10) + ") lacks entry points kiln needs for CUDA " +
+                       std::to_string(CUDA_VERSION / 1000) + ".x: " + missing);
+  }
+  if (d->version < kMinDriverVersion) {
+    return DriverError("the CUDA driver supports CUDA " + std::to_string(d->version / 1000) + "." +
+                       std::to_string(d->version % 1000 / 10) +
+                       "; kiln's cubins come from NVRTC 13 and need a driver for CUDA >= 13.0 (R580 or newer)");
+  }
+  CUresult r = d->cuInit(0);
+  if (r == CUDA_ERROR_NO_DEVICE) return NoDevice("the CUDA driver is installed but reports no GPU");
+  KILN_RETURN_IF_ERROR(d->check(r, "cuInit"));
+  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGetCount(&d->device_count), "cuDeviceGetCount"));
+  if (d->device_count == 0) return NoDevice("the CUDA driver reports no GPU");
+  return static_cast<const Driver*>(d);
+}
+
+Status ScopedContext::enter(const Driver* d, int device) {
+  KILN_ASSIGN_OR_RETURN(CUcontext ctx, primary_context(d, device));
+  CUcontext cur = nullptr;
+  KILN_RETURN_IF_ERROR(d->check(d->cuCtxGetCurrent(&cur), "cuCtxGetCurrent"));
+  if (cur == ctx) return Status::Ok();
+  KILN_RETURN_IF_ERROR(d->check(d->cuCtxPushCurrent(ctx), "cuCtxPushCurrent"));
+  d_ = d;
+  pushed_ = true;
+  return Status::Ok();
+}
+
+ScopedContext::~ScopedContext() {
+  if (pushed_) {
+    CUcontext popped;
+    d_->cuCtxPopCurrent(&popped);
+  }
+}
+
+}  // namespace kiln

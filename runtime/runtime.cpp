@@ -1,0 +1,337 @@
+// Runtime and Plan: spec -> plan -> (compile | cache) -> load -> launch.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include "cache/cache_key.hpp"
+#include "common/env.hpp"
+#include "compiler/emit/emit.hpp"
+#include "compiler/nvrtc/nvrtc.hpp"
+#include "runtime/operands.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "templates/common/gemm_params.cuh"
+#include "templates/templates.hpp"
+
+namespace kiln {
+
+int bucket_index(int64_t m) {
+  for (size_t i = 0; i < kMBuckets.size(); ++i) {
+    if (m <= kMBuckets[i]) return static_cast<int>(i);
+  }
+  return static_cast<int>(kMBuckets.size()) - 1;
+}
+
+// ---------------------------------------------------------------- RuntimeImpl
+
+StatusOr<const Driver*> RuntimeImpl::driver() const { return Driver::get(); }
+
+Status RuntimeImpl::device_status() const {
+  auto d = Driver::get();
+  return d.ok() ? Status::Ok() : d.status();
+}
+
+StatusOr<CompiledKernel> RuntimeImpl::compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                                              const Arch& arch, bool want_ptx) {
+  KILN_ASSIGN_OR_RETURN(EmittedKernel em, emit_kernel(spec, family, cfg, arch));
+  CompileOptions copts;
+  copts.want_ptx = want_ptx;
+  KILN_ASSIGN_OR_RETURN(std::string nvrtc_ver, nvrtc_version());
+  KeyInputs ki;
+  ki.template_hash = template_tree_hash();
+  ki.source = em.source;
+  ki.nvrtc_version = nvrtc_ver;
+  ki.options = nvrtc_options(arch, copts);
+  ki.arch = arch.name();
+  std::string key = kernel_cache_key(ki);
+
+  CompiledKernel out;
+  out.key = key;
+  out.entry = em.entry;
+  out.source = em.source;
+  out.threads = em.threads;
+  out.smem_dynamic = em.smem_bytes;
+
+  if (cache && !want_ptx) {
+    auto hit = cache->get(key);
+    if (hit.ok() && hit->has_value()) {
+      const CachedKernel& c = **hit;
+      out.cubin = c.cubin;
+      out.registers = c.registers;
+      out.smem_static = c.smem;
+      out.spill_stores = c.spills;
+      out.spill_loads = c.spills;
+      out.compile_ms = c.compile_ms;
+      out.from_cache = true;
+      cache_hits.fetch_add(1);
+      return out;
+    }
+    // A failing cache read is not fatal: compile instead (the cache is an optimisation).
+  }
+  KILN_ASSIGN_OR_RETURN(CompileResult r, compile_cuda(em.source, arch, copts));
+  compiles.fetch_add(1);
+  out.cubin = std::move(r.cubin);
+  out.ptx = std::move(r.ptx);
+  out.log = std::move(r.log);
+  out.registers = r.registers;
+  out.smem_static = r.smem_static;
+  out.stack_frame = r.stack_frame;
+  out.spill_stores = r.spill_stores;
+  out.spill_loads = r.spill_loads;
+  out.compile_ms = r.compile_ms;
+  if (cache) {
+    CachedKernel c;
+    c.key = key;
+    c.arch = arch.name();
+    c.entry = em.entry;
+    c.spec = print_spec(spec);
+    c.config = family == KernelFamily::kSm80Gemm ? cfg.to_string() : family_name(family);
+    c.cubin = out.cubin;
+    c.registers = out.registers;
+    c.smem = out.smem_static;
+    c.spills = std::max(out.spill_stores, out.spill_loads);
+    c.compile_ms = out.compile_ms;
+    (void)cache->put(c);  // best effort: a full disk must not fail the launch
+  }
+  return out;
+}
+
+StatusOr<LoadedKernel*> RuntimeImpl::load(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                                          const Arch& arch) {
+  // The load key is cheaper than the content key (no emit): spec text + family + config + arch.
+  std::string lkey = print_spec(spec) + "|" + family_name(family) + "|" + cfg.to_string() + "|" + arch.name();
+  std::promise<StatusOr<LoadedKernel*>> promise;
+  std::shared_future<StatusOr<LoadedKernel*>> fut;
+  bool owner = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = loaded_.find(lkey);
+    if (it != loaded_.end()) {
+      fut = it->second;
+    } else {
+      fut = promise.get_future().share();
+      loaded_.emplace(lkey, fut);
+      owner = true;
+    }
+  }
+  if (!owner) return fut.get();
+
+  auto result = [&]() -> StatusOr<LoadedKernel*> {
+    KILN_ASSIGN_OR_RETURN(const Driver* d, driver());
+    KILN_ASSIGN_OR_RETURN(CompiledKernel ck, compile(spec, family, cfg, arch, false));
+    auto lk = std::make_unique<LoadedKernel>();
+    lk->compiled = std::move(ck);
+    KILN_RETURN_IF_ERROR(d->check(d->cuLibraryLoadData(&lk->library, lk->compiled.cubin.data(), nullptr, nullptr, 0,
+                                                       nullptr, nullptr, 0),
+                                  "cuLibraryLoadData"));
+    loads.fetch_add(1);
+    KILN_RETURN_IF_ERROR(
+        d->check(d->cuLibraryGetKernel(&lk->kernel, lk->library, lk->compiled.entry.c_str()), "cuLibraryGetKernel"));
+    return lk.release();  // owned by the runtime for the process lifetime (libraries stay loaded)
+  }();
+  if (!result.ok()) {
+    // Failed loads are not memoized forever: drop the entry so a later call can retry.
+    std::lock_guard<std::mutex> lock(mu_);
+    loaded_.erase(lkey);
+  }
+  promise.set_value(result);
+  return result;
+}
+
+Status RuntimeImpl::prepare_on_device(LoadedKernel* k, int device) {
+  if (device < 0 || device >= 64) return InvalidArgument("device ordinal " + std::to_string(device) + " out of range");
+  if (k->smem_set_devices.load(std::memory_order_acquire) & (1ull << device)) return Status::Ok();
+  std::lock_guard<std::mutex> lock(k->device_mu);
+  if (k->smem_set_devices.load() & (1ull << device)) return Status::Ok();
+  KILN_ASSIGN_OR_RETURN(const Driver* d, driver());
+  CUdevice dev;
+  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGet(&dev, device), "cuDeviceGet"));
+  if (k->compiled.smem_dynamic > 48 * 1024) {
+    KILN_RETURN_IF_ERROR(d->check(d->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                          k->compiled.smem_dynamic, k->kernel, dev),
+                                  "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
+  }
+  k->smem_set_devices.fetch_or(1ull << device, std::memory_order_release);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- PlanImpl
+
+StatusOr<LoadedKernel*> PlanImpl::kernel_for(int bucket) const {
+  LoadedKernel* k = kernels[bucket].load(std::memory_order_acquire);
+  if (k) return k;
+  KILN_ASSIGN_OR_RETURN(k, rt->load(spec, family, configs[bucket], arch));
+  kernels[bucket].store(k, std::memory_order_release);
+  return k;
+}
+
+// ---------------------------------------------------------------- Plan
+
+const KernelSpec& Plan::spec() const { return impl_->spec; }
+const ProblemSizes& Plan::sizes() const { return impl_->sizes; }
+KernelFamily Plan::family() const { return impl_->family; }
+const Arch& Plan::arch() const { return impl_->arch; }
+TileConfig Plan::config_for(int64_t m) const { return impl_->configs[bucket_index(m)]; }
+size_t Plan::workspace_bytes(int64_t) const { return 0; }
+
+Status Plan::prepare() const {
+  KILN_RETURN_IF_ERROR(impl_->rt->device_status());
+  KILN_ASSIGN_OR_RETURN(const Driver* d, impl_->rt->driver());
+  CUcontext cur = nullptr;
+  d->cuCtxGetCurrent(&cur);
+  int device = 0;
+  if (cur) {
+    CUdevice dev;
+    if (d->cuCtxGetDevice(&dev) == CUDA_SUCCESS) device = static_cast<int>(dev);
+  }
+  ScopedContext ctx;
+  KILN_RETURN_IF_ERROR(ctx.enter(d, device));
+  for (size_t b = 0; b < kMBuckets.size(); ++b) {
+    KILN_ASSIGN_OR_RETURN(LoadedKernel * k, impl_->kernel_for(static_cast<int>(b)));
+    KILN_RETURN_IF_ERROR(impl_->rt->prepare_on_device(k, device));
+  }
+  return Status::Ok();
+}
+
+Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_bytes*/, CUstream_st* stream) const {
+  const PlanImpl& p = *impl_;
+  KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(p.spec, p.sizes, ops));
+  auto drv = p.rt->driver();
+  if (!drv.ok()) return drv.status().with_context("Plan::run");
+  const Driver* d = *drv;
+  if (c.m == 0) return Status::Ok();
+  ScopedContext ctx;
+  KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
+  int bucket = bucket_index(c.m);
+  LoadedKernel* k = p.kernels[bucket].load(std::memory_order_acquire);
+  if (k == nullptr) {
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    KILN_RETURN_IF_ERROR(d->check(d->cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+      return NotReady("Plan::run during CUDA-graph capture, but the kernel for M=" + std::to_string(c.m) +
+                      " is not loaded; call prepare() before capturing");
+    }
+    KILN_ASSIGN_OR_RETURN(k, p.kernel_for(bucket));
+  }
+  KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, c.device));
+  kiln_dev::GemmParams gp{};
+  gp.a = c.a;
+  gp.b = c.b;
+  gp.out = c.out;
+  gp.a_scale = c.a_scale;
+  gp.b_scale = c.b_scale;
+  gp.lda = c.lda;
+  gp.ldb = c.ldb;
+  gp.ldc = c.ldc;
+  gp.m = static_cast<int>(c.m);
+  gp.n = static_cast<int>(p.sizes.n);
+  gp.k = static_cast<int>(p.sizes.k);
+  ProblemSizes run_sizes = p.sizes;
+  run_sizes.m = c.m;
+  LaunchShape ls = launch_shape(p.spec, p.family, p.configs[bucket], run_sizes);
+  void* args[] = {&gp};
+  return d->check(d->cuLaunchKernel(reinterpret_cast<CUfunction>(k->kernel), ls.grid_x, ls.grid_y, ls.grid_z,
+                                    ls.block_x, 1, 1, ls.dynamic_smem, reinterpret_cast<CUstream>(stream), args,
+                                    nullptr),
+                  "cuLaunchKernel");
+}
+
+std::string Plan::describe_json() const {
+  const PlanImpl& p = *impl_;
+  nlohmann::json j;
+  j["spec"] = p.canonical;
+  j["family"] = family_name(p.family);
+  j["arch"] = p.arch.name();
+  j["n"] = p.sizes.n;
+  j["k"] = p.sizes.k;
+  nlohmann::json buckets = nlohmann::json::array();
+  for (size_t b = 0; b < kMBuckets.size(); ++b) {
+    buckets.push_back({{"m_max", kMBuckets[b]}, {"config", p.configs[b].to_string()}});
+  }
+  j["buckets"] = buckets;
+  return j.dump();
+}
+
+// ---------------------------------------------------------------- Runtime
+
+Runtime::Runtime(std::shared_ptr<RuntimeImpl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() = default;
+
+StatusOr<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  auto impl = std::make_shared<RuntimeImpl>();
+  impl->options = options;
+  if (!options.disable_cache && !env::flag(env::kDisableCache)) {
+    auto c = options.cache_dir.empty() ? KernelCache::open_default() : KernelCache::open(options.cache_dir);
+    if (c.ok()) {
+      impl->cache = std::move(*c);
+    } else {
+      return c.status().with_context("Runtime::create: opening the kernel cache (set KILN_DISABLE_CACHE=1 to run without it)");
+    }
+  }
+  return std::shared_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+Status Runtime::device_status() const { return impl_->device_status(); }
+
+StatusOr<Arch> Runtime::device_arch() const {
+  KILN_ASSIGN_OR_RETURN(const Driver* d, impl_->driver());
+  int device = 0;
+  CUcontext cur = nullptr;
+  if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur) {
+    CUdevice dev;
+    if (d->cuCtxGetDevice(&dev) == CUDA_SUCCESS) device = static_cast<int>(dev);
+  }
+  CUdevice dev;
+  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGet(&dev, device), "cuDeviceGet"));
+  int major = 0, minor = 0;
+  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                                "cuDeviceGetAttribute"));
+  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                                "cuDeviceGetAttribute"));
+  return arch_for_device(major, minor);
+}
+
+StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, std::optional<Arch> arch) {
+  KILN_RETURN_IF_ERROR(validate_spec(spec));
+  Arch a;
+  if (arch) {
+    a = *arch;
+  } else {
+    auto da = device_arch();
+    a = da.ok() ? *da : Arch{9, 0, true};
+  }
+  KILN_ASSIGN_OR_RETURN(KernelFamily fam, select_family(spec, a));
+  ProblemSizes check = sizes;
+  if (check.m <= 0) check.m = 1;
+  KILN_RETURN_IF_ERROR(can_implement(spec, a, check));
+  auto impl = std::make_shared<PlanImpl>();
+  impl->rt = impl_;
+  impl->spec = spec;
+  impl->canonical = print_spec(spec);
+  impl->sizes = sizes;
+  impl->arch = a;
+  impl->family = fam;
+  for (size_t b = 0; b < kMBuckets.size(); ++b) {
+    ProblemSizes s = sizes;
+    s.m = kMBuckets[b];
+    impl->configs[b] = default_config(spec, a, s);
+  }
+  return Plan(std::move(impl));
+}
+
+StatusOr<CompiledKernel> Runtime::compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                                          const Arch& arch, bool want_ptx) {
+  return impl_->compile(spec, family, cfg, arch, want_ptx);
+}
+
+RuntimeCounters Runtime::counters() const {
+  RuntimeCounters c;
+  c.compiles = impl_->compiles.load();
+  c.cache_hits = impl_->cache_hits.load();
+  c.loads = impl_->loads.load();
+  return c;
+}
+
+std::string Runtime::cache_path() const { return impl_->cache ? impl_->cache->path() : std::string(); }
+
+}  // namespace kiln

@@ -1,0 +1,76 @@
+// runtime/runtime_impl.hpp — what a Runtime and a Plan hold (private to runtime/).
+//
+// Invariants:
+// - One compile per content key per process however many threads ask (single flight through a
+//   shared_future per key); one cuLibraryLoadData per key per process.
+// - A Plan is immutable after creation except for its per-bucket kernel pointers, which are set
+//   once (atomically) and point into the Runtime's store, which outlives every Plan (shared_ptr).
+// - Plan::run does no allocation, no SQLite and no compile when its kernel is loaded: an atomic
+//   load per bucket, operand checks, one cuLaunchKernel.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "cache/kernel_cache.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/driver/driver.hpp"
+
+namespace kiln {
+
+struct LoadedKernel {
+  CompiledKernel compiled;
+  CUlibrary library = nullptr;
+  CUkernel kernel = nullptr;
+  std::mutex device_mu;
+  std::atomic<uint64_t> smem_set_devices{0};  // bit d: dynamic smem limit set on device d
+};
+
+class RuntimeImpl {
+ public:
+  RuntimeOptions options;
+  std::unique_ptr<KernelCache> cache;  // null when disabled or unusable
+  Status cache_status;                 // why the cache is unusable (kept for messages)
+
+  std::atomic<int64_t> compiles{0}, cache_hits{0}, loads{0};
+
+  Status device_status() const;
+  StatusOr<const Driver*> driver() const;
+
+  StatusOr<CompiledKernel> compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                                   const Arch& arch, bool want_ptx);
+  // Compiles (or finds) and loads; single flight per key.
+  StatusOr<LoadedKernel*> load(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, const Arch& arch);
+  // Sets the dynamic shared memory limit of k on device (once per device).
+  Status prepare_on_device(LoadedKernel* k, int device);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_future<StatusOr<LoadedKernel*>>> loaded_;
+  std::unordered_map<std::string, std::shared_future<StatusOr<CompiledKernel>>> compiling_;
+};
+
+// The M buckets a plan distinguishes (nearest bucket at or above m, the last one for larger m).
+inline constexpr std::array<int64_t, 17> kMBuckets = {1,   2,   4,   8,    16,   24,   32,   48,  64,
+                                                      96,  128, 256, 512,  1024, 2048, 4096, 8192};
+int bucket_index(int64_t m);
+
+class PlanImpl {
+ public:
+  std::shared_ptr<RuntimeImpl> rt;
+  KernelSpec spec;
+  std::string canonical;
+  ProblemSizes sizes;
+  Arch arch;
+  KernelFamily family;
+  std::array<TileConfig, kMBuckets.size()> configs;
+  mutable std::array<std::atomic<LoadedKernel*>, kMBuckets.size()> kernels{};
+
+  StatusOr<LoadedKernel*> kernel_for(int bucket) const;
+};
+
+}  // namespace kiln

@@ -1,0 +1,275 @@
+// gpu tier: the portable sm80 family against kiln's reference on fresh random inputs.
+// Every format pairing of the slice x every output type, M = 1, odd M, N and K tails; outputs
+// poisoned before each run (run_check); repeat runs bitwise equal; the GPU reference kernel itself
+// checked against the CPU reference GEMM.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "compiler/numerics/fp8.hpp"
+#include "compiler/numerics/reference_gemm.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/check.hpp"
+#include "runtime/device_buffer.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "templates/common/gemm_params.cuh"
+#include "tests/common/gpu_env.hpp"
+
+namespace kiln {
+namespace {
+
+std::shared_ptr<Runtime> make_runtime() {
+  RuntimeOptions o;
+  o.disable_cache = true;
+  auto rt = Runtime::create(o);
+  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
+  return *rt;
+}
+
+struct Case {
+  const char* spec;
+  int64_t m, n, k;
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.spec;
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return out + "_m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
+         std::to_string(info.param.k);
+}
+
+std::vector<Case> all_cases() {
+  const char* pairs[] = {"a=bf16 b=bf16",           "a=f16 b=f16",           "a=e4m3:tensor b=e4m3:tensor",
+                         "a=e4m3:tensor b=e5m2:tensor", "a=e5m2:tensor b=e4m3:tensor", "a=e5m2:tensor b=e5m2:tensor"};
+  const char* outs[] = {"bf16", "f16", "f32"};
+  struct Shape { int64_t m, n, k; };
+  // M = 1, odd M, a multi-tile M; N tails (not a multiple of any tile, odd); K tails (a multiple of
+  // 16 bytes but not of the K tile).
+  std::vector<Shape> shapes = {{1, 256, 512}, {77, 200, 528}, {300, 129, 272}, {257, 384, 1040}};
+  static std::vector<std::string> storage;
+  std::vector<Case> cases;
+  for (auto* p : pairs) {
+    for (auto* o : outs) {
+      storage.push_back(std::string("gemm ") + p + " out=" + o);
+    }
+  }
+  for (auto& s : storage) {
+    for (auto sh : shapes) cases.push_back({s.c_str(), sh.m, sh.n, sh.k});
+  }
+  return cases;
+}
+
+class Sm80GemmGpuTest : public testing::TestWithParam<Case> {};
+
+TEST_P(Sm80GemmGpuTest, MatchesReference) {
+  KILN_REQUIRE_GPU();
+  const Case& c = GetParam();
+  auto rt = make_runtime();
+  auto spec = parse_spec(c.spec);
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  auto plan = rt->plan(*spec, {c.m, c.n, c.k});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  CheckOptions o;
+  o.m = c.m;
+  auto r = run_check(*rt, *plan, o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::printf("[ figures ] %s m=%lld n=%lld k=%lld seed=%llu rel_fro=%.3g max_abs=%.3g tol=%.1g config=%s\n", c.spec,
+              (long long)c.m, (long long)c.n, (long long)c.k, (unsigned long long)r->seed, r->rel_fro_err,
+              r->max_abs_err, r->tolerance, r->config.c_str());
+  EXPECT_EQ(r->unwritten, 0) << "seed " << r->seed;
+  EXPECT_EQ(r->nonfinite, 0) << "seed " << r->seed;
+  EXPECT_LE(r->rel_fro_err, r->tolerance) << "seed " << r->seed;
+  EXPECT_TRUE(r->passed);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPairings, Sm80GemmGpuTest, testing::ValuesIn(all_cases()), case_name);
+
+// The GPU reference kernel against the CPU reference GEMM (double accumulation).
+TEST(ReferenceGemmGpuTest, MatchesCpuReference) {
+  KILN_REQUIRE_GPU();
+  auto rt = make_runtime();
+  const Driver* d = *Driver::get();
+  ScopedContext ctx;
+  ASSERT_TRUE(ctx.enter(d, 0).ok());
+  for (const char* text : {"gemm a=bf16 b=bf16 out=f32", "gemm a=e4m3:tensor b=e5m2:tensor out=f32",
+                           "gemm a=f16 b=f16 out=f32"}) {
+    auto spec = parse_spec(text);
+    ASSERT_TRUE(spec.ok());
+    const int64_t m = 33, n = 45, k = 96;
+    int eb = format_bits(spec->a.format) / 8;
+    std::vector<uint8_t> ha(m * k * eb), hb(n * k * eb);
+    uint64_t s = 12345;
+    auto next = [&]() { s = s * 6364136223846793005ull + 1442695040888963407ull; return (s >> 33) / 2147483648.0; };
+    for (int64_t i = 0; i < m * k; ++i) {
+      float v = static_cast<float>(next() * 4 - 2);
+      if (eb == 2) {
+        uint16_t b = spec->a.format == Format::kF16 ? numerics::f16_from_float(v) : numerics::bf16_from_float(v);
+        std::memcpy(&ha[i * 2], &b, 2);
+      } else {
+        ha[i] = numerics::e4m3_from_float(v * 4, true);
+      }
+    }
+    for (int64_t i = 0; i < n * k; ++i) {
+      float v = static_cast<float>(next() * 4 - 2);
+      if (eb == 2) {
+        uint16_t b = spec->b.format == Format::kF16 ? numerics::f16_from_float(v) : numerics::bf16_from_float(v);
+        std::memcpy(&hb[i * 2], &b, 2);
+      } else {
+        hb[i] = numerics::e5m2_from_float(v * 4, true);
+      }
+    }
+    float sa = 0.75f, sb = 1.25f;
+    bool scaled = spec->a.scale != ScaleGranularity::kNone;
+    auto da = *DeviceBuffer::alloc(ha.size());
+    auto db = *DeviceBuffer::alloc(hb.size());
+    auto dout = *DeviceBuffer::alloc(m * n * 4);
+    auto dsa = *DeviceBuffer::alloc(4);
+    auto dsb = *DeviceBuffer::alloc(4);
+    ASSERT_TRUE(da.upload(ha.data(), ha.size()).ok());
+    ASSERT_TRUE(db.upload(hb.data(), hb.size()).ok());
+    ASSERT_TRUE(dsa.upload(&sa, 4).ok());
+    ASSERT_TRUE(dsb.upload(&sb, 4).ok());
+    ASSERT_TRUE(dout.fill_bytes(0xFF).ok());
+    auto ref = rt->impl()->load(*spec, KernelFamily::kReferenceGemm, TileConfig{}, Arch{9, 0, true});
+    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+    kiln_dev::GemmParams gp{};
+    gp.a = da.data();
+    gp.b = db.data();
+    gp.out = dout.data();
+    gp.a_scale = scaled ? static_cast<const float*>(dsa.data()) : nullptr;
+    gp.b_scale = scaled ? static_cast<const float*>(dsb.data()) : nullptr;
+    gp.lda = k;
+    gp.ldb = k;
+    gp.ldc = n;
+    gp.m = m;
+    gp.n = n;
+    gp.k = k;
+    LaunchShape ls = launch_shape(*spec, KernelFamily::kReferenceGemm, TileConfig{}, {m, n, k});
+    void* args[] = {&gp};
+    ASSERT_TRUE(d->check(d->cuLaunchKernel(reinterpret_cast<CUfunction>((*ref)->kernel), ls.grid_x, ls.grid_y,
+                                           ls.grid_z, ls.block_x, 1, 1, ls.dynamic_smem, nullptr, args, nullptr),
+                         "launch")
+                    .ok());
+    ASSERT_TRUE(d->check(d->cuCtxSynchronize(), "sync").ok());
+    std::vector<float> gpu(m * n);
+    ASSERT_TRUE(dout.download(gpu.data(), gpu.size() * 4).ok());
+    std::vector<double> cpu;
+    auto st = reference_gemm(*spec, m, n, k, ha.data(), k, hb.data(), k, scaled ? &sa : nullptr,
+                             scaled ? &sb : nullptr, cpu);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    double worst = 0;
+    for (int64_t i = 0; i < m * n; ++i) {
+      double e = std::fabs(gpu[i] - cpu[i]) / (1.0 + std::fabs(cpu[i]));
+      worst = std::max(worst, e);
+    }
+    std::printf("[ figures ] reference kernel vs CPU (%s): worst scaled err %.3g\n", text, worst);
+    EXPECT_LT(worst, 1e-5) << text;
+  }
+}
+
+// Deterministic: the same inputs give bitwise the same output.
+TEST(Sm80GemmGpuTest, RepeatRunsAreBitwiseEqual) {
+  KILN_REQUIRE_GPU();
+  auto rt = make_runtime();
+  auto spec = parse_spec("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  ASSERT_TRUE(spec.ok());
+  auto plan = rt->plan(*spec, {512, 512, 1024});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  CheckOptions o;
+  o.m = 512;
+  o.seed = 777;
+  auto r1 = run_check(*rt, *plan, o);
+  auto r2 = run_check(*rt, *plan, o);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ(r1->max_abs_err, r2->max_abs_err);
+  EXPECT_EQ(r1->rel_fro_err, r2->rel_fro_err);
+}
+
+TEST(Sm80GemmGpuTest, WrongOperandIsNamed) {
+  KILN_REQUIRE_GPU();
+  auto rt = make_runtime();
+  auto spec = parse_spec("gemm a=bf16 b=bf16 out=bf16");
+  ASSERT_TRUE(spec.ok());
+  auto plan = rt->plan(*spec, {16, 64, 64});
+  ASSERT_TRUE(plan.ok());
+  int64_t sa[2] = {16, 64}, sb[2] = {64, 32}, so[2] = {16, 64};
+  DLTensor a{}, b{}, out{};
+  a.device = b.device = out.device = {kDLCUDA, 0};
+  a.ndim = b.ndim = out.ndim = 2;
+  a.dtype = b.dtype = out.dtype = {kDLBfloat, 16, 1};
+  a.data = b.data = out.data = reinterpret_cast<void*>(0x10000);
+  a.shape = sa;
+  b.shape = sb;
+  out.shape = so;
+  Operands ops{&a, &b, &out, nullptr, nullptr};
+  Status s = plan->run(ops, nullptr, 0, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("operand b"), std::string::npos) << s.message();
+}
+
+// Two processes share the cache: the second finds the first one's kernels without compiling.
+TEST(CacheSharingGpuTest, SecondProcessLoadsWithoutCompiling) {
+  KILN_REQUIRE_GPU();
+  char tmpl[] = "/tmp/kiln-cache-share-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  auto child = [&](int idx) {
+    std::string counts = dir + "/counts" + std::to_string(idx);
+    std::string cmd = "KILN_CACHE_DIR=" + dir + " KILN_TEST_CHILD_COUNTS=" + counts +
+                      " /proc/self/exe --gtest_filter=CacheSharingChild.* > " + dir + "/log" + std::to_string(idx) +
+                      " 2>&1";
+    // /proc/self/exe inside the shell is the shell; resolve our own path first.
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    self[len > 0 ? len : 0] = 0;
+    cmd = "KILN_CACHE_DIR=" + dir + " KILN_TEST_CHILD_COUNTS=" + counts + " '" + self +
+          "' --gtest_filter=CacheSharingChild.* > " + dir + "/log" + std::to_string(idx) + " 2>&1";
+    int rc = std::system(cmd.c_str());
+    EXPECT_EQ(rc, 0) << cmd;
+    std::ifstream f(counts);
+    int64_t compiles = -1, hits = -1, loads = -1;
+    f >> compiles >> hits >> loads;
+    return std::array<int64_t, 3>{compiles, hits, loads};
+  };
+  auto first = child(1);
+  auto second = child(2);
+  std::printf("[ figures ] cache sharing: first process compiles=%lld hits=%lld; second compiles=%lld hits=%lld\n",
+              (long long)first[0], (long long)first[1], (long long)second[0], (long long)second[1]);
+  EXPECT_GT(first[0], 0);
+  EXPECT_EQ(second[0], 0);
+  EXPECT_GT(second[1], 0);
+  EXPECT_GT(second[2], 0);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(CacheSharingChild, CompileOrLoad) {
+  const char* out = std::getenv("KILN_TEST_CHILD_COUNTS");
+  if (!out) GTEST_SKIP() << "runs only as the child of CacheSharingGpuTest";
+  KILN_REQUIRE_GPU();
+  auto rt = Runtime::create({});
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  auto spec = parse_spec("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  ASSERT_TRUE(spec.ok());
+  auto plan = (*rt)->plan(*spec, {64, 256, 256});
+  ASSERT_TRUE(plan.ok());
+  CheckOptions o;
+  o.m = 64;
+  auto r = run_check(**rt, *plan, o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->passed);
+  auto c = (*rt)->counters();
+  std::ofstream(out) << c.compiles << " " << c.cache_hits << " " << c.loads << "\n";
+}
+
+}  // namespace
+}  // namespace kiln
