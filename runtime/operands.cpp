@@ -50,8 +50,11 @@ std::string expected_dtype(Format f) {
 }
 
 // Checks a 2-D row-major matrix operand; returns its row stride in elements.
+// Inputs (a, b) are read with 16-byte copies: rows on 16-byte boundaries. The output is written
+// with element (or paired, where aligned) stores: any row stride >= N, element-aligned base.
 StatusOr<int64_t> check_matrix(const char* name, const DLTensor* t, Format f, int64_t rows, int64_t cols,
-                               bool rows_known, const char* rows_name, const char* cols_name) {
+                               bool rows_known, const char* rows_name, const char* cols_name,
+                               bool vector_rows = true) {
   std::string n = std::string("operand ") + name;
   if (t == nullptr) return InvalidArgument(n + ": missing (NULL)");
   if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged) {
@@ -88,18 +91,19 @@ StatusOr<int64_t> check_matrix(const char* name, const DLTensor* t, Format f, in
     }
     if (t->shape[0] <= 1) ld = cols;
   }
-  if ((ld * elem_bytes) % 16 != 0) {
+  const int64_t align = vector_rows ? 16 : elem_bytes;
+  if (vector_rows && (ld * elem_bytes) % 16 != 0) {
     return InvalidArgument(n + ": row stride " + std::to_string(ld) + " elements = " + std::to_string(ld * elem_bytes) +
                            " bytes; rows must start on 16-byte boundaries (a multiple of " +
                            std::to_string(16 / elem_bytes) + " elements)");
   }
   uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
-  if (addr % 16 != 0) {
+  if (addr % align != 0) {
     return InvalidArgument(n + ": data address 0x" + ([&] {
                              char buf[32];
                              snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(addr));
                              return std::string(buf);
-                           })() + " is not 16-byte aligned");
+                           })() + " is not " + std::to_string(align) + "-byte aligned");
   }
   return ld;
 }
@@ -148,7 +152,8 @@ StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSi
   c.m = ops.a->shape[0];
   c.device = ops.a->device.device_id;
   KILN_ASSIGN_OR_RETURN(c.ldb, check_matrix("b", ops.b, spec.b.format, sizes.n, sizes.k, true, "N", "K"));
-  KILN_ASSIGN_OR_RETURN(c.ldc, check_matrix("out", ops.out, spec.out.format, c.m, sizes.n, true, "M", "N"));
+  KILN_ASSIGN_OR_RETURN(c.ldc, check_matrix("out", ops.out, spec.out.format, c.m, sizes.n, true, "M", "N",
+                                            /*vector_rows=*/false));
   if (ops.b->device.device_id != c.device || ops.out->device.device_id != c.device) {
     return InvalidArgument("operands a, b and out must be on one device; found devices " +
                            std::to_string(c.device) + ", " + std::to_string(ops.b->device.device_id) + ", " +

@@ -73,13 +73,23 @@ StatusOr<const Driver*> Driver::load() {
     return DriverError("the CUDA driver has no cuGetProcAddress_v2: it is older than CUDA 12.0; kiln "
                        "needs a driver for CUDA >= 13.0");
   }
+  // The ABI version to request per entry point: CUDA_VERSION, except where CUDA 13.0 changed a
+  // signature under an unchanged name while cuda.h still declares the old one (cudaTypedefs.h:
+  // PFN_cuCtxSynchronize_v13000 takes a CUcontext, PFN_cuCtxGetDevice_v13000 too). Asking for 13000
+  // there returns the new ABI and a call through the old prototype passes garbage (seen on the
+  // H200, 2026-11-29: CUDA_ERROR_CONTEXT_IS_DESTROYED from cuCtxSynchronize).
+  auto abi_version = [](const char* name) {
+    std::string n(name);
+    if (n == "cuCtxSynchronize" || n == "cuCtxGetDevice") return 2000;
+    return CUDA_VERSION;
+  };
   auto* d = new Driver();  // lives for the process
   std::string missing;
 #define KILN_DRIVER_RESOLVE(name)                                                                  \
   {                                                                                                \
     void* fn = nullptr;                                                                            \
     CUdriverProcAddressQueryResult q;                                                              \
-    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn) \
+    if (get_proc(#name, &fn, abi_version(#name), CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn) \
       missing += std::string(missing.empty() ? "" : ", ") + #name;                                 \
     else                                                                                           \
       d->name = reinterpret_cast<decltype(d->name)>(fn);                                           \

@@ -151,3 +151,25 @@ TEST(OperandsTest, RejectsHostTensor) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(OperandsTest, AcceptsOddOutputRowStride) {
+  Mats m(5, 129, 128, kBf16, kBf16, kBf16);
+  auto c = check_operands(bf16_spec(), {0, 129, 128}, m.ops());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->ldc, 129);
+}
+
+TEST(OperandsTest, RejectsOutputNotElementAligned) {
+  Mats m(5, 64, 128, kBf16, kBf16, kBf16);
+  m.out.byte_offset = 1;
+  auto c = check_operands(bf16_spec(), {0, 64, 128}, m.ops());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("operand out: data address"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("2-byte aligned"), std::string::npos) << c.status().message();
+}
+
+}  // namespace
+}  // namespace kiln
