@@ -52,47 +52,89 @@ StatusOr<CompiledKernel> RuntimeImpl::compile(const KernelSpec& spec, KernelFami
   out.threads = em.threads;
   out.smem_dynamic = em.smem_bytes;
 
-  if (cache && !want_ptx) {
-    auto hit = cache->get(key);
-    if (hit.ok() && hit->has_value()) {
-      const CachedKernel& c = **hit;
-      out.cubin = c.cubin;
-      out.registers = c.registers;
-      out.smem_static = c.smem;
-      out.spill_stores = c.spills;
-      out.spill_loads = c.spills;
-      out.compile_ms = c.compile_ms;
-      out.from_cache = true;
-      cache_hits.fetch_add(1);
-      return out;
+  auto from_cache = [&]() -> bool {
+    if (!cache || want_ptx) return false;
+    auto hit = cache->get(key);  // a failing read is not fatal: the cache is an optimisation
+    if (!hit.ok() || !hit->has_value()) return false;
+    const CachedKernel& c = **hit;
+    out.cubin = c.cubin;
+    out.registers = c.registers;
+    out.smem_static = c.smem;
+    out.spill_stores = c.spills;
+    out.spill_loads = c.spills;
+    out.compile_ms = c.compile_ms;
+    out.from_cache = true;
+    cache_hits.fetch_add(1);
+    return true;
+  };
+  if (from_cache()) return out;
+
+  // Single flight: concurrent callers of the same key wait for the first one's compile. The owner
+  // writes the cache before it leaves the flight table, and re-reads the cache after joining it, so
+  // a key is compiled once per process (with the cache on) however the threads interleave.
+  std::promise<StatusOr<CompileResult>> promise;
+  std::shared_future<StatusOr<CompileResult>> fut;
+  bool owner = false;
+  const std::string flight_key = key + (want_ptx ? "+ptx" : "");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = compiling_.find(flight_key);
+    if (it != compiling_.end()) {
+      fut = it->second;
+    } else {
+      fut = promise.get_future().share();
+      compiling_.emplace(flight_key, fut);
+      owner = true;
     }
-    // A failing cache read is not fatal: compile instead (the cache is an optimisation).
   }
-  KILN_ASSIGN_OR_RETURN(CompileResult r, compile_cuda(em.source, arch, copts));
-  compiles.fetch_add(1);
-  out.cubin = std::move(r.cubin);
-  out.ptx = std::move(r.ptx);
-  out.log = std::move(r.log);
+  if (owner) {
+    StatusOr<CompileResult> compiled = Internal("unset");
+    if (from_cache()) {
+      CompileResult r;
+      r.cubin = out.cubin;
+      r.registers = out.registers;
+      r.smem_static = out.smem_static;
+      r.spill_stores = out.spill_stores;
+      r.spill_loads = out.spill_loads;
+      r.compile_ms = out.compile_ms;
+      compiled = r;
+    } else {
+      compiled = compile_cuda(em.source, arch, copts);
+      if (compiled.ok()) {
+        compiles.fetch_add(1);
+        if (cache && !want_ptx) {
+          CachedKernel c;
+          c.key = key;
+          c.arch = arch.name();
+          c.entry = em.entry;
+          c.spec = print_spec(spec);
+          c.config = family == KernelFamily::kSm80Gemm ? cfg.to_string() : family_name(family);
+          c.cubin = compiled->cubin;
+          c.registers = compiled->registers;
+          c.smem = compiled->smem_static;
+          c.spills = std::max(compiled->spill_stores, compiled->spill_loads);
+          c.compile_ms = compiled->compile_ms;
+          (void)cache->put(c);  // best effort: a full disk must not fail the launch
+        }
+      }
+    }
+    promise.set_value(compiled);
+    std::lock_guard<std::mutex> lock(mu_);
+    compiling_.erase(flight_key);
+  }
+  StatusOr<CompileResult> shared = fut.get();
+  if (!shared.ok()) return shared.status();
+  if (out.from_cache) return out;
+  const CompileResult& r = *shared;
+  out.cubin = r.cubin;
+  out.ptx = r.ptx;
+  out.log = r.log;
   out.registers = r.registers;
   out.smem_static = r.smem_static;
   out.stack_frame = r.stack_frame;
   out.spill_stores = r.spill_stores;
   out.spill_loads = r.spill_loads;
   out.compile_ms = r.compile_ms;
-  if (cache) {
-    CachedKernel c;
-    c.key = key;
-    c.arch = arch.name();
-    c.entry = em.entry;
-    c.spec = print_spec(spec);
-    c.config = family == KernelFamily::kSm80Gemm ? cfg.to_string() : family_name(family);
-    c.cubin = out.cubin;
-    c.registers = out.registers;
-    c.smem = out.smem_static;
-    c.spills = std::max(out.spill_stores, out.spill_loads);
-    c.compile_ms = out.compile_ms;
-    (void)cache->put(c);  // best effort: a full disk must not fail the launch
-  }
   return out;
 }
 

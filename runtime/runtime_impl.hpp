@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "cache/kernel_cache.hpp"
+#include "compiler/nvrtc/nvrtc.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/driver/driver.hpp"
 
@@ -51,7 +52,7 @@ class RuntimeImpl {
  private:
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_future<StatusOr<LoadedKernel*>>> loaded_;
-  std::unordered_map<std::string, std::shared_future<StatusOr<CompiledKernel>>> compiling_;
+  std::unordered_map<std::string, std::shared_future<StatusOr<CompileResult>>> compiling_;
 };
 
 // The M buckets a plan distinguishes (nearest bucket at or above m, the last one for larger m).

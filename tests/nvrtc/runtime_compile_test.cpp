@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "kiln/kiln.hpp"
 #include "runtime/driver/driver.hpp"
@@ -94,6 +96,40 @@ TEST(RuntimeCompileTest, RunWithoutGpuSaysSo) {
   Status r = plan->run({&a, &b, &out, nullptr, nullptr}, nullptr, 0, nullptr);
   EXPECT_EQ(r.code(), StatusCode::kNoDevice) << r.to_string();
   EXPECT_NE(r.message().find("Plan::run"), std::string::npos) << r.message();
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// One compile per key however many threads ask (single flight), with and without the cache.
+TEST(RuntimeCompileTest, ConcurrentCallersCompileOnce) {
+  for (bool use_cache : {false, true}) {
+    RuntimeOptions o;
+    o.disable_cache = !use_cache;
+    if (use_cache) o.cache_dir = temp_dir();
+    auto rt = Runtime::create(o);
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    auto spec = parse_spec("gemm a=f16 b=f16 out=f32");
+    ASSERT_TRUE(spec.ok());
+    Arch arch = *parse_arch("sm_89");
+    TileConfig cfg = default_config(*spec, arch, {256, 256, 256});
+    std::vector<std::thread> threads;
+    std::vector<std::string> keys(8);
+    for (int i = 0; i < 8; ++i) {
+      threads.emplace_back([&, i] {
+        auto k = (*rt)->compile(*spec, KernelFamily::kSm80Gemm, cfg, arch);
+        if (k.ok()) keys[i] = k->key;
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& k : keys) EXPECT_EQ(k, keys[0]);
+    EXPECT_FALSE(keys[0].empty());
+    EXPECT_EQ((*rt)->counters().compiles, 1) << (use_cache ? "with cache" : "without cache");
+    if (use_cache) std::system(("rm -rf '" + o.cache_dir + "'").c_str());
+  }
 }
 
 }  // namespace
