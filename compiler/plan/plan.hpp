@@ -53,6 +53,10 @@ struct LaunchShape {
 // Which family implements spec on arch; UNSUPPORTED names what is missing
 // ("mxfp4 weights: the sm80 family supports bf16/f16/e4m3/e5m2 operands with tensor scales so far").
 StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch);
+// Whether the reference family (templates/kernels/reference_gemm.cuh) computes spec on arch: dense
+// fprop GEMM, bf16/f16/e4m3/e5m2 operands in any combination, unscaled or per-tensor scales, bf16/f16/f32
+// out. Callers choose the reference explicitly; emit_kernel checks this for it.
+Status check_reference_spec(const KernelSpec& spec, const Arch& arch);
 // Sizes and alignment for the chosen family: which operand, which value, what would be accepted.
 Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 // Static checks of a config against the family and arch (shared memory, warp tiling, block_k bytes).

@@ -164,7 +164,7 @@ TEST(ReferenceGemmGpuTest, MatchesCpuReference) {
     std::vector<float> gpu(m * n);
     ASSERT_TRUE(dout.download(gpu.data(), gpu.size() * 4).ok());
     std::vector<double> cpu;
-    auto st = reference_gemm(*spec, m, n, k, ha.data(), k, hb.data(), k, scaled ? &sa : nullptr,
+    auto st = numerics::reference_gemm(*spec, m, n, k, ha.data(), k, hb.data(), k, scaled ? &sa : nullptr,
                              scaled ? &sb : nullptr, cpu);
     ASSERT_TRUE(st.ok()) << st.to_string();
     double worst = 0;

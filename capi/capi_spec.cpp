@@ -1,0 +1,29 @@
+// C API: spec canonicalization and the version query. Neither needs a runtime or a GPU.
+#include <string>
+
+#include "capi/capi_internal.hpp"
+
+#ifndef KILN_VERSION_STRING
+#error "capi/CMakeLists.txt defines KILN_VERSION_STRING/MAJOR/MINOR/PATCH from project(VERSION)"
+#endif
+
+extern "C" {
+
+const char* kiln_version_string(void) { return KILN_VERSION_STRING; }
+
+void kiln_version(int* major, int* minor, int* patch) {
+  if (major != nullptr) *major = KILN_VERSION_MAJOR;
+  if (minor != nullptr) *minor = KILN_VERSION_MINOR;
+  if (patch != nullptr) *patch = KILN_VERSION_PATCH;
+}
+
+kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size, size_t* needed) {
+  return kiln::capi::guard("kiln_spec_canonicalize", [&]() -> kiln::Status {
+    if (needed != nullptr) *needed = 0;
+    KILN_RETURN_IF_ERROR(kiln::capi::require(spec, "spec"));
+    KILN_ASSIGN_OR_RETURN(kiln::KernelSpec parsed, kiln::parse_spec(spec));
+    return kiln::capi::copy_out(kiln::print_spec(parsed), buf, buf_size, needed);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,26 @@
+"""kiln: JIT-compiled quantized GEMMs from a one-line spec, over libkiln.so (the C API).
+
+    import torch, kiln
+    rt = kiln.Runtime()
+    plan = rt.plan("gemm a=bf16 b=bf16 out=bf16", n=7168, k=7168)
+    y = plan.run(x, w)                 # x [M, 7168] bf16, w [7168, 7168] bf16 on the GPU
+
+    kiln.canonicalize("gemm a=e4m3 b=e4m3 out=bf16")   # no GPU, no torch needed
+
+torch is imported only by Plan.run; parsing, canonicalizing and planning need neither torch nor a GPU.
+"""
+
+from ._errors import KilnError, LibraryNotFoundError, Status
+from ._runtime import Plan, Runtime, canonicalize, version
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "KilnError",
+    "LibraryNotFoundError",
+    "Plan",
+    "Runtime",
+    "Status",
+    "canonicalize",
+    "version",
+]

@@ -1,0 +1,106 @@
+"""DLPack 0.6 structs for ctypes and their construction from torch tensors.
+
+Only views are built: the DLTensor points at the tensor's memory, shape and strides (in elements)
+live in ctypes arrays that the returned holder keeps alive for the duration of the call.
+FP8 tensors travel as uint8 (kDLUInt, 8 bits): Debian's DLPack 0.6 has no FP8 codes and the spec
+says what the bytes mean (e4m3 or e5m2).
+"""
+
+import ctypes
+
+kDLCPU = 1
+kDLCUDA = 2
+kDLCUDAHost = 3
+kDLCUDAManaged = 13
+
+kDLInt = 0
+kDLUInt = 1
+kDLFloat = 2
+kDLBfloat = 4
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+def _dtype_table(torch):
+    table = {
+        torch.bfloat16: (kDLBfloat, 16),
+        torch.float16: (kDLFloat, 16),
+        torch.float32: (kDLFloat, 32),
+        torch.uint8: (kDLUInt, 8),
+        torch.int8: (kDLInt, 8),
+        torch.int32: (kDLInt, 32),
+    }
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        dt = getattr(torch, name, None)
+        if dt is not None:
+            table[dt] = (kDLUInt, 8)
+    return table
+
+
+def _device(t):
+    kind = t.device.type
+    if kind == "cuda":
+        return kDLCUDA, t.device.index if t.device.index is not None else 0
+    if kind == "cpu":
+        return kDLCPU, 0
+    # Neither CUDA nor CPU (mps, xla, ...): device type 0, which kiln's operand check rejects by name.
+    return 0, 0
+
+
+class TensorView:
+    """A DLTensor over a torch tensor; keeps the tensor and the shape/stride arrays alive."""
+
+    __slots__ = ("tensor", "shape", "strides", "dl")
+
+    def __init__(self, t, name):
+        import torch
+
+        code_bits = _dtype_table(torch).get(t.dtype)
+        if code_bits is None:
+            from ._errors import KilnError, Status
+
+            raise KilnError(
+                Status.INVALID_ARGUMENT,
+                f"operand {name}: torch dtype {t.dtype} has no kiln mapping (use bfloat16, float16, "
+                "float32, float8_e4m3fn, float8_e5m2 or uint8)",
+            )
+        ndim = t.dim()
+        self.tensor = t
+        # Length >= 1 so the pointers are valid even for 0-d tensors (scalars).
+        self.shape = (ctypes.c_int64 * max(ndim, 1))(*t.shape)
+        self.strides = (ctypes.c_int64 * max(ndim, 1))(*t.stride())
+        dev_type, dev_id = _device(t)
+        self.dl = DLTensor()
+        self.dl.data = ctypes.c_void_p(t.data_ptr())
+        self.dl.device = DLDevice(dev_type, dev_id)
+        self.dl.ndim = ndim
+        self.dl.dtype = DLDataType(code_bits[0], code_bits[1], 1)
+        self.dl.shape = ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64))
+        self.dl.strides = ctypes.cast(self.strides, ctypes.POINTER(ctypes.c_int64))
+        self.dl.byte_offset = 0  # data_ptr() already includes the storage offset
+
+    def pointer(self):
+        return ctypes.pointer(self.dl)
+
+
+def view(t, name):
+    """A TensorView for t, or None for None."""
+    return None if t is None else TensorView(t, name)

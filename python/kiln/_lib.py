@@ -1,0 +1,138 @@
+"""Loading libkiln.so and declaring the C API (include/kiln/kiln.h) for ctypes.
+
+The library is looked up, in order, at
+  1. $KILN_LIBRARY (a full path),
+  2. <repo>/build/capi/libkiln.so, relative to this package in a source checkout,
+  3. the system loader (libkiln.so.0, libkiln.so: LD_LIBRARY_PATH, ldconfig).
+It is loaded on first use, so ``import kiln`` works without it.
+"""
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+from ._dlpack import DLTensor
+from ._errors import KilnError, LibraryNotFoundError, Status
+
+_lock = threading.Lock()
+_lib = None
+
+c_status = ctypes.c_int
+c_handle = ctypes.c_void_p
+
+
+class RuntimeOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("cache_dir", ctypes.c_char_p),
+        ("disable_cache", ctypes.c_int),
+    ]
+
+
+class PlanOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("n", ctypes.c_int64),
+        ("k", ctypes.c_int64),
+        ("m_hint", ctypes.c_int64),
+    ]
+
+
+class Operands(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("a", ctypes.POINTER(DLTensor)),
+        ("b", ctypes.POINTER(DLTensor)),
+        ("out", ctypes.POINTER(DLTensor)),
+        ("a_scale", ctypes.POINTER(DLTensor)),
+        ("b_scale", ctypes.POINTER(DLTensor)),
+    ]
+
+
+def _candidates():
+    env = os.environ.get("KILN_LIBRARY")
+    if env:
+        # An explicit choice is the only one: silently falling back would hide a wrong path.
+        return [env], True
+    repo = Path(__file__).resolve().parent.parent.parent
+    return [str(repo / "build" / "capi" / "libkiln.so"), "libkiln.so.0", "libkiln.so"], False
+
+
+def _declare(lib):
+    size_p = ctypes.POINTER(ctypes.c_size_t)
+    int_p = ctypes.POINTER(ctypes.c_int)
+    sigs = {
+        "kiln_last_error": (ctypes.c_char_p, []),
+        "kiln_status_name": (ctypes.c_char_p, [c_status]),
+        "kiln_version_string": (ctypes.c_char_p, []),
+        "kiln_version": (None, [int_p, int_p, int_p]),
+        "kiln_runtime_create": (c_status, [ctypes.POINTER(RuntimeOptions), ctypes.POINTER(c_handle)]),
+        "kiln_runtime_destroy": (None, [c_handle]),
+        "kiln_runtime_has_device": (ctypes.c_int, [c_handle]),
+        "kiln_plan_create": (
+            c_status,
+            [c_handle, ctypes.c_char_p, ctypes.POINTER(PlanOptions), ctypes.POINTER(c_handle)],
+        ),
+        "kiln_plan_destroy": (None, [c_handle]),
+        "kiln_plan_prepare": (c_status, [c_handle]),
+        "kiln_plan_workspace_size": (c_status, [c_handle, ctypes.c_int64, size_p]),
+        "kiln_plan_describe": (c_status, [c_handle, ctypes.c_char_p, ctypes.c_size_t, size_p]),
+        "kiln_plan_run": (
+            c_status,
+            [c_handle, ctypes.POINTER(Operands), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p],
+        ),
+        "kiln_spec_canonicalize": (c_status, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, size_p]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def lib():
+    """The loaded libkiln.so (ctypes.CDLL), loading it on first use."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        names, explicit = _candidates()
+        errors = []
+        for name in names:
+            if "/" in name and not explicit and not os.path.exists(name):
+                errors.append(f"{name}: not found")
+                continue
+            try:
+                loaded = ctypes.CDLL(name)
+            except OSError as e:
+                errors.append(f"{name}: {e}")
+                continue
+            _declare(loaded)
+            _lib = loaded
+            return _lib
+        raise LibraryNotFoundError(
+            "kiln: could not load libkiln.so (build it with ./scripts/build.sh, or set KILN_LIBRARY "
+            "to its path); tried: " + "; ".join(errors)
+        )
+
+
+def last_error():
+    msg = lib().kiln_last_error()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def check(status):
+    """Raises KilnError for a failing kiln_status, with this thread's kiln_last_error()."""
+    if status != Status.OK:
+        raise KilnError(status, last_error())
+
+
+def call_with_buffer(fn, *args):
+    """Calls a kiln function that writes a NUL-terminated string into (buf, buf_size, needed)."""
+    needed = ctypes.c_size_t(0)
+    check(fn(*args, None, 0, ctypes.byref(needed)))
+    buf = ctypes.create_string_buffer(needed.value)
+    check(fn(*args, buf, needed.value, ctypes.byref(needed)))
+    return buf.value.decode("utf-8")

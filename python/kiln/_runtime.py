@@ -1,0 +1,184 @@
+"""kiln.Runtime and kiln.Plan: thin wrappers over the C API's opaque handles."""
+
+import ctypes
+import json
+import re
+
+from . import _dlpack, _lib
+from ._errors import KilnError, Status
+
+# Output formats this binding can allocate for plan.run(out=None), by canonical spec name.
+_OUT_DTYPES = {
+    "bf16": "bfloat16",
+    "f16": "float16",
+    "f32": "float32",
+    "e4m3": "float8_e4m3fn",
+    "e5m2": "float8_e5m2",
+}
+
+
+def canonicalize(spec: str) -> str:
+    """Parses and validates spec (DSL text; comments allowed) and returns its canonical text."""
+    lib = _lib.lib()
+    return _lib.call_with_buffer(lib.kiln_spec_canonicalize, spec.encode("utf-8"))
+
+
+def version() -> str:
+    """The version of the loaded libkiln.so."""
+    return _lib.lib().kiln_version_string().decode()
+
+
+class Runtime:
+    """Owns the driver, the kernel cache and the loaded kernels.
+
+    cache_dir: None for $KILN_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/kiln.
+    disable_cache: compile in memory only.
+    """
+
+    def __init__(self, cache_dir=None, disable_cache=False):
+        lib = _lib.lib()
+        opts = _lib.RuntimeOptions()
+        opts.struct_size = ctypes.sizeof(_lib.RuntimeOptions)
+        opts.cache_dir = None if cache_dir is None else str(cache_dir).encode("utf-8")
+        opts.disable_cache = 1 if disable_cache else 0
+        handle = _lib.c_handle()
+        _lib.check(lib.kiln_runtime_create(ctypes.byref(opts), ctypes.byref(handle)))
+        self._lib = lib
+        self._handle = handle
+
+    @property
+    def has_device(self) -> bool:
+        """True when a CUDA GPU is usable."""
+        return bool(self._lib.kiln_runtime_has_device(self._live()))
+
+    def plan(self, spec: str, n: int, k: int, m_hint: int = 0) -> "Plan":
+        """Parses spec and plans it for W[n, k]; every M is accepted by run(). No GPU needed."""
+        opts = _lib.PlanOptions()
+        opts.struct_size = ctypes.sizeof(_lib.PlanOptions)
+        opts.n = int(n)
+        opts.k = int(k)
+        opts.m_hint = int(m_hint)
+        handle = _lib.c_handle()
+        _lib.check(
+            self._lib.kiln_plan_create(self._live(), spec.encode("utf-8"), ctypes.byref(opts), ctypes.byref(handle))
+        )
+        return Plan(self, handle, int(n), int(k))
+
+    def close(self):
+        if getattr(self, "_handle", None) is not None and self._handle.value:
+            self._lib.kiln_runtime_destroy(self._handle)
+        self._handle = None
+
+    def _live(self):
+        if self._handle is None:
+            raise KilnError(Status.INVALID_ARGUMENT, "kiln.Runtime: used after close()")
+        return self._handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass
+
+
+class Plan:
+    """An immutable (spec, n, k) problem; run() takes any M. Safe to run on several streams."""
+
+    def __init__(self, runtime, handle, n, k):
+        self._runtime = runtime  # the C plan keeps its runtime alive; this keeps the Python one
+        self._lib = runtime._lib
+        self._handle = handle
+        self.n = n
+        self.k = k
+        self._description = None
+
+    def describe(self) -> dict:
+        """The plan as a dict: canonical spec, family, arch, n, k and the config per M bucket."""
+        if self._description is None:
+            text = _lib.call_with_buffer(self._lib.kiln_plan_describe, self._live())
+            self._description = json.loads(text)
+        return dict(self._description)
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec text."""
+        return self.describe()["spec"]
+
+    def prepare(self):
+        """Compiles and loads every kernel the plan may run (call before CUDA-graph capture)."""
+        _lib.check(self._lib.kiln_plan_prepare(self._live()))
+
+    def workspace_size(self, m: int) -> int:
+        size = ctypes.c_size_t(0)
+        _lib.check(self._lib.kiln_plan_workspace_size(self._live(), int(m), ctypes.byref(size)))
+        return size.value
+
+    def _out_dtype(self, torch):
+        match = re.search(r"\bout=([a-z0-9]+)", self.spec)
+        name = _OUT_DTYPES.get(match.group(1)) if match else None
+        dtype = getattr(torch, name, None) if name else None
+        if dtype is None:
+            raise KilnError(
+                Status.UNSUPPORTED,
+                f"kiln.Plan.run: cannot allocate the output of '{self.spec}'; pass out= yourself",
+            )
+        return dtype
+
+    def run(self, a, b, out=None, a_scale=None, b_scale=None, stream=None):
+        """Y[M, N] = X[M, K] . W[N, K]^T on torch tensors, launched on torch's current stream of
+        a's device (or on stream, a torch.cuda.Stream). Allocates out in the spec's output dtype
+        when it is None. Returns out. Nothing synchronizes."""
+        import torch
+
+        if out is None:
+            if not isinstance(a, torch.Tensor) or a.dim() < 1:
+                raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan.run: a must be a 2-D torch tensor [M, K]")
+            out = torch.empty((a.shape[0], self.n), dtype=self._out_dtype(torch), device=a.device)
+        views = {
+            "a": _dlpack.view(a, "a"),
+            "b": _dlpack.view(b, "b"),
+            "out": _dlpack.view(out, "out"),
+            "a_scale": _dlpack.view(a_scale, "a_scale"),
+            "b_scale": _dlpack.view(b_scale, "b_scale"),
+        }
+        ops = _lib.Operands()
+        ops.struct_size = ctypes.sizeof(_lib.Operands)
+        for name, v in views.items():
+            if v is not None:
+                setattr(ops, name, v.pointer())
+        if stream is None:
+            stream_ptr = torch.cuda.current_stream(a.device).cuda_stream if a.is_cuda else 0
+        else:
+            stream_ptr = stream.cuda_stream
+        _lib.check(
+            self._lib.kiln_plan_run(self._live(), ctypes.byref(ops), None, 0, ctypes.c_void_p(stream_ptr))
+        )
+        return out
+
+    def close(self):
+        if getattr(self, "_handle", None) is not None and self._handle.value:
+            self._lib.kiln_plan_destroy(self._handle)
+        self._handle = None
+
+    def _live(self):
+        if self._handle is None:
+            raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan: used after close()")
+        return self._handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,134 @@
+// gpu tier: the `kiln` CLI end to end, as a user runs it (a child process; its exit codes are part
+// of the contract: 0 ok, 1 error or failed check, 2 bad usage or spec, 3 no GPU).
+// With a GPU, `kiln run --check` must pass; without one it must compile, print the report and exit
+// 3, or 0 with --allow-no-gpu (the README's main-job command on CPU-only machines). The usage and
+// spec error cases need no GPU and run everywhere.
+// KILN_CLI_PATH comes from tools/CMakeLists.txt.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "runtime/driver/driver.hpp"
+
+#ifndef KILN_CLI_PATH
+#error "tools/CMakeLists.txt defines KILN_CLI_PATH for this test"
+#endif
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kiln_cli_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Runs `kiln <args>` (args already shell-quoted) with a private cache.
+  Result kiln(const std::string& args) {
+    const auto out = dir_ / "stdout", err = dir_ / "stderr";
+    const std::string cmd = "KILN_CACHE_DIR='" + (dir_ / "cache").string() + "' '" KILN_CLI_PATH "' " + args +
+                            " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  std::filesystem::path dir_;
+};
+
+bool has_gpu() { return kiln::Driver::get().ok(); }
+
+TEST_F(CliTest, HelpAndVersionExitZero) {
+  Result r = kiln("--help");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("compile"), std::string::npos) << r.out;
+  EXPECT_EQ(kiln("run --help").code, 0);
+  EXPECT_EQ(kiln("cache stats --help").code, 0);
+  r = kiln("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_FALSE(r.out.empty());
+}
+
+TEST_F(CliTest, BadUsageExitsTwo) {
+  Result r = kiln("");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  r = kiln("run 'gemm a=bf16 b=bf16 out=bf16' --m 64");  // --n and --k are required
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--n"), std::string::npos) << r.err;
+  r = kiln("compile 'gemm a=bf16 b=bf16 out=bf16' --emit cubin");  // binary needs --out FILE
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  r = kiln("compile 'gemm a=bf16 b=bf16 out=bf16' --arch sm_70");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sm_70"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, BadSpecExitsTwoWithLineAndColumn) {
+  Result r = kiln("compile 'gemm a=e4m4 b=bf16 out=bf16'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("<spec>:1:8:"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "errors go to stderr only: " << r.out;
+
+  std::ofstream(dir_ / "bad.kiln") << "# a comment\ngemm\n  a=bf16\n  b=e4m5\n  out=bf16\n";
+  r = kiln("run '" + (dir_ / "bad.kiln").string() + "' --m 1 --n 64 --k 64");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.kiln:4:5:"), std::string::npos) << r.err;
+
+  r = kiln("compile '" + (dir_ / "missing.kiln").string() + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, CacheCommandsOnAnEmptyCache) {
+  Result r = kiln("cache stats --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"kernels\": 0"), std::string::npos) << r.out;
+  EXPECT_EQ(kiln("cache list").code, 0);
+  EXPECT_EQ(kiln("cache clear").code, 0);
+}
+
+TEST_F(CliTest, RunChecksOnGpuAndCompilesWithout) {
+  const std::string spec = "'gemm a=bf16 b=bf16 out=bf16' --m 96 --n 128 --k 256";
+  if (has_gpu()) {
+    Result r = kiln("run " + spec + " --check --seed 11 --repeats 3");
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("PASSED"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("seed       11"), std::string::npos) << r.out;
+    return;
+  }
+  Result r = kiln("run " + spec + " --check");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("registers"), std::string::npos) << "the compile report is printed: " << r.out;
+  r = kiln("run " + spec + " --check --allow-no-gpu --json");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"gpu\": false"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,399 @@
+// Unit tests of compiler/plan: Arch parsing and limits, select_family reasons, can_implement messages,
+// check_config rejections, default_config validity, launch_shape, TileConfig text/JSON. No CUDA.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "compiler/plan/arch.hpp"
+#include "compiler/plan/plan.hpp"
+#include "compiler/spec/spec.hpp"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+KernelSpec spec_of(std::string_view text) {
+  auto r = parse_spec(text);
+  EXPECT_TRUE(r.ok()) << "text: " << text << "\nerror: " << r.status().to_string();
+  return r.ok() ? *r : KernelSpec{};
+}
+
+Arch arch_of(std::string_view name) {
+  auto r = parse_arch(name);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : Arch{};
+}
+
+const std::vector<std::string>& all_arches() {
+  static const std::vector<std::string> k = {"sm_90a", "sm_90", "sm_89", "sm_86", "sm_80"};
+  return k;
+}
+
+// Every operand pairing the sm80 family supports, with every output format.
+std::vector<std::string> supported_specs() {
+  std::vector<std::string> out;
+  const char* pairs[] = {"a=bf16 b=bf16",
+                         "a=f16 b=f16",
+                         "a=e4m3:tensor b=e4m3:tensor",
+                         "a=e4m3:tensor b=e5m2:tensor",
+                         "a=e5m2:tensor b=e4m3:tensor",
+                         "a=e5m2:tensor b=e5m2:tensor"};
+  for (const char* p : pairs)
+    for (const char* o : {"bf16", "f16", "f32"}) out.push_back(std::string("gemm ") + p + " out=" + o);
+  return out;
+}
+
+// ---- Arch ---------------------------------------------------------------------------------------
+
+TEST(ArchTest, ParsesAcceptedNamesWithAndWithoutPrefix) {
+  EXPECT_EQ(arch_of("sm_90a"), (Arch{9, 0, true}));
+  EXPECT_EQ(arch_of("90a"), (Arch{9, 0, true}));
+  EXPECT_EQ(arch_of("sm_90"), (Arch{9, 0, false}));
+  EXPECT_EQ(arch_of("sm_89"), (Arch{8, 9, false}));
+  EXPECT_EQ(arch_of("89"), (Arch{8, 9, false}));
+  EXPECT_EQ(arch_of("sm_86"), (Arch{8, 6, false}));
+  EXPECT_EQ(arch_of("sm_80"), (Arch{8, 0, false}));
+}
+
+TEST(ArchTest, NamesRoundTrip) {
+  for (const std::string& n : all_arches()) EXPECT_EQ(arch_of(n).name(), n);
+  EXPECT_EQ(arch_of("sm_90a").nvrtc_option(), "--gpu-architecture=sm_90a");
+  EXPECT_EQ(arch_of("sm_86").nvrtc_option(), "--gpu-architecture=sm_86");
+}
+
+TEST(ArchTest, RejectsUnknownNamesListingAcceptedOnes) {
+  for (const char* bad : {"sm_75", "sm_90b", "", "sm_", "hopper", "sm_890", " sm_80"}) {
+    auto r = parse_arch(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("sm_90a, sm_90, sm_89, sm_86, sm_80"));
+  }
+}
+
+TEST(ArchTest, SharedMemoryLimitsPerBlock) {
+  EXPECT_EQ(arch_of("sm_80").max_smem_per_block(), 166912);
+  EXPECT_EQ(arch_of("sm_86").max_smem_per_block(), 101376);
+  EXPECT_EQ(arch_of("sm_89").max_smem_per_block(), 101376);
+  EXPECT_EQ(arch_of("sm_90").max_smem_per_block(), 232448);
+  EXPECT_EQ(arch_of("sm_90a").max_smem_per_block(), 232448);
+}
+
+TEST(ArchTest, ArchForDevice) {
+  EXPECT_EQ(arch_for_device(9, 0), (Arch{9, 0, true}));
+  EXPECT_EQ(arch_for_device(8, 9), (Arch{8, 9, false}));
+  EXPECT_EQ(arch_for_device(8, 6), (Arch{8, 6, false}));
+  EXPECT_EQ(arch_for_device(8, 0), (Arch{8, 0, false}));
+  EXPECT_EQ(arch_for_device(9, 0).name(), "sm_90a");
+  EXPECT_FALSE(arch_for_device(10, 0).arch_specific);
+}
+
+TEST(ArchTest, Fp8MmaFromSm89) {
+  EXPECT_FALSE(arch_of("sm_80").has_fp8_mma());
+  EXPECT_FALSE(arch_of("sm_86").has_fp8_mma());
+  EXPECT_TRUE(arch_of("sm_89").has_fp8_mma());
+  EXPECT_TRUE(arch_of("sm_90a").has_fp8_mma());
+}
+
+// ---- select_family ------------------------------------------------------------------------------
+
+TEST(SelectFamilyTest, Sm80GemmForEverySupportedPairingOnEveryArch) {
+  for (const std::string& a : all_arches()) {
+    for (const std::string& text : supported_specs()) {
+      auto f = select_family(spec_of(text), arch_of(a));
+      ASSERT_TRUE(f.ok()) << text << " on " << a << ": " << f.status().to_string();
+      EXPECT_EQ(*f, KernelFamily::kSm80Gemm);
+    }
+  }
+}
+
+// The UNSUPPORTED message of spec on sm_90a.
+std::string unsupported_reason(std::string_view text, std::string_view arch = "sm_90a") {
+  auto f = select_family(spec_of(text), arch_of(arch));
+  EXPECT_FALSE(f.ok()) << text;
+  if (f.ok()) return "";
+  EXPECT_EQ(f.status().code(), StatusCode::kUnsupported) << f.status().to_string();
+  return f.status().message();
+}
+
+TEST(SelectFamilyTest, RejectsWithAReasonNamingWhatIsMissing) {
+  EXPECT_THAT(unsupported_reason("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16"),
+              HasSubstr("grouped_gemm: the grouped schedulers are not implemented yet"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=mxfp4 out=bf16"), HasSubstr("b=mxfp4"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=mxfp4 out=bf16"), HasSubstr("4-bit"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=nvfp4 out=bf16"), HasSubstr("b=nvfp4"));
+  EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=mxfp8 out=bf16"), HasSubstr("a=mxfp8"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=e4m3:tensor out=bf16"), HasSubstr("mixed 16-bit x FP8"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"),
+              HasSubstr("a=e4m3:block1x128"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"),
+              HasSubstr("per-tensor FP8 scales only"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=e4m3:n out=bf16"), HasSubstr("b=e4m3:n"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), HasSubstr("pass=dgrad"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved"),
+              HasSubstr("gate_up=interleaved"));
+}
+
+TEST(SelectFamilyTest, RejectsQuantizedOutputs) {
+  auto spec = parse_spec("gemm a=bf16 b=bf16 out=e4m3:block1x128");
+  if (!spec.ok()) GTEST_SKIP() << "the DSL does not accept this output: " << spec.status().to_string();
+  auto f = select_family(*spec, arch_of("sm_90a"));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kUnsupported);
+  EXPECT_THAT(f.status().message(), HasSubstr("out=e4m3"));
+}
+
+TEST(SelectFamilyTest, RejectsArchesBeforeSm80) {
+  auto f = select_family(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_for_device(7, 5));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kUnsupported);
+  EXPECT_THAT(f.status().message(), HasSubstr("sm_75"));
+  EXPECT_THAT(f.status().message(), HasSubstr("sm_80"));
+}
+
+TEST(SelectFamilyTest, ReferenceAcceptsAnyDecodablePairing) {
+  EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=e4m3:tensor out=f32"), arch_of("sm_80")).ok());
+  EXPECT_TRUE(check_reference_spec(spec_of("gemm a=f16 b=bf16 out=bf16"), arch_of("sm_80")).ok());
+  Status s = check_reference_spec(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a"));
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(s.message(), HasSubstr("b=mxfp4"));
+}
+
+// ---- can_implement ------------------------------------------------------------------------------
+
+std::string cannot_implement(std::string_view text, ProblemSizes sizes) {
+  Status s = can_implement(spec_of(text), arch_of("sm_90a"), sizes);
+  EXPECT_FALSE(s.ok()) << text;
+  return s.message();
+}
+
+TEST(CanImplementTest, AcceptsAlignedProblems) {
+  EXPECT_TRUE(can_implement(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_80"), {4096, 7168, 7168}).ok());
+  EXPECT_TRUE(can_implement(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_80"), {1, 1, 8}).ok());
+  EXPECT_TRUE(can_implement(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_80"), {0, 3, 8}).ok());
+  EXPECT_TRUE(can_implement(spec_of("gemm a=e4m3:tensor b=e5m2:tensor out=f32"), arch_of("sm_86"), {3, 5, 16}).ok());
+}
+
+TEST(CanImplementTest, NamesTheOperandAndTheRowBytesOfAMisalignedK) {
+  EXPECT_EQ(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 16, 1001}),
+            "operand a: K=1001 elements is 2002 bytes per row; rows must be a multiple of 16 bytes "
+            "(K % 8 == 0 for bf16)");
+  EXPECT_EQ(cannot_implement("gemm a=e4m3:tensor b=e4m3:tensor out=bf16", {16, 16, 1000}),
+            "operand a: K=1000 elements is 1000 bytes per row; rows must be a multiple of 16 bytes "
+            "(K % 16 == 0 for e4m3)");
+  EXPECT_THAT(cannot_implement("gemm a=f16 b=f16 out=f32", {16, 16, 4}), HasSubstr("(K % 8 == 0 for f16)"));
+}
+
+TEST(CanImplementTest, RejectsSizesOutsideTheIndexRange) {
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {int64_t{1} << 31, 16, 16}), HasSubstr("M=2147483648"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, int64_t{1} << 31, 16}), HasSubstr("N=2147483648"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 16, int64_t{1} << 32}), HasSubstr("K=4294967296"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 0, 16}), HasSubstr("N=0"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 16, 0}), HasSubstr("K=0"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {-1, 16, 16}), HasSubstr("M=-1"));
+}
+
+TEST(CanImplementTest, PassesOnSelectFamilyReasons) {
+  Status s = can_implement(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a"), {16, 16, 64});
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(s.message(), HasSubstr("b=mxfp4"));
+}
+
+// ---- check_config -------------------------------------------------------------------------------
+
+TileConfig config(int bm, int bn, int bk, int stages, int wm, int wn, int gm = 8) {
+  TileConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = bk;
+  c.stages = stages;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.group_m = gm;
+  return c;
+}
+
+std::string config_error(std::string_view text, std::string_view arch, const TileConfig& c) {
+  Status s = check_config(spec_of(text), arch_of(arch), c);
+  EXPECT_FALSE(s.ok()) << c.to_string() << " on " << arch;
+  return s.message();
+}
+
+TEST(CheckConfigTest, AcceptsTheDefaultShapes) {
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  for (const std::string& a : all_arches()) {
+    EXPECT_TRUE(check_config(bf16, arch_of(a), config(128, 128, 32, 4, 2, 4)).ok()) << a;
+    EXPECT_TRUE(check_config(bf16, arch_of(a), config(128, 128, 64, 3, 2, 4)).ok()) << a;
+    EXPECT_TRUE(check_config(fp8, arch_of(a), config(128, 128, 64, 4, 2, 4)).ok()) << a;
+    EXPECT_TRUE(check_config(fp8, arch_of(a), config(16, 128, 128, 4, 1, 4)).ok()) << a;
+  }
+}
+
+TEST(CheckConfigTest, RejectsBlockKThatIsNot64Or128BytesPerRow) {
+  const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 128, 48, 4, 2, 4)),
+              HasSubstr("block_k=48 is 96 bytes per row for bf16; must be 64 or 128 bytes (block_k 32 or 64)"));
+  EXPECT_THAT(config_error("gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "sm_90a", config(128, 128, 32, 4, 2, 4)),
+              HasSubstr("block_k=32 is 32 bytes per row for e4m3; must be 64 or 128 bytes (block_k 64 or 128)"));
+}
+
+TEST(CheckConfigTest, RejectsWarpTilingThatDoesNotDivide) {
+  const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(96, 128, 32, 4, 4, 2)), HasSubstr("block_m=96"));
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 64, 32, 4, 2, 8)), HasSubstr("block_n=64"));
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 64, 32, 4, 2, 8)), HasSubstr("16 * warps_n"));
+}
+
+TEST(CheckConfigTest, RejectsOutOfRangeFields) {
+  const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 128, 32, 1, 2, 4)), HasSubstr("stages=1"));
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 128, 32, 9, 2, 4)), HasSubstr("stages=9"));
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 128, 32, 4, 2, 4, 0)), HasSubstr("group_m=0"));
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(512, 128, 32, 4, 2, 4)), HasSubstr("block_m=512"));
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(256, 256, 32, 2, 8, 8)), HasSubstr("64 warps"));
+}
+
+TEST(CheckConfigTest, RejectsRegisterBudgetsPtxasWouldSpill) {
+  const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
+  // One warp copying a 64x64 tile: 16 copies per stage on top of 128 accumulators.
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(64, 64, 32, 4, 1, 1)), HasSubstr("registers per thread"));
+  // 512 threads leave 128 registers per thread.
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 256, 32, 3, 4, 4)), HasSubstr("512 threads allow 120"));
+}
+
+TEST(CheckConfigTest, RejectsTooManyAccumulators) {
+  const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(256, 128, 32, 3, 2, 2)), HasSubstr("warp tile 128x64"));
+  // 64 x 64 warp tiles fit natively, but not when FP8 is converted in registers below sm_89.
+  const char* fp8 = "gemm a=e4m3:tensor b=e4m3:tensor out=bf16";
+  EXPECT_TRUE(check_config(spec_of(fp8), arch_of("sm_89"), config(128, 128, 64, 4, 2, 2)).ok());
+  EXPECT_THAT(config_error(fp8, "sm_80", config(128, 128, 64, 4, 2, 2)), HasSubstr("at most 64"));
+}
+
+TEST(CheckConfigTest, RejectsSharedMemoryBeyondTheArch) {
+  // 6 stages * (128 + 128) rows * 128 bytes = 196608: fits sm_90 (232448), not sm_80 (166912) or sm_86.
+  const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
+  const TileConfig big = config(128, 128, 64, 6, 2, 4);
+  EXPECT_TRUE(check_config(spec_of(bf16), arch_of("sm_90a"), big).ok());
+  Status s = check_config(spec_of(bf16), arch_of("sm_86"), big);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("196608 bytes of shared memory; sm_86 allows 101376"));
+  EXPECT_EQ(check_config(spec_of(bf16), arch_of("sm_80"), big).code(), StatusCode::kResourceExhausted);
+}
+
+TEST(CheckConfigTest, SmemBytesFormula) {
+  EXPECT_EQ(smem_bytes(spec_of("gemm a=bf16 b=bf16 out=bf16"), config(128, 128, 32, 4, 2, 4)), 65536);
+  EXPECT_EQ(smem_bytes(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), config(128, 64, 128, 3, 2, 4)),
+            3 * 192 * 128);
+}
+
+// ---- default_config -----------------------------------------------------------------------------
+
+TEST(DefaultConfigTest, ValidForEveryArchFormatAndShape) {
+  const std::vector<ProblemSizes> shapes = {{1, 7168, 7168},    {16, 4096, 4096}, {33, 128, 256},  {64, 64, 64},
+                                            {100, 100, 128},    {4096, 7168, 7168}, {8192, 128, 64}, {0, 1, 16},
+                                            {1, 1, 16},         {65, 16, 32}};
+  for (const std::string& a : all_arches()) {
+    for (const std::string& text : supported_specs()) {
+      const KernelSpec spec = spec_of(text);
+      for (const ProblemSizes& s : shapes) {
+        const TileConfig c = default_config(spec, arch_of(a), s);
+        Status st = check_config(spec, arch_of(a), c);
+        EXPECT_TRUE(st.ok()) << text << " on " << a << " m=" << s.m << " n=" << s.n << " k=" << s.k << ": "
+                             << st.to_string();
+      }
+    }
+  }
+}
+
+TEST(DefaultConfigTest, LargeProblemsUseTheBigTile) {
+  const TileConfig c = default_config(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_90a"), {4096, 7168, 7168});
+  EXPECT_EQ(c.to_string(), "bm128_bn128_bk32_s4_w2x4_g8");
+  const TileConfig f = default_config(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), arch_of("sm_89"),
+                                      {4096, 7168, 7168});
+  EXPECT_EQ(f.to_string(), "bm128_bn128_bk64_s4_w2x4_g8");
+}
+
+TEST(DefaultConfigTest, SmallMUsesShortTiles) {
+  const KernelSpec spec = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {1, 7168, 7168}).block_m, 16);
+  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {32, 7168, 7168}).block_m, 32);
+  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {64, 7168, 7168}).block_m, 64);
+  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {65, 7168, 7168}).block_m, 128);
+}
+
+TEST(DefaultConfigTest, IsAPureFunction) {
+  const KernelSpec spec = spec_of("gemm a=e5m2:tensor b=e4m3:tensor out=f16");
+  EXPECT_EQ(default_config(spec, arch_of("sm_86"), {300, 500, 512}), default_config(spec, arch_of("sm_86"), {300, 500, 512}));
+}
+
+// ---- launch_shape -------------------------------------------------------------------------------
+
+TEST(LaunchShapeTest, Sm80GridIsOneBlockPerTile) {
+  const KernelSpec spec = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  const TileConfig c = config(128, 128, 32, 4, 2, 4);
+  const LaunchShape ls = launch_shape(spec, KernelFamily::kSm80Gemm, c, {4096, 7168, 7168});
+  EXPECT_EQ(ls.grid_x, 32u * 56u);
+  EXPECT_EQ(ls.grid_y, 1u);
+  EXPECT_EQ(ls.grid_z, 1u);
+  EXPECT_EQ(ls.block_x, 256u);
+  EXPECT_EQ(ls.dynamic_smem, 65536);
+  const LaunchShape tail = launch_shape(spec, KernelFamily::kSm80Gemm, c, {129, 130, 64});
+  EXPECT_EQ(tail.grid_x, 4u);
+}
+
+TEST(LaunchShapeTest, ReferenceGridCoversNAndM) {
+  const KernelSpec spec = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=f32");
+  const LaunchShape ls = launch_shape(spec, KernelFamily::kReferenceGemm, TileConfig{}, {33, 100, 64});
+  EXPECT_EQ(ls.grid_x, 7u);
+  EXPECT_EQ(ls.grid_y, 3u);
+  EXPECT_EQ(ls.block_x, 256u);
+  EXPECT_EQ(ls.dynamic_smem, 0);
+  // Rows past 65535 blocks are covered by the kernel's grid-stride loop.
+  const LaunchShape big = launch_shape(spec, KernelFamily::kReferenceGemm, TileConfig{}, {int64_t{1} << 24, 16, 16});
+  EXPECT_EQ(big.grid_y, 65535u);
+}
+
+// ---- TileConfig text and JSON -------------------------------------------------------------------
+
+TEST(TileConfigTest, ToStringAndFamilyName) {
+  EXPECT_EQ(TileConfig{}.to_string(), "bm128_bn128_bk32_s4_w2x4_g8");
+  EXPECT_EQ(TileConfig{}.threads(), 256);
+  EXPECT_STREQ(family_name(KernelFamily::kSm80Gemm), "sm80_gemm");
+  EXPECT_STREQ(family_name(KernelFamily::kReferenceGemm), "reference_gemm");
+}
+
+TEST(TileConfigTest, JsonRoundTrip) {
+  const TileConfig c = config(64, 256, 128, 3, 1, 4, 16);
+  const nlohmann::json j = config_to_json(c);
+  EXPECT_EQ(j.at("block_m"), 64);
+  EXPECT_EQ(j.at("group_m"), 16);
+  auto back = config_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, c);
+}
+
+TEST(TileConfigTest, JsonErrorsNameTheField) {
+  nlohmann::json j = config_to_json(TileConfig{});
+  j.erase("stages");
+  EXPECT_THAT(config_from_json(j).status().message(), HasSubstr("missing field 'stages'"));
+  j = config_to_json(TileConfig{});
+  j["warps_n"] = "four";
+  EXPECT_THAT(config_from_json(j).status().message(), HasSubstr("'warps_n' must be an integer"));
+  j = config_to_json(TileConfig{});
+  j["block_q"] = 1;
+  EXPECT_THAT(config_from_json(j).status().message(), HasSubstr("unknown field 'block_q'"));
+  j = config_to_json(TileConfig{});
+  j["block_m"] = -128;
+  EXPECT_THAT(config_from_json(j).status().message(), HasSubstr("block_m=-128"));
+  EXPECT_EQ(config_from_json(nlohmann::json::array()).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,126 @@
+// `kiln` CLI: the runtime, the compile report (text and JSON) and error reporting, shared by the
+// subcommands.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "compiler/plan/plan.hpp"
+#include "compiler/spec/spec.hpp"
+#include "tools/cli.hpp"
+
+namespace kiln::cli {
+namespace {
+
+// ptxas reports -1 for "not reported"; show that as n/a rather than a negative count.
+std::string count_or_na(int v, const char* unit) {
+  if (v < 0) return "n/a";
+  return fmt::format("{}{}", v, unit);
+}
+
+nlohmann::json int_or_null(int v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Runtime>> make_runtime(const GlobalOptions& global) {
+  RuntimeOptions ro;
+  ro.cache_dir = global.cache_dir;
+  ro.disable_cache = global.no_cache;
+  return Runtime::create(ro);
+}
+
+StatusOr<Arch> default_arch(Runtime& rt, std::string* source) {
+  StatusOr<Arch> dev = rt.device_arch();
+  if (dev.ok()) {
+    *source = "device";
+    return dev;
+  }
+  *source = "default: no GPU";
+  return parse_arch("sm_90a");
+}
+
+StatusOr<CompileReport> compile_plan(Runtime& rt, const Plan& plan, const ProblemSizes& sizes,
+                                     std::string arch_source, bool want_ptx) {
+  CompileReport r;
+  r.spec = print_spec(plan.spec());
+  r.sizes = sizes;
+  r.arch = plan.arch().name();
+  r.arch_source = std::move(arch_source);
+  r.family = family_name(plan.family());
+  r.config = plan.config_for(sizes.m);
+  KILN_ASSIGN_OR_RETURN(r.kernel, rt.compile(plan.spec(), plan.family(), r.config, plan.arch(), want_ptx));
+  r.cache_path = rt.cache_path();
+  return r;
+}
+
+std::string format_compile_report(const CompileReport& r) {
+  const CompiledKernel& k = r.kernel;
+  std::string out;
+  auto row = [&out](const char* name, const std::string& value) {
+    out += fmt::format("  {:<10} {}\n", name, value);
+  };
+  row("spec", r.spec);
+  row("problem", fmt::format("M={} N={} K={}", r.sizes.m, r.sizes.n, r.sizes.k));
+  row("arch", fmt::format("{} ({})", r.arch, r.arch_source));
+  row("family", r.family);
+  row("config", fmt::format("{} ({} threads)", r.config.to_string(), r.config.threads()));
+  row("kernel", k.entry.empty() ? "n/a" : k.entry);
+  row("registers", count_or_na(k.registers, " per thread"));
+  row("smem", fmt::format("{} static + {} dynamic", count_or_na(k.smem_static, " B"),
+                          count_or_na(k.smem_dynamic, " B")));
+  row("spills", fmt::format("{} stores, {} loads, stack frame {}", count_or_na(k.spill_stores, " B"),
+                            count_or_na(k.spill_loads, " B"), count_or_na(k.stack_frame, " B")));
+  row("compile", k.from_cache ? fmt::format("cache hit (compiled in {:.1f} ms originally)", k.compile_ms)
+                              : fmt::format("{:.1f} ms (cache miss)", k.compile_ms));
+  row("cubin", fmt::format("{} bytes", k.cubin.size()));
+  row("key", k.key.empty() ? "n/a" : k.key);
+  row("cache", r.cache_path.empty() ? "disabled" : r.cache_path);
+  return out;
+}
+
+nlohmann::json compile_report_json(const CompileReport& r) {
+  const CompiledKernel& k = r.kernel;
+  nlohmann::json j;
+  j["spec"] = r.spec;
+  j["sizes"] = {{"m", r.sizes.m}, {"n", r.sizes.n}, {"k", r.sizes.k}};
+  j["arch"] = r.arch;
+  j["arch_source"] = r.arch_source;
+  j["family"] = r.family;
+  j["config"] = config_to_json(r.config);
+  j["config_name"] = r.config.to_string();
+  j["threads"] = r.config.threads();
+  j["entry"] = k.entry;
+  j["registers"] = int_or_null(k.registers);
+  j["smem_static"] = int_or_null(k.smem_static);
+  j["smem_dynamic"] = int_or_null(k.smem_dynamic);
+  j["stack_frame"] = int_or_null(k.stack_frame);
+  j["spill_stores"] = int_or_null(k.spill_stores);
+  j["spill_loads"] = int_or_null(k.spill_loads);
+  j["compile_ms"] = k.compile_ms;
+  j["from_cache"] = k.from_cache;
+  j["cubin_bytes"] = k.cubin.size();
+  j["key"] = k.key;
+  j["cache_path"] = r.cache_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.cache_path);
+  return j;
+}
+
+int exit_code_for(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidArgument: return kExitUsage;
+    case StatusCode::kNoDevice: return kExitNoGpu;
+    default: return kExitError;
+  }
+}
+
+int report_error(const char* command, const Status& s) {
+  fmt::print(stderr, "kiln {}: {}\n", command, s.to_string());
+  return exit_code_for(s);
+}
+
+nlohmann::json parse_json_or_string(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return nlohmann::json(text);
+  return j;
+}
+
+}  // namespace kiln::cli
