@@ -50,7 +50,8 @@ StatusOr<string> format_constants(const KernelSpec& spec) {
   for (const auto& fld : fields) {
     const char* dev = device_format(fld.f);
     if (dev == nullptr)
-      return Unsupported(string("emit: ") + fld.role + "=" + format_name(fld.f) + " has no device element type yet");
+      return Unsupported(string("emit: ") + fld.role + "=" + format_name(fld.f) +
+                         " has no device element type yet");
     s += constant("kiln_dev::Format", fld.name, dev);
   }
   return s;
@@ -93,9 +94,10 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       k.entry = "kiln_sm80_gemm";
       k.threads = cfg.threads();
       k.smem_bytes = smem_bytes(spec, cfg);
-      k.source = unit("kernels/sm80_gemm.cuh",
-                      string("family ") + family_name(family) + ", config " + cfg.to_string() + ", arch " + arch.name(),
-                      body, k.entry.c_str(), k.threads, "kiln_dev::sm80_gemm");
+      k.source = unit(
+          "kernels/sm80_gemm.cuh",
+          string("family ") + family_name(family) + ", config " + cfg.to_string() + ", arch " + arch.name(),
+          body, k.entry.c_str(), k.threads, "kiln_dev::sm80_gemm");
       return k;
     }
     case KernelFamily::kReferenceGemm: {
@@ -105,8 +107,9 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       k.entry = "kiln_reference_gemm";
       k.threads = launch_shape(spec, family, cfg, ProblemSizes{1, 1, 1}).block_x;
       k.smem_bytes = 0;
-      k.source = unit("kernels/reference_gemm.cuh", string("family ") + family_name(family) + ", arch " + arch.name(),
-                      body, k.entry.c_str(), k.threads, "kiln_dev::reference_gemm");
+      k.source = unit("kernels/reference_gemm.cuh",
+                      string("family ") + family_name(family) + ", arch " + arch.name(), body,
+                      k.entry.c_str(), k.threads, "kiln_dev::reference_gemm");
       return k;
     }
   }

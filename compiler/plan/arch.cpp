@@ -5,9 +5,7 @@
 
 namespace kiln {
 
-std::string Arch::name() const {
-  return "sm_" + std::to_string(sm()) + (arch_specific ? "a" : "");
-}
+std::string Arch::name() const { return "sm_" + std::to_string(sm()) + (arch_specific ? "a" : ""); }
 
 std::string Arch::nvrtc_option() const { return "--gpu-architecture=" + name(); }
 
@@ -16,21 +14,16 @@ int Arch::max_smem_per_block() const {
   // technical specifications table; CUDA 13.0): sm_80/sm_87 163 KB, sm_86/sm_89 99 KB, sm_90 227 KB.
   switch (sm()) {
     case 80:
-    case 87:
-      return 166912;  // 163 KB
+    case 87: return 166912;  // 163 KB
     case 86:
     case 89:
     case 120:
-    case 121:
-      return 101376;  // 99 KB
+    case 121: return 101376;  // 99 KB
     case 90:
     case 100:
-    case 103:
-      return 232448;  // 227 KB
-    case 75:
-      return 65536;   // 64 KB
-    default:
-      return 49152;   // 48 KB: what every arch grants without opting in
+    case 103: return 232448;  // 227 KB
+    case 75: return 65536;    // 64 KB
+    default: return 49152;    // 48 KB: what every arch grants without opting in
   }
 }
 
@@ -48,8 +41,9 @@ StatusOr<Arch> parse_arch(std::string_view name) {
   for (const Known& k : kKnown) {
     if (s == k.text) return k.arch;
   }
-  return InvalidArgument("unknown arch '" + std::string(name) +
-                         "'; expected one of sm_90a, sm_90, sm_89, sm_86, sm_80 (the sm_ prefix is optional)");
+  return InvalidArgument(
+      "unknown arch '" + std::string(name) +
+      "'; expected one of sm_90a, sm_90, sm_89, sm_86, sm_80 (the sm_ prefix is optional)");
 }
 
 Arch arch_for_device(int major, int minor) {

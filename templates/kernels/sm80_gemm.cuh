@@ -203,13 +203,15 @@ struct Gemm {
       // Slow path only when some lane holds an Inf/NaN code; warp-uniform (see ptx/warp.cuh).
       u32 specials = 0;
 #pragma unroll
-      for (int mf = 0; mf < kMFrags; ++mf)
+      for (int mf = 0; mf < kMFrags; ++mf) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) specials |= fp8x4_specials<kA>(f.a[mf][r]);
+      }
 #pragma unroll
-      for (int nf = 0; nf < kNFrags; ++nf)
+      for (int nf = 0; nf < kNFrags; ++nf) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) specials |= fp8x4_specials<kB>(f.b[nf][r]);
+      }
       if (warp_any(specials != 0)) {
         mma_step_fp8_converted<true>(acc, f);
       } else {
@@ -410,11 +412,13 @@ struct Gemm {
 
     float acc[kMFrags][kNFrags][4];
 #pragma unroll
-    for (int mf = 0; mf < kMFrags; ++mf)
+    for (int mf = 0; mf < kMFrags; ++mf) {
 #pragma unroll
-      for (int nf = 0; nf < kNFrags; ++nf)
+      for (int nf = 0; nf < kNFrags; ++nf) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[mf][nf][r] = 0.0f;
+      }
+    }
 
     // Prologue: K tiles 0 .. kStages-2 into stages 0 .. kStages-2, one commit group each (empty
     // groups past the last tile keep the group count uniform for wait_group).
@@ -480,7 +484,8 @@ struct Gemm {
           for (int nf = 0; nf < kNFrags; ++nf) {
             const int col = n0 + warp_n * kWarpTileN + nf * 8 + 2 * t;
             if (col < p.n) {
-              store_pair(p, paired_ok, row, col, acc[mf][nf][2 * half] * scale, acc[mf][nf][2 * half + 1] * scale);
+              store_pair(p, paired_ok, row, col, acc[mf][nf][2 * half] * scale,
+                         acc[mf][nf][2 * half + 1] * scale);
             }
           }
         }

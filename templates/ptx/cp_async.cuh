@@ -26,14 +26,11 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
 // .L2::128B: prefetch the whole 128-byte L2 line (the next K tile of the same row usually is in it;
 // PTX ISA §9.7.9.25.3.1, sm_80+).
 __device__ __forceinline__ void cp_async_16(u32 dst, const void* src, u32 src_bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
 
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most kPending of this thread's committed groups are still in flight.
 template <int kPending>

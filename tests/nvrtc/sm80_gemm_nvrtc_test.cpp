@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -56,7 +57,9 @@ CompileResult compile_ok(const KernelSpec& spec, KernelFamily family, const Tile
   EXPECT_EQ(r->spill_loads, 0) << what << "\n" << r->log;
   EXPECT_GT(r->registers, 0) << what << "\n" << r->log;
   EXPECT_LE(r->registers, 255) << what;
-  EXPECT_EQ(r->cubin.substr(0, 4), std::string("\x7f" "ELF")) << what;
+  EXPECT_EQ(r->cubin.substr(0, 4), std::string("\x7f"
+                                               "ELF"))
+      << what;
   return *r;
 }
 
@@ -70,11 +73,19 @@ class Sm80GemmNvrtcTest : public ::testing::TestWithParam<std::tuple<const char*
 };
 
 TEST_P(Sm80GemmNvrtcTest, DefaultConfigCompilesWithoutSpillsForEveryOutput) {
-  for (const char* out : kOuts) {
+  // The large-problem default for every output format, then the other M buckets' defaults.
+  struct Run {
+    const char* out;
+    int64_t m;
+  };
+  const Run runs[] = {{"bf16", 4096}, {"f16", 4096}, {"f32", 4096}, {"bf16", 1024},
+                      {"f32", 64},    {"bf16", 32},  {"f16", 1}};
+  for (const Run& run : runs) {
+    const char* out = run.out;
     const KernelSpec s = spec(out);
-    const TileConfig cfg = default_config(s, arch(), {4096, 7168, 7168});
-    const std::string what = std::string(pairing().operands) + " out=" + out + " " + cfg.to_string() + " on " +
-                             arch().name();
+    const TileConfig cfg = default_config(s, arch(), {run.m, 7168, 7168});
+    const std::string what =
+        std::string(pairing().operands) + " out=" + out + " " + cfg.to_string() + " on " + arch().name();
     const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm, cfg, arch(), what);
     std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.spill_stores
               << " bytes spill stores, " << r.spill_loads << " bytes spill loads\n";
@@ -85,8 +96,11 @@ TEST_P(Sm80GemmNvrtcTest, OtherConfigsCompileWithoutSpills) {
   const KernelSpec s = spec("bf16");
   const int eb = format_bits(s.a.format) / 8;
   // (block_m, block_n, row bytes, stages, warps_m, warps_n): decode, square, wide, 128-byte rows.
-  const int shapes[][6] = {{16, 128, 64, 4, 1, 4}, {64, 64, 128, 3, 2, 2}, {128, 256, 64, 3, 2, 4},
-                           {128, 128, 128, 3, 2, 4}, {256, 128, 64, 3, 4, 2}};
+  const int shapes[][6] = {{16, 128, 64, 4, 1, 4},
+                           {64, 64, 128, 3, 2, 2},
+                           {128, 256, 64, 3, 2, 4},
+                           {128, 128, 128, 3, 2, 4},
+                           {256, 128, 64, 3, 4, 2}};
   int compiled = 0;
   for (const auto& sh : shapes) {
     TileConfig c;
@@ -97,8 +111,8 @@ TEST_P(Sm80GemmNvrtcTest, OtherConfigsCompileWithoutSpills) {
     c.warps_m = sh[4];
     c.warps_n = sh[5];
     if (!check_config(s, arch(), c).ok()) continue;  // e.g. 64x64 warp tiles with FP8 below sm_89
-    compile_ok(s, KernelFamily::kSm80Gemm, c, arch(), std::string(pairing().operands) + " " + c.to_string() +
-                                                          " on " + arch().name());
+    compile_ok(s, KernelFamily::kSm80Gemm, c, arch(),
+               std::string(pairing().operands) + " " + c.to_string() + " on " + arch().name());
     ++compiled;
   }
   EXPECT_GE(compiled, 3);
@@ -120,12 +134,16 @@ TEST(Sm80GemmPtxTest, UsesTheDesignedMmaPerArch) {
     std::vector<const char*> expect;
   };
   const Case cases[] = {
-      {"sm_80", "a=bf16 b=bf16", {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix", "cp.async.cg"}},
+      {"sm_80",
+       "a=bf16 b=bf16",
+       {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix", "cp.async.cg"}},
       {"sm_86", "a=f16 b=f16", {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"}},
       {"sm_89", "a=e4m3:tensor b=e5m2:tensor", {"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"}},
-      {"sm_90a", "a=e5m2:tensor b=e4m3:tensor",
+      {"sm_90a",
+       "a=e5m2:tensor b=e4m3:tensor",
        {"cvt.rn.f16x2.e5m2x2", "cvt.rn.f16x2.e4m3x2", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"}},
-      {"sm_80", "a=e4m3:tensor b=e4m3:tensor",
+      {"sm_80",
+       "a=e4m3:tensor b=e4m3:tensor",
        {"fma.rn.bf16x2", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "vote.sync.any.pred"}},
   };
   for (const Case& c : cases) {

@@ -1,5 +1,7 @@
 // Unit tests of compiler/plan: Arch parsing and limits, select_family reasons, can_implement messages,
 // check_config rejections, default_config validity, launch_shape, TileConfig text/JSON. No CUDA.
+#include "compiler/plan/plan.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "compiler/plan/arch.hpp"
-#include "compiler/plan/plan.hpp"
 #include "compiler/spec/spec.hpp"
 
 namespace kiln {
@@ -173,10 +174,12 @@ std::string cannot_implement(std::string_view text, ProblemSizes sizes) {
 }
 
 TEST(CanImplementTest, AcceptsAlignedProblems) {
-  EXPECT_TRUE(can_implement(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_80"), {4096, 7168, 7168}).ok());
+  EXPECT_TRUE(
+      can_implement(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_80"), {4096, 7168, 7168}).ok());
   EXPECT_TRUE(can_implement(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_80"), {1, 1, 8}).ok());
   EXPECT_TRUE(can_implement(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_80"), {0, 3, 8}).ok());
-  EXPECT_TRUE(can_implement(spec_of("gemm a=e4m3:tensor b=e5m2:tensor out=f32"), arch_of("sm_86"), {3, 5, 16}).ok());
+  EXPECT_TRUE(
+      can_implement(spec_of("gemm a=e4m3:tensor b=e5m2:tensor out=f32"), arch_of("sm_86"), {3, 5, 16}).ok());
 }
 
 TEST(CanImplementTest, NamesTheOperandAndTheRowBytesOfAMisalignedK) {
@@ -190,9 +193,12 @@ TEST(CanImplementTest, NamesTheOperandAndTheRowBytesOfAMisalignedK) {
 }
 
 TEST(CanImplementTest, RejectsSizesOutsideTheIndexRange) {
-  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {int64_t{1} << 31, 16, 16}), HasSubstr("M=2147483648"));
-  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, int64_t{1} << 31, 16}), HasSubstr("N=2147483648"));
-  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 16, int64_t{1} << 32}), HasSubstr("K=4294967296"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {int64_t{1} << 31, 16, 16}),
+              HasSubstr("M=2147483648"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, int64_t{1} << 31, 16}),
+              HasSubstr("N=2147483648"));
+  EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 16, int64_t{1} << 32}),
+              HasSubstr("K=4294967296"));
   EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 0, 16}), HasSubstr("N=0"));
   EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {16, 16, 0}), HasSubstr("K=0"));
   EXPECT_THAT(cannot_implement("gemm a=bf16 b=bf16 out=bf16", {-1, 16, 16}), HasSubstr("M=-1"));
@@ -237,10 +243,12 @@ TEST(CheckConfigTest, AcceptsTheDefaultShapes) {
 
 TEST(CheckConfigTest, RejectsBlockKThatIsNot64Or128BytesPerRow) {
   const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
-  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 128, 48, 4, 2, 4)),
-              HasSubstr("block_k=48 is 96 bytes per row for bf16; must be 64 or 128 bytes (block_k 32 or 64)"));
-  EXPECT_THAT(config_error("gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "sm_90a", config(128, 128, 32, 4, 2, 4)),
-              HasSubstr("block_k=32 is 32 bytes per row for e4m3; must be 64 or 128 bytes (block_k 64 or 128)"));
+  EXPECT_THAT(
+      config_error(bf16, "sm_90a", config(128, 128, 48, 4, 2, 4)),
+      HasSubstr("block_k=48 is 96 bytes per row for bf16; must be 64 or 128 bytes (block_k 32 or 64)"));
+  EXPECT_THAT(
+      config_error("gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "sm_90a", config(128, 128, 32, 4, 2, 4)),
+      HasSubstr("block_k=32 is 32 bytes per row for e4m3; must be 64 or 128 bytes (block_k 64 or 128)"));
 }
 
 TEST(CheckConfigTest, RejectsWarpTilingThatDoesNotDivide) {
@@ -264,7 +272,8 @@ TEST(CheckConfigTest, RejectsRegisterBudgetsPtxasWouldSpill) {
   // One warp copying a 64x64 tile: 16 copies per stage on top of 128 accumulators.
   EXPECT_THAT(config_error(bf16, "sm_90a", config(64, 64, 32, 4, 1, 1)), HasSubstr("registers per thread"));
   // 512 threads leave 128 registers per thread.
-  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 256, 32, 3, 4, 4)), HasSubstr("512 threads allow 120"));
+  EXPECT_THAT(config_error(bf16, "sm_90a", config(128, 256, 32, 3, 4, 4)),
+              HasSubstr("512 threads allow 120"));
 }
 
 TEST(CheckConfigTest, RejectsTooManyAccumulators) {
@@ -296,9 +305,9 @@ TEST(CheckConfigTest, SmemBytesFormula) {
 // ---- default_config -----------------------------------------------------------------------------
 
 TEST(DefaultConfigTest, ValidForEveryArchFormatAndShape) {
-  const std::vector<ProblemSizes> shapes = {{1, 7168, 7168},    {16, 4096, 4096}, {33, 128, 256},  {64, 64, 64},
-                                            {100, 100, 128},    {4096, 7168, 7168}, {8192, 128, 64}, {0, 1, 16},
-                                            {1, 1, 16},         {65, 16, 32}};
+  const std::vector<ProblemSizes> shapes = {
+      {1, 7168, 7168},    {16, 4096, 4096}, {33, 128, 256}, {64, 64, 64}, {100, 100, 128},
+      {4096, 7168, 7168}, {8192, 128, 64},  {0, 1, 16},     {1, 1, 16},   {65, 16, 32}};
   for (const std::string& a : all_arches()) {
     for (const std::string& text : supported_specs()) {
       const KernelSpec spec = spec_of(text);
@@ -312,12 +321,18 @@ TEST(DefaultConfigTest, ValidForEveryArchFormatAndShape) {
   }
 }
 
-TEST(DefaultConfigTest, LargeProblemsUseTheBigTile) {
-  const TileConfig c = default_config(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_90a"), {4096, 7168, 7168});
-  EXPECT_EQ(c.to_string(), "bm128_bn128_bk32_s4_w2x4_g8");
-  const TileConfig f = default_config(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), arch_of("sm_89"),
-                                      {4096, 7168, 7168});
-  EXPECT_EQ(f.to_string(), "bm128_bn128_bk64_s4_w2x4_g8");
+TEST(DefaultConfigTest, LargeProblemsUseWideTiles) {
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  EXPECT_EQ(default_config(bf16, arch_of("sm_90a"), {4096, 7168, 7168}).to_string(),
+            "bm128_bn256_bk32_s4_w2x4_g8");
+  EXPECT_EQ(default_config(fp8, arch_of("sm_89"), {4096, 7168, 7168}).to_string(),
+            "bm128_bn256_bk64_s4_w2x4_g8");
+  EXPECT_EQ(default_config(fp8, arch_of("sm_86"), {4096, 7168, 7168}).to_string(),
+            "bm128_bn128_bk64_s4_w2x4_g8");
+  // Too few wide tiles to fill the SMs: 128 x 128.
+  EXPECT_EQ(default_config(bf16, arch_of("sm_90a"), {2048, 2048, 4096}).to_string(),
+            "bm128_bn128_bk32_s4_w2x4_g8");
 }
 
 TEST(DefaultConfigTest, SmallMUsesShortTiles) {
@@ -330,7 +345,8 @@ TEST(DefaultConfigTest, SmallMUsesShortTiles) {
 
 TEST(DefaultConfigTest, IsAPureFunction) {
   const KernelSpec spec = spec_of("gemm a=e5m2:tensor b=e4m3:tensor out=f16");
-  EXPECT_EQ(default_config(spec, arch_of("sm_86"), {300, 500, 512}), default_config(spec, arch_of("sm_86"), {300, 500, 512}));
+  EXPECT_EQ(default_config(spec, arch_of("sm_86"), {300, 500, 512}),
+            default_config(spec, arch_of("sm_86"), {300, 500, 512}));
 }
 
 // ---- launch_shape -------------------------------------------------------------------------------
@@ -356,7 +372,8 @@ TEST(LaunchShapeTest, ReferenceGridCoversNAndM) {
   EXPECT_EQ(ls.block_x, 256u);
   EXPECT_EQ(ls.dynamic_smem, 0);
   // Rows past 65535 blocks are covered by the kernel's grid-stride loop.
-  const LaunchShape big = launch_shape(spec, KernelFamily::kReferenceGemm, TileConfig{}, {int64_t{1} << 24, 16, 16});
+  const LaunchShape big =
+      launch_shape(spec, KernelFamily::kReferenceGemm, TileConfig{}, {int64_t{1} << 24, 16, 16});
   EXPECT_EQ(big.grid_y, 65535u);
 }
 
