@@ -1,0 +1,194 @@
+// tests/fuzz/epilogue_invariants.hpp — what must hold for ANY epilogue text, checked by the libFuzzer
+// target (tests/fuzz/epilogue_fuzz.cpp) and by the deterministic token-soup unit test
+// (tests/unit/epilogue_fuzz_test.cpp), so both test exactly the same properties:
+//
+//   rejected text: INVALID_ARGUMENT, a message "line:col: ..." whose position lies inside the text
+//                  (or just past its end) and that holds only printable ASCII;
+//   accepted text: print -> parse gives an equal Epilogue and the same canonical text; lowering and
+//                  emission succeed; the functor is made only of kiln's own identifiers (t<N>,
+//                  kiln_dev::ep_*, the parameter names, C++ keywords of the fixed frame) and
+//                  literals with an f suffix; the reparsed epilogue emits the identical functor;
+//                  the program's slots and operand list agree.
+//
+// Header-only and free of GoogleTest, so the fuzz target links nothing but kiln's epilogue code.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "compiler/epilogue/epilogue.hpp"
+
+namespace kiln::fuzz {
+
+// "" when everything holds, else what broke.
+inline std::string check_error_message(std::string_view text, const Status& st) {
+  if (st.code() != StatusCode::kInvalidArgument)
+    return "rejection is not INVALID_ARGUMENT: " + st.to_string();
+  const std::string& msg = st.message();
+  size_t i = 0;
+  long line = 0, col = 0;
+  while (i < msg.size() && msg[i] >= '0' && msg[i] <= '9' && line < 1000000)
+    line = line * 10 + (msg[i++] - '0');
+  if (i == 0 || i >= msg.size() || msg[i] != ':') return "message has no line: " + msg;
+  const size_t col_start = ++i;
+  while (i < msg.size() && msg[i] >= '0' && msg[i] <= '9' && col < 1000000) col = col * 10 + (msg[i++] - '0');
+  if (i == col_start || i + 1 >= msg.size() || msg[i] != ':' || msg[i + 1] != ' ')
+    return "message has no col: " + msg;
+  // The position must exist: line <= lines of the text, col <= length of that line + 1.
+  long cur_line = 1, cur_len = 0, line_len = -1;
+  for (char c : text) {
+    if (c == '\n') {
+      if (cur_line == line) line_len = cur_len;
+      ++cur_line;
+      cur_len = 0;
+    } else {
+      ++cur_len;
+    }
+  }
+  if (cur_line == line) line_len = cur_len;
+  if (line < 1 || line_len < 0 || col < 1 || col > line_len + 1)
+    return "position " + std::to_string(line) + ":" + std::to_string(col) + " is not in the text: " + msg;
+  for (char c : msg) {
+    if (c < 0x20 || c > 0x7E) return "message holds a non-printable byte";
+  }
+  return "";
+}
+
+inline bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+inline bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Every identifier of a functor must be one of these, t<digits>, or a function of the table.
+inline bool allowed_identifier(std::string_view id) {
+  static constexpr const char* kFixed[] = {"struct",
+                                           "KilnEpilogue",
+                                           "static",
+                                           "constexpr",
+                                           "int",
+                                           "kNumOperands",
+                                           "template",
+                                           "class",
+                                           "Ctx",
+                                           "__device__",
+                                           "__forceinline__",
+                                           "float",
+                                           "apply",
+                                           "const",
+                                           "c",
+                                           "acc",
+                                           "gate",
+                                           "up",
+                                           "m",
+                                           "n",
+                                           "e",
+                                           "return",
+                                           "kiln_dev",
+                                           "load"};
+  for (const char* f : kFixed) {
+    if (id == f) return true;
+  }
+  if (id.size() >= 2 && id[0] == 't') {
+    bool digits = true;
+    for (size_t i = 1; i < id.size(); ++i) digits = digits && is_digit(id[i]);
+    if (digits) return true;
+  }
+  for (int f = 0; f < kEpFunctionCount; ++f) {
+    const std::string_view dev = ep_function_device(static_cast<EpFunction>(f));
+    if (dev.substr(dev.find("::") + 2) == id) return true;  // "kiln_dev::ep_silu" -> "ep_silu"
+  }
+  return false;
+}
+
+// "" when the functor text is made only of kiln's own vocabulary.
+inline std::string check_functor_vocabulary(const std::string& functor) {
+  static constexpr std::string_view kBanner =
+      "// epilogue functor generated by kiln (compiler/epilogue); do not edit\n";
+  if (functor.compare(0, kBanner.size(), kBanner) != 0) return "functor does not start with the banner";
+  const std::string_view s = std::string_view(functor).substr(kBanner.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (is_ident_start(c)) {
+      size_t j = i;
+      while (j < s.size() && is_ident_char(s[j])) ++j;
+      if (!allowed_identifier(s.substr(i, j - i)))
+        return "foreign identifier '" + std::string(s.substr(i, j - i)) + "'";
+      i = j;
+    } else if (is_digit(c)) {
+      // A literal: digits [. digits] [e [+-] digits] and then 'f' — or a slot / count integer.
+      size_t j = i;
+      while (j < s.size() && is_digit(s[j])) ++j;
+      bool is_float = false;
+      if (j < s.size() && s[j] == '.') {
+        is_float = true;
+        ++j;
+        while (j < s.size() && is_digit(s[j])) ++j;
+      }
+      if (j < s.size() && s[j] == 'e') {
+        is_float = true;
+        ++j;
+        if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
+        if (j >= s.size() || !is_digit(s[j])) return "malformed literal exponent";
+        while (j < s.size() && is_digit(s[j])) ++j;
+      }
+      if (is_float) {
+        if (j >= s.size() || s[j] != 'f') return "float literal without an f suffix";
+        ++j;
+      }
+      if (j < s.size() && is_ident_char(s[j])) return "literal runs into an identifier";
+      i = j;
+    } else if (c == '.') {
+      // Only as the member access of the fixed frame: "c.template load<".
+      if (s.substr(i == 0 ? 0 : i - 1, 16) != "c.template load<") return "a '.' outside c.template load<";
+      ++i;
+    } else if (std::string_view(" \n{}()<>;:,=+-*/&").find(c) != std::string_view::npos) {
+      if (c == '/' && i + 1 < s.size() && (s[i + 1] == '/' || s[i + 1] == '*'))
+        return "a comment inside the functor";
+      ++i;
+    } else {
+      return std::string("unexpected byte in functor: ") +
+             (c >= 0x20 && c < 0x7F ? std::string(1, c) : "(non-printable)");
+    }
+  }
+  return "";
+}
+
+inline std::string check_epilogue_text(std::string_view text, const EpilogueContext& ctx) {
+  StatusOr<Epilogue> ep = parse_epilogue(text, ctx);
+  if (!ep.ok()) return check_error_message(text, ep.status());
+  const std::string canonical = print_epilogue(*ep);
+  StatusOr<Epilogue> again = parse_epilogue(canonical, ctx);
+  if (!again.ok())
+    return "canonical text does not parse: " + again.status().to_string() + "\ncanonical: " + canonical;
+  if (!(*again == *ep)) return "reparse differs from the parse\ncanonical: " + canonical;
+  if (print_epilogue(*again) != canonical) return "canonical text is not a fixed point: " + canonical;
+  if (canonical.size() > kEpilogueMaxBytes) return "canonical text exceeds the limit";
+  StatusOr<EpilogueProgram> program = lower_epilogue(*ep);
+  if (!program.ok()) return "lowering failed: " + program.status().to_string();
+  if (program->temporaries() > static_cast<int>(ep->nodes.size())) return "more temporaries than nodes";
+  for (size_t s = 0; s < program->operands.size(); ++s) {
+    if (program->operands[s].slot != static_cast<int>(s)) return "operand slots out of order";
+    if (!ep_vector_accepts(program->operands[s].vector, program->operands[s].index, ctx))
+      return "an operand in a form the context does not accept";
+  }
+  StatusOr<EpilogueCode> code = emit_epilogue(*program);
+  if (!code.ok()) return "emission failed: " + code.status().to_string();
+  if (code->temporaries != program->temporaries()) return "temporary count disagrees";
+  if (std::string v = check_functor_vocabulary(code->functor); !v.empty()) return v + "\n" + code->functor;
+  StatusOr<EpilogueCode> code_again = emit_epilogue(*again);
+  if (!code_again.ok() || code_again->functor != code->functor)
+    return "reparsed epilogue emits different code";
+  if (!(code_again->operands == code->operands)) return "reparsed epilogue has different operands";
+  return "";
+}
+
+// The four contexts every text is checked in.
+inline EpilogueContext context_number(int i) {
+  EpilogueContext c;
+  c.glu = (i & 1) != 0;
+  c.grouped = (i & 2) != 0;
+  return c;
+}
+
+}  // namespace kiln::fuzz
