@@ -6,10 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <thread>
 
 #include "cache/kernel_cache.hpp"
 #include "cache/sqlite_util.hpp"
@@ -31,6 +34,27 @@ constexpr const char* kMigrations[kLatestSchemaVersion] = {
     "  registers INTEGER, smem INTEGER, spills INTEGER, compile_ms REAL,"
     "  created INTEGER, last_used INTEGER);"
     "CREATE INDEX kernels_by_last_used ON kernels(last_used);",
+    // 1 -> 2: tuning winners and the shapes that ran untuned (cache/tuning_store.hpp). The hard key
+    // (cc, sm_count, codegen, nvrtc_major) must match for a row to be used; gpu_name and driver are
+    // soft fields recorded beside it. spec is the canonical spec text with sizes stripped (experts=0),
+    // m_bucket a value of the fixed M grid, config the explicit JSON tuple (never an index).
+    "CREATE TABLE tunings("
+    "  cc INTEGER NOT NULL, sm_count INTEGER NOT NULL,"
+    "  codegen INTEGER NOT NULL, nvrtc_major INTEGER NOT NULL,"
+    "  spec TEXT NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, experts INTEGER NOT NULL,"
+    "  m_bucket INTEGER NOT NULL,"
+    "  family TEXT NOT NULL, config TEXT NOT NULL,"
+    "  median_us REAL NOT NULL, candidates INTEGER NOT NULL, tuned INTEGER NOT NULL,"
+    "  gpu_name TEXT NOT NULL DEFAULT '', driver TEXT NOT NULL DEFAULT '',"
+    "  PRIMARY KEY(cc, sm_count, codegen, nvrtc_major, spec, n, k, experts, m_bucket)) WITHOUT ROWID;"
+    "CREATE TABLE untuned("
+    "  cc INTEGER NOT NULL, sm_count INTEGER NOT NULL,"
+    "  codegen INTEGER NOT NULL, nvrtc_major INTEGER NOT NULL,"
+    "  spec TEXT NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, experts INTEGER NOT NULL,"
+    "  m_bucket INTEGER NOT NULL,"
+    "  gpu_name TEXT NOT NULL DEFAULT '', driver TEXT NOT NULL DEFAULT '',"
+    "  seen INTEGER NOT NULL, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL,"
+    "  PRIMARY KEY(cc, sm_count, codegen, nvrtc_major, spec, n, k, experts, m_bucket)) WITHOUT ROWID;",
 };
 
 std::string sys_error(const std::string& what, const std::string& path, int err) {
@@ -88,7 +112,18 @@ Status unusable(bool* flag, Status why) {
 // WAL lets readers and one writer proceed together. It needs shared memory beside the file, which
 // network file systems do not provide; there the classic rollback journal still works.
 Status set_journal_mode(sqlite3* db, const std::string& path, bool* bad_file) {
+  // Several processes opening a fresh file at once (`kiln tune --devices`: one per GPU) all switch it
+  // to WAL. The switch takes an exclusive lock, and SQLite answers BUSY at once, without the busy
+  // handler (two shared-lock holders upgrading would deadlock). Retry until one of them has switched
+  // it: the others then read "wal" without a lock upgrade. (tuner issue; tuning_concurrency_test.)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
   StatusOr<std::string> mode = sqlite::query_text(db, path, "PRAGMA journal_mode=WAL");
+  for (int attempt = 1; !mode.ok() && sqlite::is_busy(sqlite3_extended_errcode(db)) &&
+                        std::chrono::steady_clock::now() < deadline;
+       ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 5 * attempt)));
+    mode = sqlite::query_text(db, path, "PRAGMA journal_mode=WAL");
+  }
   if (mode.ok() && *mode == "wal") return Status::Ok();
   if (!mode.ok()) {
     int rc = sqlite3_extended_errcode(db);

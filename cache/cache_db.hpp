@@ -27,7 +27,7 @@ struct sqlite3;
 namespace kiln {
 
 inline constexpr int kApplicationId = 0x6b696c6e;  // "kiln" in ASCII, in the SQLite file header
-inline constexpr int kLatestSchemaVersion = 1;     // == KernelCache::kSchemaVersion
+inline constexpr int kLatestSchemaVersion = 2;     // == KernelCache::kSchemaVersion
 inline constexpr int kBusyTimeoutMs = 10000;
 
 // Creates dir and missing parents with mode 0700 (independent of the umask). Never loosens or

@@ -13,7 +13,8 @@
 namespace kiln {
 
 // Bumped when emitted code changes meaning without the template tree changing.
-inline constexpr int kCodegenVersion = 1;
+// 2: GemmParams grew the scale strides, NVFP4 global, grouped-GEMM fields (formats issue).
+inline constexpr int kCodegenVersion = 2;
 
 std::string sha256_hex(std::string_view bytes);
 

@@ -52,7 +52,7 @@ struct CacheStats {
 
 class KernelCache {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating directory 0700 and schema) the cache at dir/kiln.db.
   static StatusOr<std::unique_ptr<KernelCache>> open(const std::string& dir);

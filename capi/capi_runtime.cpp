@@ -19,7 +19,10 @@ using kiln::capi::require;
 // working when a later kiln appends fields (which they then leave at their defaults).
 constexpr size_t kRuntimeOptionsV1 = sizeof(kiln_runtime_options);
 constexpr size_t kPlanOptionsV1 = sizeof(kiln_plan_options);
-constexpr size_t kOperandsV1 = sizeof(kiln_operands);
+// kiln_operands grew offsets, counts and b_global (formats issue): the first release's callers pass
+// the size up to b_scale, and the fields past their struct_size read as NULL.
+constexpr size_t kOperandsV1 = offsetof(kiln_operands, offsets);
+constexpr size_t kOperandsV2 = sizeof(kiln_operands);
 
 }  // namespace
 
@@ -137,6 +140,11 @@ kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* w
     ops.out = operands->out;
     ops.a_scale = operands->a_scale;
     ops.b_scale = operands->b_scale;
+    if (operands->struct_size >= kOperandsV2) {
+      ops.offsets = operands->offsets;
+      ops.counts = operands->counts;
+      ops.b_global = operands->b_global;
+    }
     return plan->plan.run(ops, workspace, workspace_bytes, stream);
   });
 }

@@ -4,6 +4,15 @@
 //   KILN_NVRTC_PATH     full path of libnvrtc to dlopen (default: libnvrtc.so.13, libnvrtc.so, CUDA paths)
 //   KILN_CUDA_PATH      full path of libcuda to dlopen (default: libcuda.so.1)
 //   KILN_DISABLE_CACHE  "1": compile in memory only, never open SQLite
+//   KILN_AUTOTUNE       "1": tune online a plan's M-hint bucket that no tuning layer has (needs a GPU
+//                       and the tuner installed: tuner/online.hpp); the API flag overrides it
+//   KILN_RECORD_UNTUNED "1": record shapes planned on the heuristic in kiln.db's `untuned` table,
+//                       for `kiln tune --untuned` later
+//   KILN_TUNING_DEVICE  the GPU tunings are looked up for when planning without one: "h200" or
+//                       "cc=90,sms=132[,nvrtc=13]" (docs/tuning.md); overrides the detected GPU
+//   KILN_NVRTC_FULL     "1": the nvrtc test tier compiles the full format x arch matrix, not CI's sample
+//   KILN_FAMILY         "sm80": plan the portable sm80 family even where a faster one applies (sm_90a);
+//                       unset or "auto": the fastest family for the arch
 #pragma once
 
 #include <optional>
@@ -15,6 +24,11 @@ inline constexpr const char* kCacheDir = "KILN_CACHE_DIR";
 inline constexpr const char* kNvrtcPath = "KILN_NVRTC_PATH";
 inline constexpr const char* kCudaPath = "KILN_CUDA_PATH";
 inline constexpr const char* kDisableCache = "KILN_DISABLE_CACHE";
+inline constexpr const char* kAutotune = "KILN_AUTOTUNE";
+inline constexpr const char* kRecordUntuned = "KILN_RECORD_UNTUNED";
+inline constexpr const char* kTuningDevice = "KILN_TUNING_DEVICE";
+inline constexpr const char* kNvrtcFull = "KILN_NVRTC_FULL";
+inline constexpr const char* kFamily = "KILN_FAMILY";
 
 // The variable's value, or nullopt when unset or empty.
 std::optional<std::string> get(const char* name);

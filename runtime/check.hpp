@@ -1,8 +1,9 @@
 // runtime/check.hpp — run a plan on fresh random inputs, check it against the reference, time it.
 //
 // Used by `kiln run --check`, the gpu test tier and (later) the tuner's candidate checks. Inputs are
-// drawn fresh in the spec's formats (seeded; the seed is reported), the output is poisoned first so
-// unwritten elements are caught, and the result is compared with kiln's naive GPU reference kernel
+// drawn fresh in the spec's formats (seeded; the seed is reported; quantized operands come from the
+// CPU quantizers, runtime/check_inputs.hpp), the output is poisoned first so unwritten elements are
+// caught (and, for grouped problems, elements of rows no expert owns must stay poisoned), and the result is compared with kiln's naive GPU reference kernel
 // (fp32 accumulation of the exactly decoded operands; the CPU reference GEMM checks that kernel in
 // the test tier). Requires a GPU: NO_DEVICE otherwise.
 //
@@ -13,13 +14,19 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kiln/kiln.hpp"
 
 namespace kiln {
 
 struct CheckOptions {
+  // Rows of X: M (dense), the total over the experts (grouped, offsets layout) or max_m per expert
+  // (masked layout).
   int64_t m = 1;
+  // Grouped: rows per expert (offsets: summing to m; masked: each <= m); empty for a random split with
+  // empty experts (runtime/check_inputs.hpp).
+  std::vector<int32_t> group_rows;
   uint64_t seed = 0;        // 0: draw a seed from the clock (reported back)
   bool check = true;        // compare with the reference
   bool time = false;        // time with CUDA events
@@ -36,6 +43,7 @@ struct CheckReport {
   double tolerance = 0;     // rel_fro_err must be <= tolerance to pass
   int64_t unwritten = 0;    // poisoned elements left unwritten (must be 0)
   int64_t nonfinite = 0;    // NaN/Inf in the output where the reference is finite
+  int64_t overwritten = 0;  // elements of rows no expert owns that were written (must be 0)
   bool passed = false;
   double median_ms = 0;
   double tflops = 0;

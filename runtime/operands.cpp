@@ -1,17 +1,24 @@
 #include "runtime/operands.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 namespace kiln {
 
 namespace {
 
+using std::string;
+using std::to_string;
+
 // DLPack >= 1.1 type codes, accepted by value (Debian ships DLPack 0.6 without them).
 constexpr uint8_t kDLFloat8E4m3fn = 10;
 constexpr uint8_t kDLFloat8E5m2 = 12;
+constexpr uint8_t kDLFloat8E8m0fnu = 14;
+constexpr uint8_t kDLFloat4E2m1fn = 17;
 
-std::string dtype_name(DLDataType t) {
-  std::string base;
+string dtype_name(DLDataType t) {
+  string base;
   switch (t.code) {
     case kDLInt: base = "int"; break;
     case kDLUInt: base = "uint"; break;
@@ -19,153 +26,491 @@ std::string dtype_name(DLDataType t) {
     case kDLBfloat: base = "bfloat"; break;
     case kDLFloat8E4m3fn: return "float8_e4m3fn";
     case kDLFloat8E5m2: return "float8_e5m2";
-    default: base = "code" + std::to_string(t.code) + "_"; break;
+    case kDLFloat8E8m0fnu: return "float8_e8m0fnu";
+    case kDLFloat4E2m1fn: return t.lanes == 1 ? "float4_e2m1fn" : "float4_e2m1fn_x" + to_string(t.lanes);
+    default: base = "code" + to_string(t.code) + "_"; break;
   }
-  std::string s = base + std::to_string(t.bits);
-  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
+  string s = base + to_string(t.bits);
+  if (t.lanes != 1) s += "x" + to_string(t.lanes);
   return s;
 }
 
-bool dtype_matches(Format f, DLDataType t) {
-  if (t.lanes != 1) return false;
+bool is_byte(DLDataType t) { return t.lanes == 1 && t.bits == 8 && (t.code == kDLUInt || t.code == kDLInt); }
+
+// Logical elements per stored element of t for format f; 0 when t cannot hold f.
+int elems_per_item(Format f, DLDataType t) {
   switch (f) {
-    case Format::kBf16: return t.code == kDLBfloat && t.bits == 16;
-    case Format::kF16: return t.code == kDLFloat && t.bits == 16;
-    case Format::kF32: return t.code == kDLFloat && t.bits == 32;
-    case Format::kE4m3: return t.bits == 8 && (t.code == kDLUInt || t.code == kDLInt || t.code == kDLFloat8E4m3fn);
-    case Format::kE5m2: return t.bits == 8 && (t.code == kDLUInt || t.code == kDLInt || t.code == kDLFloat8E5m2);
-    default: return false;
+    case Format::kBf16: return t.lanes == 1 && t.code == kDLBfloat && t.bits == 16 ? 1 : 0;
+    case Format::kF16: return t.lanes == 1 && t.code == kDLFloat && t.bits == 16 ? 1 : 0;
+    case Format::kF32: return t.lanes == 1 && t.code == kDLFloat && t.bits == 32 ? 1 : 0;
+    case Format::kE4m3:
+    case Format::kMxfp8: return is_byte(t) || (t.lanes == 1 && t.bits == 8 && t.code == kDLFloat8E4m3fn) ? 1 : 0;
+    case Format::kE5m2: return is_byte(t) || (t.lanes == 1 && t.bits == 8 && t.code == kDLFloat8E5m2) ? 1 : 0;
+    case Format::kMxfp4:
+    case Format::kNvfp4:
+      if (is_byte(t)) return 2;  // two codes per byte, the even element in the low nibble
+      if (t.code == kDLFloat4E2m1fn && t.bits == 4 && (t.lanes == 1 || t.lanes == 2)) return t.lanes;
+      return 0;
   }
+  return 0;
 }
 
-std::string expected_dtype(Format f) {
+// Bytes of one stored element (FP4 with lanes 1: half a byte; rows are whole bytes anyway).
+double item_bytes(DLDataType t) { return t.bits * t.lanes / 8.0; }
+
+string expected_dtype(Format f) {
   switch (f) {
     case Format::kBf16: return "bfloat16";
     case Format::kF16: return "float16";
     case Format::kF32: return "float32";
     case Format::kE4m3: return "uint8 bytes, or DLPack float8_e4m3fn";
     case Format::kE5m2: return "uint8 bytes, or DLPack float8_e5m2";
-    default: return std::string("a ") + format_name(f) + " view";
+    case Format::kMxfp8: return "uint8 bytes of e4m3, or DLPack float8_e4m3fn";
+    case Format::kMxfp4:
+    case Format::kNvfp4:
+      return "uint8 bytes [.., K/2] holding two E2M1 codes each (or gpt-oss's [.., K/32, 16]), or DLPack "
+             "float4_e2m1fn";
   }
+  return string("a ") + format_name(f) + " view";
 }
 
-// Checks a 2-D row-major matrix operand; returns its row stride in elements.
-// Inputs (a, b) are read with 16-byte copies: rows on 16-byte boundaries. The output is written
-// with element (or paired, where aligned) stores: any row stride >= N, element-aligned base.
-StatusOr<int64_t> check_matrix(const char* name, const DLTensor* t, Format f, int64_t rows, int64_t cols,
-                               bool rows_known, const char* rows_name, const char* cols_name,
-                               bool vector_rows = true) {
-  std::string n = std::string("operand ") + name;
-  if (t == nullptr) return InvalidArgument(n + ": missing (NULL)");
+string hex(uintptr_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Status check_device(const string& n, const DLTensor* t) {
   if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged) {
-    return InvalidArgument(n + ": device type " + std::to_string(t->device.device_type) +
+    return InvalidArgument(n + ": device type " + to_string(t->device.device_type) +
                            " is not CUDA (kDLCUDA = 2); kiln runs on CUDA device memory");
   }
-  if (!dtype_matches(f, t->dtype)) {
+  return Status::Ok();
+}
+
+// A row-major operand view: data, row stride and batch (expert) stride in logical elements.
+struct Mat {
+  const void* data = nullptr;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+  int64_t batch = 0;  // experts (0 without a batch dimension)
+  int64_t rows = 0;
+};
+
+// A matrix operand [rows, cols] (batch >= 0: [batch, rows, cols]) in format f. rows < 0: any.
+// Inputs (a, b) are read with 16-byte copies: rows on 16-byte boundaries. The output is written
+// with element (or paired, where aligned) stores: any row stride >= N, element-aligned base.
+StatusOr<Mat> check_matrix(const char* name, const DLTensor* t, Format f, int64_t batch, int64_t rows, int64_t cols,
+                           const char* rows_name, const char* cols_name, bool vector_rows = true) {
+  const string n = string("operand ") + name;
+  if (t == nullptr) return InvalidArgument(n + ": missing (NULL)");
+  KILN_RETURN_IF_ERROR(check_device(n, t));
+  const int per = elems_per_item(f, t->dtype);
+  if (per == 0) {
     return InvalidArgument(n + ": dtype " + dtype_name(t->dtype) + " but the spec says " + name + "=" +
                            format_name(f) + " (" + expected_dtype(f) + ")");
   }
-  if (t->ndim != 2) {
-    return InvalidArgument(n + ": " + std::to_string(t->ndim) + "-D tensor; expected 2-D [" + rows_name + ", " +
-                           cols_name + "]");
+  const int lead = batch >= 0 ? 1 : 0;  // index of the rows dimension
+  const int base_ndim = 2 + lead;
+  // gpt-oss MXFP4 checkpoints: [.., rows, K/32, 16] bytes, the same memory as [.., rows, K/2].
+  const bool blocks16 = per == 2 && is_byte(t->dtype) && t->ndim == base_ndim + 1;
+  if (t->ndim != base_ndim && !blocks16) {
+    string want = batch >= 0 ? string("3-D [E, ") + rows_name + ", " + cols_name + "]"
+                             : string("2-D [") + rows_name + ", " + cols_name + "]";
+    if (per == 2) want += " (bytes: " + string(cols_name) + "/2), or the gpt-oss " + to_string(base_ndim + 1) + "-D form";
+    return InvalidArgument(n + ": " + to_string(t->ndim) + "-D tensor; expected " + want);
   }
-  if (rows_known && t->shape[0] != rows) {
-    return InvalidArgument(n + ": shape[0] = " + std::to_string(t->shape[0]) + " but " + rows_name + " = " +
-                           std::to_string(rows));
+  if (batch >= 0 && t->shape[0] != batch) {
+    return InvalidArgument(n + ": shape[0] = " + to_string(t->shape[0]) + " but the spec has experts = " +
+                           to_string(batch));
   }
-  if (t->shape[1] != cols) {
-    return InvalidArgument(n + ": shape[1] = " + std::to_string(t->shape[1]) + " but the plan has " + cols_name +
-                           " = " + std::to_string(cols));
+  if (rows >= 0 && t->shape[lead] != rows) {
+    return InvalidArgument(n + ": shape[" + to_string(lead) + "] = " + to_string(t->shape[lead]) + " but " +
+                           rows_name + " = " + to_string(rows));
   }
-  int64_t elem_bytes = t->dtype.bits / 8;
-  int64_t ld = cols;
+  const int64_t items = cols / per;  // stored elements per row
+  if (blocks16) {
+    const int64_t* s = t->shape;
+    if (s[lead + 1] * s[lead + 2] != items || s[lead + 2] != 16) {
+      return InvalidArgument(n + ": shape [.., " + to_string(s[lead + 1]) + ", " + to_string(s[lead + 2]) +
+                             "]; the gpt-oss block form is [.., " + cols_name + "/32, 16] = [.., " +
+                             to_string(cols / 32) + ", 16]");
+    }
+  } else if (t->shape[lead + 1] != items) {
+    if (per == 1) {
+      return InvalidArgument(n + ": shape[" + to_string(lead + 1) + "] = " + to_string(t->shape[lead + 1]) +
+                             " but the plan has " + cols_name + " = " + to_string(cols));
+    }
+    return InvalidArgument(n + ": shape[" + to_string(lead + 1) + "] = " + to_string(t->shape[lead + 1]) +
+                           " but the plan has " + cols_name + " = " + to_string(cols) + ", i.e. " +
+                           to_string(items) + " items of two E2M1 codes");
+  }
+  Mat mat;
+  mat.rows = t->shape[lead];
+  mat.batch = batch >= 0 ? batch : 0;
+  int64_t ld = items;
+  int64_t bstride = mat.rows * items;
   if (t->strides != nullptr) {
-    if (t->strides[1] != 1 && t->shape[1] > 1) {
-      return InvalidArgument(n + ": inner stride " + std::to_string(t->strides[1]) +
+    const int inner = t->ndim - 1;
+    const bool inner_ok = t->strides[inner] == 1 || t->shape[inner] <= 1;
+    if (!inner_ok || (blocks16 && t->strides[inner - 1] != 16 && t->shape[inner - 1] > 1)) {
+      return InvalidArgument(n + ": inner stride " + to_string(t->strides[inner]) +
                              "; kiln needs the last dimension contiguous (stride 1), e.g. call .contiguous()");
     }
-    ld = t->strides[0];
-    if (t->shape[0] > 1 && ld < cols) {
-      return InvalidArgument(n + ": row stride " + std::to_string(ld) + " is smaller than the row length " +
-                             std::to_string(cols));
+    ld = t->strides[lead];
+    if (mat.rows > 1 && ld < items) {
+      return InvalidArgument(n + ": row stride " + to_string(ld) + " is smaller than the row length " +
+                             to_string(items));
     }
-    if (t->shape[0] <= 1) ld = cols;
+    if (mat.rows <= 1) ld = items;
+    if (batch >= 0) {
+      bstride = t->strides[0];
+      if (batch > 1 && bstride < mat.rows * ld) {
+        return InvalidArgument(n + ": expert stride " + to_string(bstride) + " is smaller than one expert's " +
+                               to_string(mat.rows * ld) + " elements; experts may not overlap");
+      }
+    }
   }
-  const int64_t align = vector_rows ? 16 : elem_bytes;
-  if (vector_rows && (ld * elem_bytes) % 16 != 0) {
-    return InvalidArgument(n + ": row stride " + std::to_string(ld) + " elements = " + std::to_string(ld * elem_bytes) +
-                           " bytes; rows must start on 16-byte boundaries (a multiple of " +
-                           std::to_string(16 / elem_bytes) + " elements)");
+  const double eb = item_bytes(t->dtype);
+  const int64_t align = vector_rows ? 16 : static_cast<int64_t>(eb < 1 ? 1 : eb);
+  if (vector_rows && static_cast<int64_t>(ld * eb) % 16 != 0) {
+    if (per == 1) {
+      return InvalidArgument(n + ": row stride " + to_string(ld) + " elements = " + to_string(int64_t(ld * eb)) +
+                             " bytes; rows must start on 16-byte boundaries (a multiple of " +
+                             to_string(int64_t(16 / eb)) + " elements)");
+    }
+    return InvalidArgument(n + ": row stride " + to_string(int64_t(ld * eb)) +
+                           " bytes; rows must start on 16-byte boundaries");
   }
-  uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  if (vector_rows && batch > 1 && static_cast<int64_t>(bstride * eb) % 16 != 0) {
+    return InvalidArgument(n + ": expert stride " + to_string(int64_t(bstride * eb)) +
+                           " bytes; experts must start on 16-byte boundaries");
+  }
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
   if (addr % align != 0) {
-    return InvalidArgument(n + ": data address 0x" + ([&] {
-                             char buf[32];
-                             snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(addr));
-                             return std::string(buf);
-                           })() + " is not " + std::to_string(align) + "-byte aligned");
+    return InvalidArgument(n + ": data address 0x" + hex(addr) + " is not " + to_string(align) + "-byte aligned");
   }
-  return ld;
+  mat.data = reinterpret_cast<const void*>(addr);
+  mat.ld = ld * per;
+  mat.batch_stride = bstride * per;
+  return mat;
 }
 
-StatusOr<const float*> check_scale(const char* name, const DLTensor* t, const OperandSpec& op, int device) {
-  std::string n = std::string("operand ") + name;
-  if (op.scale == ScaleGranularity::kNone) {
-    if (t != nullptr) {
-      return InvalidArgument(n + ": given, but the operand's format " + format_name(op.format) + " takes no scale");
-    }
-    return static_cast<const float*>(nullptr);
-  }
-  if (op.scale != ScaleGranularity::kTensor) {
-    return Unsupported(n + ": scale granularity " + scale_granularity_name(op.scale) +
-                       " is not implemented by this release's kernels (tensor scales only)");
-  }
-  if (t == nullptr) {
-    return InvalidArgument(n + ": missing; the spec's " + format_name(op.format) +
-                           ":tensor needs one f32 scale on the device (decode scale: x = q * s)");
-  }
+Status check_same_device(const string& n, const DLTensor* t, int device) {
   if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged) {
     return InvalidArgument(n + ": must be on the CUDA device (graph-safe: never a host float)");
   }
   if (t->device.device_id != device) {
-    return InvalidArgument(n + ": on device " + std::to_string(t->device.device_id) + " but operand a is on device " +
-                           std::to_string(device));
+    return InvalidArgument(n + ": on device " + to_string(t->device.device_id) + " but operand a is on device " +
+                           to_string(device));
   }
+  return Status::Ok();
+}
+
+int64_t numel(const DLTensor* t) {
+  int64_t v = 1;
+  for (int i = 0; i < t->ndim; ++i) v *= t->shape[i];
+  return v;
+}
+
+// Row-major contiguity of a dense vector-like tensor (strides null, or the row-major ones).
+bool contiguous(const DLTensor* t) {
+  if (t->strides == nullptr) return true;
+  int64_t expect = 1;
+  for (int i = t->ndim - 1; i >= 0; --i) {
+    if (t->shape[i] > 1 && t->strides[i] != expect) return false;
+    expect *= t->shape[i];
+  }
+  return true;
+}
+
+// A contiguous f32 vector of `count` elements on the device (tensor scale: count 1).
+StatusOr<const float*> check_f32_vector(const string& n, const DLTensor* t, int64_t count, int device,
+                                        const string& what) {
+  KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
   if (!(t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1)) {
     return InvalidArgument(n + ": dtype " + dtype_name(t->dtype) + "; expected float32");
   }
-  int64_t numel = 1;
-  for (int i = 0; i < t->ndim; ++i) numel *= t->shape[i];
-  if (numel != 1) {
-    return InvalidArgument(n + ": " + std::to_string(numel) + " elements; a tensor scale has exactly 1");
-  }
-  uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  const int64_t got = numel(t);
+  if (got != count) return InvalidArgument(n + ": " + to_string(got) + " elements; " + what);
+  if (!contiguous(t)) return InvalidArgument(n + ": not contiguous; kiln reads it as one dense vector");
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
   if (addr % 4 != 0) return InvalidArgument(n + ": data address is not 4-byte aligned");
   return reinterpret_cast<const float*>(addr);
+}
+
+struct ScaleView {
+  const float* data = nullptr;
+  int64_t lds = 0;
+  int64_t batch_stride = 0;
+};
+
+// A 2-D scale matrix [rows, cols] (batch >= 0: [batch, rows, cols]) of type st.
+StatusOr<ScaleView> check_scale_matrix(const string& n, const DLTensor* t, ScaleType st, int64_t batch, int64_t rows,
+                                       int64_t cols, int device, const string& meaning) {
+  KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
+  const DLDataType d = t->dtype;
+  bool ok = false;
+  string want;
+  switch (st) {
+    case ScaleType::kF32:
+      ok = d.code == kDLFloat && d.bits == 32 && d.lanes == 1;
+      want = "float32";
+      break;
+    case ScaleType::kUe8m0:
+      ok = is_byte(d) || (d.code == kDLFloat8E8m0fnu && d.bits == 8 && d.lanes == 1);
+      want = "uint8 E8M0 bytes, or DLPack float8_e8m0fnu";
+      break;
+    case ScaleType::kUe4m3:
+      ok = is_byte(d) || (d.code == kDLFloat8E4m3fn && d.bits == 8 && d.lanes == 1);
+      want = "uint8 UE4M3 bytes, or DLPack float8_e4m3fn";
+      break;
+    case ScaleType::kNone: break;
+  }
+  if (!ok) return InvalidArgument(n + ": dtype " + dtype_name(d) + "; expected " + want + " (" + meaning + ")");
+  const int lead = batch >= 0 ? 1 : 0;
+  const string shape = (batch >= 0 ? "[" + to_string(batch) + ", " : string("[")) + to_string(rows) + ", " +
+                       to_string(cols) + "]";
+  if (t->ndim != 2 + lead || (batch >= 0 && t->shape[0] != batch) || t->shape[lead] != rows ||
+      t->shape[lead + 1] != cols) {
+    string got = "[";
+    for (int i = 0; i < t->ndim; ++i) got += (i ? ", " : "") + to_string(t->shape[i]);
+    return InvalidArgument(n + ": shape " + got + "]; expected " + shape + " (" + meaning + ")");
+  }
+  ScaleView v;
+  v.lds = cols;
+  v.batch_stride = rows * cols;
+  if (t->strides != nullptr) {
+    if (t->strides[lead + 1] != 1 && cols > 1)
+      return InvalidArgument(n + ": inner stride " + to_string(t->strides[lead + 1]) +
+                             "; kiln reads scale rows contiguous along K (row-major " + shape + ")");
+    if (rows > 1) v.lds = t->strides[lead];
+    if (v.lds < cols)
+      return InvalidArgument(n + ": row stride " + to_string(v.lds) + " is smaller than the row length " +
+                             to_string(cols));
+    if (batch >= 0) v.batch_stride = t->strides[0];
+  }
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  if (st == ScaleType::kF32 && addr % 4 != 0) return InvalidArgument(n + ": data address is not 4-byte aligned");
+  v.data = reinterpret_cast<const float*>(addr);
+  return v;
+}
+
+// An int32 [E] per-expert vector (offsets / counts).
+StatusOr<const int32_t*> check_group_rows(const string& n, const DLTensor* t, int64_t experts, int device,
+                                          const string& meaning) {
+  KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
+  if (!(t->dtype.code == kDLInt && t->dtype.bits == 32 && t->dtype.lanes == 1))
+    return InvalidArgument(n + ": dtype " + dtype_name(t->dtype) + "; expected int32 (" + meaning + ")");
+  if (t->ndim != 1 || t->shape[0] != experts)
+    return InvalidArgument(n + ": " + to_string(t->ndim) + "-D with " + to_string(numel(t)) +
+                           " elements; expected 1-D [" + to_string(experts) + "] (" + meaning + ")");
+  if (!contiguous(t)) return InvalidArgument(n + ": not contiguous (stride 1 expected)");
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  if (addr % 4 != 0) return InvalidArgument(n + ": data address is not 4-byte aligned");
+  return reinterpret_cast<const int32_t*>(addr);
+}
+
+// The scale of operand a or b per its spec. rows: M (a) or N (b); experts: b's leading dimension
+// (-1 for none).
+Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpec& op, bool is_a, int64_t rows,
+                           int64_t k, int64_t experts, int device, CheckedOperands& c) {
+  const string n = string("operand ") + name;
+  const float** out = is_a ? &c.a_scale : &c.b_scale;
+  if (op.scale == ScaleGranularity::kNone) {
+    if (t != nullptr) {
+      return InvalidArgument(n + ": given, but the operand's format " + string(format_name(op.format)) +
+                             " takes no scale");
+    }
+    return Status::Ok();
+  }
+  const string fmt = format_name(op.format);
+  if (t == nullptr) {
+    string what;
+    switch (op.scale) {
+      case ScaleGranularity::kTensor: what = "one f32 scale on the device (decode scale: x = q * s)"; break;
+      case ScaleGranularity::kM: what = "f32 [M] per-token scales on the device"; break;
+      case ScaleGranularity::kN: what = "f32 [N] per-channel scales on the device"; break;
+      case ScaleGranularity::kBlock1x128: what = "[M, K/128] block scales on the device"; break;
+      case ScaleGranularity::kBlock128x128: what = "[ceil(N/128), K/128] block scales on the device"; break;
+      case ScaleGranularity::kBlock1x32: what = "E8M0 [rows, K/32] block scales on the device"; break;
+      case ScaleGranularity::kBlock1x16: what = "UE4M3 [N, K/16] block scales on the device"; break;
+      case ScaleGranularity::kNone: break;
+    }
+    return InvalidArgument(n + ": missing; the spec's " + fmt + ":" + scale_granularity_name(op.scale) +
+                           " needs " + what);
+  }
+  const int64_t batch = experts;  // -1: no expert dimension
+  const int64_t per_expert = batch >= 0 ? batch : 1;
+  switch (op.scale) {
+    case ScaleGranularity::kTensor: {
+      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, 1, device, "a tensor scale has exactly 1"));
+      return Status::Ok();
+    }
+    case ScaleGranularity::kM:
+    case ScaleGranularity::kN: {
+      const int64_t count = per_expert * rows;
+      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device,
+                                                   string("a per-") + (is_a ? "token" : "channel") +
+                                                       " scale vector has " + to_string(count) + " (" +
+                                                       (is_a ? "M" : "N") + (batch >= 0 ? " per expert" : "") + ")"));
+      if (!is_a) c.b_scale_expert_stride = rows;
+      return Status::Ok();
+    }
+    default: break;
+  }
+  int64_t srows = rows, scols = 0;
+  string meaning;
+  switch (op.scale) {
+    case ScaleGranularity::kBlock1x128:
+      scols = k / 128;
+      meaning = "one scale per row per 128 K";
+      break;
+    case ScaleGranularity::kBlock128x128:
+      srows = (rows + 127) / 128;
+      scols = k / 128;
+      meaning = "one scale per 128 rows of W per 128 K";
+      break;
+    case ScaleGranularity::kBlock1x32:
+      scols = k / 32;
+      meaning = fmt + " E8M0 scales, one per row per 32 K";
+      break;
+    default:  // kBlock1x16
+      scols = k / 16;
+      meaning = "nvfp4 UE4M3 scales, one per row per 16 K";
+      break;
+  }
+  KILN_ASSIGN_OR_RETURN(ScaleView v, check_scale_matrix(n, t, op.scale_type, batch, srows, scols, device, meaning));
+  *out = v.data;
+  (is_a ? c.lds_a : c.lds_b) = v.lds;
+  if (!is_a) c.b_scale_expert_stride = batch >= 0 ? v.batch_stride : 0;
+  return Status::Ok();
 }
 
 }  // namespace
 
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops) {
   CheckedOperands c;
-  KILN_ASSIGN_OR_RETURN(c.lda, check_matrix("a", ops.a, spec.a.format, 0, sizes.k, false, "M", "K"));
-  c.m = ops.a->shape[0];
+  const bool grouped = spec.op == Op::kGroupedGemm;
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  const int64_t experts = grouped ? spec.experts : -1;
+
+  // a: [M, K]; masked: [E, max_m, K].
+  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, masked ? experts : -1, -1, sizes.k,
+                                            masked ? "max_m" : "M", "K"));
   c.device = ops.a->device.device_id;
-  KILN_ASSIGN_OR_RETURN(c.ldb, check_matrix("b", ops.b, spec.b.format, sizes.n, sizes.k, true, "N", "K"));
-  KILN_ASSIGN_OR_RETURN(c.ldc, check_matrix("out", ops.out, spec.out.format, c.m, sizes.n, true, "M", "N",
-                                            /*vector_rows=*/false));
-  if (ops.b->device.device_id != c.device || ops.out->device.device_id != c.device) {
-    return InvalidArgument("operands a, b and out must be on one device; found devices " +
-                           std::to_string(c.device) + ", " + std::to_string(ops.b->device.device_id) + ", " +
-                           std::to_string(ops.out->device.device_id));
+  if (masked) {
+    if (a.batch_stride != a.rows * a.ld && a.rows > 0)
+      return InvalidArgument("operand a: expert stride " + to_string(a.batch_stride) +
+                             " elements; the masked layout needs the experts' rows contiguous (stride(0) = max_m * "
+                             "stride(1) = " +
+                             to_string(a.rows * a.ld) + ")");
+    c.max_m = static_cast<int>(std::min<int64_t>(a.rows, INT32_MAX));
+    c.m = a.rows * spec.experts;
+  } else {
+    c.m = a.rows;
   }
-  if (c.m > INT32_MAX) return InvalidArgument("operand a: M = " + std::to_string(c.m) + " exceeds 2^31 - 1");
-  KILN_ASSIGN_OR_RETURN(c.a_scale, check_scale("a_scale", ops.a_scale, spec.a, c.device));
-  KILN_ASSIGN_OR_RETURN(c.b_scale, check_scale("b_scale", ops.b_scale, spec.b, c.device));
-  c.a = reinterpret_cast<const char*>(ops.a->data) + ops.a->byte_offset;
-  c.b = reinterpret_cast<const char*>(ops.b->data) + ops.b->byte_offset;
-  c.out = reinterpret_cast<char*>(ops.out->data) + ops.out->byte_offset;
+  c.lda = a.ld;
+  c.a = a.data;
+  if (c.m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(c.m) + " exceeds 2^31 - 1");
+
+  // b: [N, K]; grouped: [E, N, K].
+  KILN_ASSIGN_OR_RETURN(Mat b, check_matrix("b", ops.b, spec.b.format, experts, sizes.n, sizes.k, "N", "K"));
+  c.ldb = b.ld;
+  c.b = b.data;
+  c.b_expert_stride = grouped ? b.batch_stride : 0;
+
+  // out: [M, N]; masked: [E, max_m, N].
+  KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, masked ? experts : -1,
+                                            masked ? a.rows : c.m, sizes.n, masked ? "max_m" : "M", "N",
+                                            /*vector_rows=*/false));
+  if (masked && a.rows > 0 && o.batch_stride != o.rows * o.ld)
+    return InvalidArgument("operand out: expert stride " + to_string(o.batch_stride) +
+                           " elements; the masked layout needs the experts' rows contiguous (stride(0) = max_m * "
+                           "stride(1) = " +
+                           to_string(o.rows * o.ld) + ")");
+  c.ldc = o.ld;
+  c.out = const_cast<void*>(o.data);
+  if (ops.b->device.device_id != c.device || ops.out->device.device_id != c.device) {
+    return InvalidArgument("operands a, b and out must be on one device; found devices " + to_string(c.device) +
+                           ", " + to_string(ops.b->device.device_id) + ", " + to_string(ops.out->device.device_id));
+  }
+
+  KILN_RETURN_IF_ERROR(check_operand_scale("a_scale", ops.a_scale, spec.a, true, c.m, sizes.k, -1, c.device, c));
+  KILN_RETURN_IF_ERROR(
+      check_operand_scale("b_scale", ops.b_scale, spec.b, false, sizes.n, sizes.k, experts, c.device, c));
+
+  // The NVFP4 global decode scale.
+  const bool nvfp4 = spec.b.format == Format::kNvfp4;
+  if (!nvfp4 && ops.b_global != nullptr)
+    return InvalidArgument("operand b_global: given, but only nvfp4 weights take a global scale (b=" +
+                           string(format_name(spec.b.format)) + ")");
+  if (nvfp4) {
+    const bool per_expert = spec.nvfp4_global == GlobalScale::kExpert;
+    const int64_t count = per_expert ? spec.experts : 1;
+    if (ops.b_global == nullptr)
+      return InvalidArgument("operand b_global: missing; b=nvfp4 needs its f32 global decode scale (amax / (6 * " +
+                             to_string(spec.e4m3_bound) + ")) on the device, " +
+                             (per_expert ? "one per expert [" + to_string(count) + "]" : string("[1]")));
+    KILN_ASSIGN_OR_RETURN(c.b_global,
+                          check_f32_vector("operand b_global", ops.b_global, count, c.device,
+                                           per_expert ? "nvfp4_global=expert takes one per expert (" +
+                                                            to_string(count) + ")"
+                                                      : string("nvfp4_global=tensor takes exactly 1")));
+  }
+
+  // Grouped: the per-expert row vector.
+  const bool offsets = spec.layout == GroupLayout::kOffsets;
+  if (!offsets && ops.offsets != nullptr)
+    return InvalidArgument("operand offsets: given, but the spec is not grouped_gemm[layout=offsets]");
+  if (!masked && ops.counts != nullptr)
+    return InvalidArgument("operand counts: given, but the spec is not grouped_gemm[layout=masked]");
+  if (offsets) {
+    if (ops.offsets == nullptr)
+      return InvalidArgument("operand offsets: missing; layout=offsets needs an int32 [" + to_string(spec.experts) +
+                             "] device tensor of cumulative row ends");
+    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows("operand offsets", ops.offsets, spec.experts, c.device,
+                                                         "cumulative row ends per expert"));
+  }
+  if (masked) {
+    if (ops.counts == nullptr)
+      return InvalidArgument("operand counts: missing; layout=masked needs an int32 [" + to_string(spec.experts) +
+                             "] device tensor of rows per expert");
+    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows("operand counts", ops.counts, spec.experts, c.device,
+                                                         "rows per expert"));
+  }
+  c.experts = grouped ? spec.experts : 0;
   return c;
+}
+
+kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& sizes) {
+  kiln_dev::GemmParams gp{};
+  gp.a = c.a;
+  gp.b = c.b;
+  gp.out = c.out;
+  gp.a_scale = c.a_scale;
+  gp.b_scale = c.b_scale;
+  gp.lda = c.lda;
+  gp.ldb = c.ldb;
+  gp.ldc = c.ldc;
+  gp.m = static_cast<int>(c.m);
+  gp.n = static_cast<int>(sizes.n);
+  gp.k = static_cast<int>(sizes.k);
+  gp.lds_a = c.lds_a;
+  gp.lds_b = c.lds_b;
+  gp.b_global = c.b_global;
+  gp.group_rows = c.group_rows;
+  gp.b_expert_stride = c.b_expert_stride;
+  gp.b_scale_expert_stride = c.b_scale_expert_stride;
+  gp.experts = c.experts;
+  gp.max_m = c.max_m;
+  return gp;
+}
+
+int64_t bucket_rows(const KernelSpec& spec, const CheckedOperands& c) {
+  if (spec.layout == GroupLayout::kMasked) return c.max_m;
+  if (spec.layout == GroupLayout::kOffsets && c.experts > 0) return (c.m + c.experts - 1) / c.experts;
+  return c.m;
 }
 
 }  // namespace kiln

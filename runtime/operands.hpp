@@ -1,28 +1,59 @@
-// runtime/operands.hpp — checks the DLTensor operands of a run against the spec and the plan.
+// runtime/operands.hpp — checks the DLTensor operands of a run against the spec and the plan, and
+// turns them into the kernel arguments (kiln_dev::GemmParams).
 //
 // Every rule names the operand, the value found and what would be accepted, e.g.
 // "operand b: dtype bfloat16 but the spec says b=e4m3 (uint8 bytes, or DLPack float8_e4m3fn)".
 // Shapes are in logical elements; quantized operands travel as uint8 views (Debian's DLPack 0.6 has
-// no FP8 codes) and DLPack >= 1.1 FP8 codes are accepted by value.
+// no FP8/FP4 codes) and DLPack >= 1.1 FP8/FP4/E8M0 codes are accepted by value. Packed FP4 (mxfp4,
+// nvfp4) as uint8 is [rows, K/2] bytes, or gpt-oss's [rows, K/32, 16] (the same memory).
+//
+// Tensors per spec (X = a, W = b; E = experts; M = total rows):
+//   a        [M, K]; masked layout [E, max_m, K] (contiguous across experts: stride(0) = max_m * stride(1))
+//   b        [N, K]; grouped [E, N, K]
+//   out      [M, N]; masked [E, max_m, N] (likewise contiguous across experts)
+//   a_scale  tensor: f32 [1] | m: f32 [M] | block1x128: [M, K/128] f32 or E8M0 | mxfp8: E8M0 [M, K/32]
+//   b_scale  tensor: f32 [1] | n: f32 [N] | block128x128: [ceil(N/128), K/128] f32 or E8M0 |
+//            mxfp8/mxfp4: E8M0 [N, K/32] | nvfp4: UE4M3 [N, K/16]; grouped: a leading [E] dimension
+//   b_global nvfp4 only: f32 [1] (nvfp4_global=tensor) or [E] (expert), the decode value on the device
+//   offsets  layout=offsets: int32 [E] cumulative row ends (torch _grouped_mm)
+//   counts   layout=masked:  int32 [E] rows per expert
+//
+//   KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(spec, sizes, ops));
+//   kiln_dev::GemmParams gp = gemm_params(c, sizes);
 #pragma once
 
 #include <cstdint>
 
 #include "kiln/kiln.hpp"
+#include "templates/common/gemm_params.cuh"
 
 namespace kiln {
 
 struct CheckedOperands {
   int device = 0;
-  int64_t m = 0;
+  int64_t m = 0;  // rows of X and Y: M, or E * max_m for the masked layout
   const void* a = nullptr;
   const void* b = nullptr;
   void* out = nullptr;
-  const float* a_scale = nullptr;
+  const float* a_scale = nullptr;  // f32, or E8M0 / UE4M3 bytes reinterpreted (gemm_params.cuh)
   const float* b_scale = nullptr;
   int64_t lda = 0, ldb = 0, ldc = 0;  // row strides in elements
+  // formats issue
+  int64_t lds_a = 0, lds_b = 0;  // row strides of 2-D scales, in scale elements
+  const float* b_global = nullptr;
+  const int32_t* group_rows = nullptr;  // offsets or counts
+  int64_t b_expert_stride = 0, b_scale_expert_stride = 0;
+  int experts = 0;
+  int max_m = 0;
 };
 
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops);
+
+// The kernel arguments for checked operands (n and k from the plan's sizes).
+kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& sizes);
+
+// The rows a grouped problem's M bucket is chosen by: the expected rows per expert (M / E for the
+// offsets layout, max_m for the masked one); M for a dense problem.
+int64_t bucket_rows(const KernelSpec& spec, const CheckedOperands& c);
 
 }  // namespace kiln

@@ -10,6 +10,8 @@
 #include "compiler/nvrtc/nvrtc.hpp"
 #include "runtime/operands.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/sm90_launch.hpp"    // Hopper issue: the sm90 family's launch
+#include "runtime/tuned_configs.hpp"  // tuner issue: Runtime::plan's tuned-configs block
 #include "templates/common/gemm_params.cuh"
 #include "templates/templates.hpp"
 
@@ -108,7 +110,7 @@ StatusOr<CompiledKernel> RuntimeImpl::compile(const KernelSpec& spec, KernelFami
           c.arch = arch.name();
           c.entry = em.entry;
           c.spec = print_spec(spec);
-          c.config = family == KernelFamily::kSm80Gemm ? cfg.to_string() : family_name(family);
+          c.config = family != KernelFamily::kReferenceGemm ? cfg.to_string() : family_name(family);
           c.cubin = compiled->cubin;
           c.registers = compiled->registers;
           c.smem = compiled->smem_static;
@@ -244,7 +246,8 @@ Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_by
   if (c.m == 0) return Status::Ok();
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
-  int bucket = bucket_index(c.m);
+  // Grouped problems pick the bucket by the expected rows per expert (runtime/operands.hpp).
+  int bucket = bucket_index(bucket_rows(p.spec, c));
   LoadedKernel* k = p.kernels[bucket].load(std::memory_order_acquire);
   if (k == nullptr) {
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -256,18 +259,10 @@ Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_by
     KILN_ASSIGN_OR_RETURN(k, p.kernel_for(bucket));
   }
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, c.device));
-  kiln_dev::GemmParams gp{};
-  gp.a = c.a;
-  gp.b = c.b;
-  gp.out = c.out;
-  gp.a_scale = c.a_scale;
-  gp.b_scale = c.b_scale;
-  gp.lda = c.lda;
-  gp.ldb = c.ldb;
-  gp.ldc = c.ldc;
-  gp.m = static_cast<int>(c.m);
-  gp.n = static_cast<int>(p.sizes.n);
-  gp.k = static_cast<int>(p.sizes.k);
+  kiln_dev::GemmParams gp = gemm_params(c, p.sizes);
+  // ---- Hopper issue: the sm90 family takes TMA tensor maps and a persistent grid.
+  if (p.family == KernelFamily::kSm90Gemm)
+    return sm90_launch(*d, *k, p.spec, p.configs[bucket], gp, c.device, reinterpret_cast<CUstream>(stream));
   ProblemSizes run_sizes = p.sizes;
   run_sizes.m = c.m;
   LaunchShape ls = launch_shape(p.spec, p.family, p.configs[bucket], run_sizes);
@@ -358,6 +353,11 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
     s.m = kMBuckets[b];
     impl->configs[b] = default_config(spec, a, s);
   }
+  // ---- BEGIN tuned configs (tuner issue; runtime/tuned_configs.hpp, docs/tuning.md) ----
+  // Per bucket: in-memory -> user database -> pre-tuned tables -> (opt-in online tuning) -> the
+  // heuristic above. Never fails the plan.
+  apply_tuned_configs(*this, *impl);
+  // ---- END tuned configs ----
   return Plan(std::move(impl));
 }
 

@@ -1,4 +1,4 @@
-// The `kiln` command line: compile, run and cache subcommands over the C++ API.
+// The `kiln` command line: compile, run, tune and cache subcommands over the C++ API.
 // Exit codes: 0 ok; 1 error or failed check; 2 bad usage or spec; 3 no GPU (see tools/cli.hpp).
 #include <fmt/format.h>
 
@@ -7,10 +7,16 @@
 #include <vector>
 
 #include "tools/cli.hpp"
+#include "tuner/online.hpp"
 
 #ifndef KILN_VERSION_STRING
 #error "tools/CMakeLists.txt defines KILN_VERSION_STRING from project(VERSION)"
 #endif
+
+namespace kiln::cli {
+// tools/cmd_tune.cpp (declared here rather than in cli.hpp: the tuner's command is its own).
+Command register_tune(CLI::App& app, const GlobalOptions& global);
+}  // namespace kiln::cli
 
 namespace {
 
@@ -28,7 +34,9 @@ int cli_main(int argc, char** argv) {
   app.add_flag("--no-cache", global.no_cache, "compile in memory only; never open the cache");
 
   std::vector<Command> commands = {register_compile(app, global), register_run(app, global),
-                                   register_cache(app, global)};
+                                   register_tune(app, global), register_cache(app, global)};
+  // Online tuning stays off unless KILN_AUTOTUNE=1 (tuner/online.hpp); installing only makes it possible.
+  kiln::install_online_tuner();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

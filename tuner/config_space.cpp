@@ -1,31 +1,137 @@
 #include "tuner/config_space.hpp"
 
-namespace kiln {
+#include <algorithm>
+#include <cmath>
 
-std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch) {
+#include "compiler/plan/sm90_plan.hpp"
+
+namespace kiln {
+namespace {
+
+constexpr int kBlockSizes[] = {16, 32, 64, 128, 256};
+constexpr int kBlockK[] = {16, 32, 64, 128};  // elements; check_config keeps what the loaders take
+constexpr int kStages[] = {2, 3, 4, 5, 6};
+constexpr int kWarps[] = {1, 2, 4};
+
+// The rule a check_config failure falls under, for the dry run's accounting.
+std::string rule_of(const Status& s) {
+  const std::string& m = s.message();
+  if (s.code() == StatusCode::kResourceExhausted) return "shared memory";
+  if (m.find("accumulators") != std::string::npos) return "accumulators per thread";
+  if (m.find("registers") != std::string::npos) return "registers";
+  if (s.code() == StatusCode::kUnsupported) return "no family";
+  return "warp tiling";
+}
+
+int64_t round_up(int64_t v, int64_t to) { return (std::max<int64_t>(v, 1) + to - 1) / to * to; }
+
+}  // namespace
+
+std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
+                                     std::map<std::string, int>* dropped_by_rule) {
   std::vector<TileConfig> out;
-  const int elem_bytes = format_bits(spec.a.format) / 8;
-  for (int bm : {32, 64, 128, 256}) {
-    for (int bn : {32, 64, 128, 256}) {
-      for (int row_bytes : {64, 128}) {
-        for (int stages : {2, 3, 4, 5}) {
-          for (int wm : {1, 2, 4}) {
-            for (int wn : {1, 2, 4}) {
+  StatusOr<KernelFamily> family = select_family(spec, arch);
+  if (!family.ok()) {
+    if (dropped_by_rule) (*dropped_by_rule)["no family"] += 1;
+    return out;
+  }
+  if (*family == KernelFamily::kSm90Gemm) return sm90_config_space(spec, arch);  // already checked
+  for (int bm : kBlockSizes) {
+    for (int bn : kBlockSizes) {
+      for (int bk : kBlockK) {
+        for (int stages : kStages) {
+          for (int wm : kWarps) {
+            for (int wn : kWarps) {
               TileConfig c;
               c.block_m = bm;
               c.block_n = bn;
-              c.block_k = row_bytes / elem_bytes;
+              c.block_k = bk;
               c.stages = stages;
               c.warps_m = wm;
               c.warps_n = wn;
               c.group_m = 8;
-              if (check_config(spec, arch, c).ok()) out.push_back(c);
+              Status s = check_config(spec, arch, *family, c);
+              if (s.ok()) {
+                out.push_back(c);
+              } else if (dropped_by_rule) {
+                (*dropped_by_rule)[rule_of(s)] += 1;
+              }
             }
           }
         }
       }
     }
   }
+  return out;
+}
+
+PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const ProblemSizes& sizes,
+                        const PruneOptions& options) {
+  PrunedSpace out;
+  StatusOr<KernelFamily> family = select_family(spec, gpu.arch);
+  if (family.ok()) out.family = *family;
+  std::vector<TileConfig> space = config_space(spec, gpu.arch, &out.dropped_by_rule);
+  for (const auto& [rule, count] : out.dropped_by_rule) out.enumerated += count;
+  out.enumerated += space.size();
+  if (space.empty()) return out;
+  const TileConfig heuristic = default_config(spec, gpu.arch, sizes);
+
+  std::vector<PrunedCandidate> c;
+  for (const TileConfig& cfg : space) {
+    PrunedCandidate pc{cfg, estimate_config(spec, gpu, out.family, cfg, sizes), cfg == heuristic};
+    if (pc.estimate.blocks_per_sm == 0 && !pc.is_default) {
+      out.dropped_by_rule["residency"] += 1;
+      continue;
+    }
+    c.push_back(pc);
+  }
+
+  // Padding: tiles at least twice the (16-rounded) problem in M or N, when a smaller tile exists.
+  const int64_t rows =
+      spec.experts > 0 ? (std::max<int64_t>(sizes.m, 1) + spec.experts - 1) / spec.experts : sizes.m;
+  const int64_t m16 = round_up(rows, 16), n16 = round_up(sizes.n, 16);
+  auto wasteful = [&](const PrunedCandidate& p) {
+    return p.config.block_m >= 2 * m16 || p.config.block_n >= 2 * n16;
+  };
+  if (std::any_of(c.begin(), c.end(), [&](const PrunedCandidate& p) { return !wasteful(p); })) {
+    auto keep_end = std::stable_partition(
+        c.begin(), c.end(), [&](const PrunedCandidate& p) { return !wasteful(p) || p.is_default; });
+    for (auto it = keep_end; it != c.end(); ++it) out.dropped_by_rule["padding"] += 1;
+    c.erase(keep_end, c.end());
+  }
+
+  // Waves: a nearly empty last wave idles most SMs for a whole tile time.
+  auto fills = [&](const PrunedCandidate& p) {
+    return p.estimate.last_wave_fill >= options.min_last_wave_fill;
+  };
+  if (std::any_of(c.begin(), c.end(), fills)) {
+    auto keep_end = std::stable_partition(c.begin(), c.end(),
+                                          [&](const PrunedCandidate& p) { return fills(p) || p.is_default; });
+    for (auto it = keep_end; it != c.end(); ++it) out.dropped_by_rule["waves"] += 1;
+    c.erase(keep_end, c.end());
+  }
+
+  // Rank by the model; ties broken by the config text so the order is reproducible.
+  std::sort(c.begin(), c.end(), [](const PrunedCandidate& a, const PrunedCandidate& b) {
+    if (a.estimate.est_us != b.estimate.est_us) return a.estimate.est_us < b.estimate.est_us;
+    return a.config.to_string() < b.config.to_string();
+  });
+  if (options.max_candidates > 0 && c.size() > options.max_candidates) {
+    std::vector<PrunedCandidate> kept(c.begin(),
+                                      c.begin() + static_cast<std::ptrdiff_t>(options.max_candidates));
+    bool has_default =
+        std::any_of(kept.begin(), kept.end(), [](const PrunedCandidate& p) { return p.is_default; });
+    for (size_t i = options.max_candidates; i < c.size(); ++i) {
+      if (c[i].is_default && !has_default) {
+        kept.push_back(c[i]);
+        has_default = true;
+      } else {
+        out.dropped_by_rule["rank"] += 1;
+      }
+    }
+    c = std::move(kept);
+  }
+  out.kept = std::move(c);
   return out;
 }
 

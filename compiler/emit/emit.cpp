@@ -17,6 +17,9 @@
 
 #include <string>
 
+#include "compiler/emit/sm90_emit.hpp"  // Hopper issue
+#include "compiler/plan/sm80_formats.hpp"  // formats issue
+
 namespace kiln {
 namespace {
 
@@ -32,8 +35,45 @@ const char* device_format(Format f) {
     case Format::kF32: return "kiln_dev::Format::kF32";
     case Format::kE4m3: return "kiln_dev::Format::kE4m3";
     case Format::kE5m2: return "kiln_dev::Format::kE5m2";
+    case Format::kMxfp8: return "kiln_dev::Format::kMxfp8";
+    case Format::kMxfp4: return "kiln_dev::Format::kMxfp4";
+    case Format::kNvfp4: return "kiln_dev::Format::kNvfp4";
     default: return nullptr;
   }
+}
+
+// Scale granularity / type / grouping -> the device enumerators (templates/common/types.cuh).
+const char* device_scale(ScaleGranularity g) {
+  switch (g) {
+    case ScaleGranularity::kNone: return "kiln_dev::Scale::kNone";
+    case ScaleGranularity::kTensor: return "kiln_dev::Scale::kTensor";
+    case ScaleGranularity::kM:
+    case ScaleGranularity::kN: return "kiln_dev::Scale::kRow";
+    case ScaleGranularity::kBlock1x128: return "kiln_dev::Scale::kBlock1x128";
+    case ScaleGranularity::kBlock128x128: return "kiln_dev::Scale::kBlock128x128";
+    case ScaleGranularity::kBlock1x32: return "kiln_dev::Scale::kBlock1x32";
+    case ScaleGranularity::kBlock1x16: return "kiln_dev::Scale::kBlock1x16";
+  }
+  return "kiln_dev::Scale::kNone";
+}
+
+const char* device_scale_type(ScaleType t) {
+  switch (t) {
+    case ScaleType::kNone: return "kiln_dev::ScaleType::kNone";
+    case ScaleType::kF32: return "kiln_dev::ScaleType::kF32";
+    case ScaleType::kUe8m0: return "kiln_dev::ScaleType::kUe8m0";
+    case ScaleType::kUe4m3: return "kiln_dev::ScaleType::kUe4m3";
+  }
+  return "kiln_dev::ScaleType::kNone";
+}
+
+const char* device_grouping(GroupLayout l) {
+  switch (l) {
+    case GroupLayout::kDense: return "kiln_dev::Grouping::kDense";
+    case GroupLayout::kOffsets: return "kiln_dev::Grouping::kOffsets";
+    case GroupLayout::kMasked: return "kiln_dev::Grouping::kMasked";
+  }
+  return "kiln_dev::Grouping::kDense";
 }
 
 string constant(const char* type, const char* name, const string& value) {
@@ -54,6 +94,13 @@ StatusOr<string> format_constants(const KernelSpec& spec) {
                          " has no device element type yet");
     s += constant("kiln_dev::Format", fld.name, dev);
   }
+  // formats issue: how each operand is scaled, and the grouped layout.
+  s += constant("kiln_dev::Scale", "kScaleA", device_scale(spec.a.scale));
+  s += constant("kiln_dev::ScaleType", "kScaleTypeA", device_scale_type(spec.a.scale_type));
+  s += constant("kiln_dev::Scale", "kScaleB", device_scale(spec.b.scale));
+  s += constant("kiln_dev::ScaleType", "kScaleTypeB", device_scale_type(spec.b.scale_type));
+  s += constant("kiln_dev::Grouping", "kGrouping", device_grouping(spec.layout));
+  s += constant("bool", "kGlobalPerExpert", spec.nvfp4_global == GlobalScale::kExpert ? "true" : "false");
   return s;
 }
 
@@ -79,7 +126,7 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
   EmittedKernel k;
   switch (family) {
     case KernelFamily::kSm80Gemm: {
-      KILN_RETURN_IF_ERROR(check_config(spec, arch, cfg));
+      KILN_RETURN_IF_ERROR(check_config(spec, arch, KernelFamily::kSm80Gemm, cfg));
       string body;
       body += constant("int", "kBlockM", to_string(cfg.block_m));
       body += constant("int", "kBlockN", to_string(cfg.block_n));
@@ -94,12 +141,16 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       k.entry = "kiln_sm80_gemm";
       k.threads = cfg.threads();
       k.smem_bytes = smem_bytes(spec, cfg);
+      // formats issue: bf16 x 4/8-bit weights have their own mainloop (compiler/plan/sm80_formats.hpp).
+      KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
+      const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
       k.source = unit(
-          "kernels/sm80_gemm.cuh",
+          mixed ? "kernels/sm80_mixed_gemm.cuh" : "kernels/sm80_gemm.cuh",
           string("family ") + family_name(family) + ", config " + cfg.to_string() + ", arch " + arch.name(),
-          body, k.entry.c_str(), k.threads, "kiln_dev::sm80_gemm");
+          body, k.entry.c_str(), k.threads, mixed ? "kiln_dev::sm80_mixed_gemm" : "kiln_dev::sm80_gemm");
       return k;
     }
+    case KernelFamily::kSm90Gemm: return emit_sm90_kernel(spec, cfg, arch);  // Hopper issue
     case KernelFamily::kReferenceGemm: {
       // The reference takes no tile config: one thread per output, 16 x 16 per block.
       KILN_RETURN_IF_ERROR(check_reference_spec(spec, arch));

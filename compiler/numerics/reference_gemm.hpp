@@ -7,9 +7,9 @@
 // (it may be null). Elements decode exactly and the accumulation is double, so the reference is
 // independent of summation order to well below any kernel tolerance.
 //
-// Scope: op gemm, pass fprop, formats bf16/f16/f32/e4m3/e5m2 with tensor scales, high-precision
-// out. Anything else returns UNSUPPORTED naming what is missing (block scales, MX and NVFP4 come
-// with the kernels that need them). The epilogue (gate_up, activation) is not applied: out is the
+// Scope of reference_gemm: op gemm, pass fprop, formats bf16/f16/f32/e4m3/e5m2 with tensor scales,
+// high-precision out; reference_gemm_quantized takes every scale granularity, MX, NVFP4 and grouped
+// problems. Anything else returns UNSUPPORTED naming what is missing. The epilogue (gate_up, activation) is not applied: out is the
 // scaled accumulator. round_to_format() turns it into what a kernel stores.
 //
 //   std::vector<double> ref;
@@ -24,6 +24,29 @@
 #include "kiln/status.hpp"
 
 namespace kiln::numerics {
+
+// One operand as the kernels read it (layouts: templates/common/gemm_params.cuh, runtime/operands.hpp).
+struct RefOperand {
+  const void* data = nullptr;          // elements; packed FP4: bytes, two codes each
+  int64_t ld = 0;                      // row stride in elements
+  int64_t expert_stride = 0;           // elements between experts (b of a grouped GEMM)
+  const void* scales = nullptr;        // per the spec: f32, or E8M0 / UE4M3 bytes
+  int64_t lds = 0;                     // row stride of 2-D scales, in scale elements
+  int64_t scale_expert_stride = 0;     // scale elements between experts (b of a grouped GEMM)
+  const float* global = nullptr;       // nvfp4: global decode scale(s), [1] or [experts]
+};
+
+// The exact fprop of every pairing of the formats issue, for grouped problems too:
+//   out[m, n] = sum_k deq(A)[m, k] * deq(B_e)[n, k]        (e = the expert owning row m)
+// where deq is the exact value of each stored element with all its scales (dequantize_f64 for the
+// block-scaled formats — FP8 blocks, MX, NVFP4 with its global — and decode * scale for tensor / row
+// FP8 and the 16-bit formats), accumulated in double. That is the math of per-K-block promotion too.
+// m is the row count of X and Y (total rows; masked: experts * max_m). group_rows: offsets
+// (cumulative ends; clamped and made non-decreasing as the kernels do) or counts (masked); null for
+// a dense GEMM. written (optional) gets 1 for each row some expert owns, 0 for rows no kernel writes.
+Status reference_gemm_quantized(const KernelSpec& spec, int64_t m, int64_t n, int64_t k, const RefOperand& a,
+                                const RefOperand& b, const int32_t* group_rows, int64_t max_m,
+                                std::vector<double>& out, std::vector<uint8_t>* written = nullptr);
 
 // out is resized to m*n, row-major with leading dimension n.
 Status reference_gemm(const KernelSpec& spec, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,

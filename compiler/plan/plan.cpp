@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "compiler/plan/sm80_formats.hpp"  // formats issue: the sm80 family's pairings
+#include "compiler/plan/sm90_plan.hpp"  // Hopper issue: the sm90 family's rules
 #include "compiler/spec/spec.hpp"
 
 namespace kiln {
@@ -32,50 +34,16 @@ string operand_text(const char* role, const OperandSpec& o) {
   return s;
 }
 
-// Why an operand format is not (yet) an sm80 operand; empty when it is.
-string operand_gap(const char* role, const OperandSpec& o) {
-  const string what = operand_text(role, o);
-  switch (o.format) {
-    case Format::kBf16:
-    case Format::kF16:
-      if (o.scale != ScaleGranularity::kNone) return what + ": scaled 16-bit operands are not supported";
-      return "";
-    case Format::kE4m3:
-    case Format::kE5m2:
-      if (o.scale != ScaleGranularity::kTensor)
-        return what +
-               ": the sm80 family supports per-tensor FP8 scales only so far (row and block scales: formats "
-               "issue)";
-      if (o.scale_type != ScaleType::kF32)
-        return what + ": the sm80 family supports f32 FP8 scales only so far (scale type " +
-               scale_type_name(o.scale_type) + ")";
-      return "";
-    case Format::kF32: return what + ": f32 operands are not supported (use bf16 or f16)";
-    case Format::kMxfp8: return what + ": MX block-scaled operands are not implemented yet (formats issue)";
-    case Format::kMxfp4:
-    case Format::kNvfp4:
-      return what +
-             ": 4-bit operands are not implemented yet (formats issue); the sm80 family supports "
-             "bf16/f16/e4m3/e5m2 operands with tensor scales so far";
-  }
-  return what + ": unknown format";
-}
-
 // Shared by the sm80 family and the reference: operation, pass, layout, epilogue, output.
 Status check_problem_kind(const KernelSpec& spec, const Arch& arch) {
   if (arch.sm() < 80)
     return Unsupported(arch.name() + ": kiln's kernels need sm_80 or newer (cp.async, bf16 mma.sync)");
-  if (spec.op == Op::kGroupedGemm)
-    return Unsupported("grouped_gemm: the grouped schedulers are not implemented yet (formats issue)");
-  if (spec.op != Op::kGemm)
+  if (spec.op != Op::kGemm && spec.op != Op::kGroupedGemm)
     return Unsupported(string(op_name(spec.op)) + ": no kernel family implements this operation yet");
   if (spec.pass != Pass::kFprop)
     return Unsupported(
         string("pass=") + pass_name(spec.pass) +
         ": the sm80 family implements fprop only so far (dgrad/wgrad need transposed operands)");
-  if (spec.layout != GroupLayout::kDense)
-    return Unsupported(string("layout=") + group_layout_name(spec.layout) +
-                       ": only dense problems are implemented");
   if (spec.gate_up != GateUp::kNone)
     return Unsupported(string("gate_up=") + gate_up_name(spec.gate_up) +
                        ": fused gate|up epilogues are not implemented yet");
@@ -94,6 +62,7 @@ const char* family_name(KernelFamily f) {
   switch (f) {
     case KernelFamily::kSm80Gemm: return "sm80_gemm";
     case KernelFamily::kReferenceGemm: return "reference_gemm";
+    case KernelFamily::kSm90Gemm: return "sm90_gemm";
   }
   return "unknown";
 }
@@ -101,13 +70,15 @@ const char* family_name(KernelFamily f) {
 std::string TileConfig::to_string() const {
   return "bm" + std::to_string(block_m) + "_bn" + std::to_string(block_n) + "_bk" + std::to_string(block_k) +
          "_s" + std::to_string(stages) + "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
-         "_g" + std::to_string(group_m);
+         "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "");
 }
 
 nlohmann::json config_to_json(const TileConfig& c) {
-  return nlohmann::json{{"block_m", c.block_m}, {"block_n", c.block_n}, {"block_k", c.block_k},
-                        {"stages", c.stages},   {"warps_m", c.warps_m}, {"warps_n", c.warps_n},
-                        {"group_m", c.group_m}};
+  nlohmann::json j{{"block_m", c.block_m}, {"block_n", c.block_n}, {"block_k", c.block_k},
+                   {"stages", c.stages},   {"warps_m", c.warps_m}, {"warps_n", c.warps_n},
+                   {"group_m", c.group_m}};
+  if (c.cluster_m != 1) j["cluster_m"] = c.cluster_m;  // Hopper issue: optional, absent = 1
+  return j;
 }
 
 StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
@@ -135,8 +106,15 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
                              " is out of range (1..4096)");
     c.*(f.member) = static_cast<int>(v);
   }
+  // ---- Hopper issue: the optional cluster_m (absent = 1).
+  if (auto it = j.find("cluster_m"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16)
+      return InvalidArgument("tile config: cluster_m must be an integer in 1..16, got " + it->dump());
+    c.cluster_m = static_cast<int>(it->get<int64_t>());
+  }
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const bool known = std::any_of(std::begin(kFields), std::end(kFields),
+    const bool known = it.key() == "cluster_m" ||
+                       std::any_of(std::begin(kFields), std::end(kFields),
                                    [&](const Field& f) { return it.key() == f.key; });
     if (!known) return InvalidArgument("tile config: unknown field '" + it.key() + "'");
   }
@@ -145,26 +123,22 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
 
 StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
-  if (string gap = operand_gap("a", spec.a); !gap.empty()) return Unsupported(gap);
-  if (string gap = operand_gap("b", spec.b); !gap.empty()) return Unsupported(gap);
-  const Format a = spec.a.format, b = spec.b.format;
-  const bool a16 = a == Format::kBf16 || a == Format::kF16;
-  const bool b16 = b == Format::kBf16 || b == Format::kF16;
-  if (a16 != b16)
-    return Unsupported(
-        string("a=") + format_name(a) + " b=" + format_name(b) +
-        ": mixed 16-bit x FP8 operands are not implemented yet (formats issue); use two 16-bit "
-        "operands of one format or two FP8 operands");
-  if (a16 && a != b)
-    return Unsupported(string("a=") + format_name(a) + " b=" + format_name(b) +
-                       ": 16-bit operands must have the same format (both bf16 or both f16)");
+  KILN_RETURN_IF_ERROR(sm80_pairing(spec).status());  // formats issue: compiler/plan/sm80_formats.hpp
+  // ---- Hopper issue: the sm90 family (TMA + wgmma) where it applies, the portable family otherwise.
+  // (formats issue: row, block and MX scales, mixed inputs and grouped problems run on the portable
+  // family only; sm90_supports is consulted for dense per-tensor pairings.)
+  // KILN_FAMILY=sm80 (common/env.hpp) keeps the portable family.
+  if (!sm80_only(spec) && sm90_supports(spec, arch) && !sm90_disabled_by_env())
+    return KernelFamily::kSm90Gemm;
   return KernelFamily::kSm80Gemm;
 }
 
 Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
   KILN_RETURN_IF_ERROR(validate_spec(spec));
-  KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
+  KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
   KILN_RETURN_IF_ERROR(validate_sizes(spec, sizes));  // also M >= 0, N >= 1, K >= 1
+  // ---- Hopper issue: the sm90 family's own limits (on top of the checks below).
+  if (family == KernelFamily::kSm90Gemm) KILN_RETURN_IF_ERROR(sm90_can_implement(spec, sizes));
   const struct {
     char dim;
     int64_t v;
@@ -176,22 +150,12 @@ Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSize
                              string(1, d.dim) + " < 2^31)");
   }
   // cp.async copies 16-byte chunks: every operand row must be a whole number of them.
-  const struct {
-    const char* role;
-    Format f;
-  } operands[] = {{"a", spec.a.format}, {"b", spec.b.format}};
-  for (const auto& o : operands) {
-    const int eb = elem_bytes(o.f);
-    if ((sizes.k * eb) % 16 != 0) {
-      return InvalidArgument(string("operand ") + o.role + ": K=" + to_string(sizes.k) + " elements is " +
-                             to_string(sizes.k * eb) +
-                             " bytes per row; rows must be a multiple of 16 bytes (K % " +
-                             to_string(16 / eb) + " == 0 for " + format_name(o.f) + ")");
-    }
-  }
+  KILN_RETURN_IF_ERROR(sm80_check_sizes(spec, sizes));
   // The grid is one block per output tile; with the smallest tile check_config allows (16 x 16) it
   // must fit in gridDim.x.
-  const int64_t tiles = ((std::max<int64_t>(sizes.m, 1) + 15) / 16) * ((sizes.n + 15) / 16);
+  // Grouped (offsets): one more virtual tile row per expert (templates/scheduler/group_tile.cuh).
+  const int64_t extra = spec.layout == GroupLayout::kOffsets ? spec.experts : 0;
+  const int64_t tiles = ((std::max<int64_t>(sizes.m, 1) + 15) / 16 + extra) * ((sizes.n + 15) / 16);
   if (tiles > kMaxIndex)
     return InvalidArgument("M x N = " + to_string(sizes.m) + " x " + to_string(sizes.n) +
                            " needs more than 2^31 - 1 output tiles of 16 x 16");
@@ -205,23 +169,32 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
     const OperandSpec& o;
   } operands[] = {{"a", spec.a}, {"b", spec.b}};
   for (const auto& op : operands) {
-    const Format f = op.o.format;
-    if (f != Format::kBf16 && f != Format::kF16 && f != Format::kE4m3 && f != Format::kE5m2)
-      return Unsupported(operand_text(op.role, op.o) +
-                         ": the reference kernel decodes bf16/f16/e4m3/e5m2 operands only so far");
-    if (op.o.scale != ScaleGranularity::kNone && op.o.scale != ScaleGranularity::kTensor)
-      return Unsupported(operand_text(op.role, op.o) +
-                         ": the reference kernel applies per-tensor scales only so far");
+    // Every element format but f32 decodes; FP8 takes tensor / row / block scales (formats issue).
+    if (op.o.format == Format::kF32)
+      return Unsupported(operand_text(op.role, op.o) + ": the reference kernel takes no f32 operands");
   }
   return Status::Ok();
 }
 
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
-  return cfg.stages * (cfg.block_m + cfg.block_n) * cfg.block_k * elem_bytes(spec.a.format);
+  return cfg.stages * (cfg.block_m * sm80_row_bytes_a(spec, cfg) + cfg.block_n * sm80_row_bytes_b(spec, cfg));
 }
 
 Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
+  return check_config(spec, arch, family, cfg);
+}
+
+Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily family, const TileConfig& cfg) {
+  // ---- Hopper issue: the sm90 family reads TileConfig its own way (compiler/plan/sm90_plan.hpp).
+  if (family == KernelFamily::kSm90Gemm) return sm90_check_config(spec, arch, cfg);
+  if (cfg.cluster_m != 1)
+    return InvalidArgument("config " + cfg.to_string() + ": cluster_m=" + to_string(cfg.cluster_m) +
+                           "; thread-block clusters exist in the sm90 family only (cluster_m 1)");
   KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
+  KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
+  const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
+  const bool promotes = sm80_promotes(spec);
   const string name = "config " + cfg.to_string() + ": ";
   const struct {
     const char* field;
@@ -248,29 +221,42 @@ Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& 
                            "): each warp owns pairs of n8 mma tiles");
   const int eb = elem_bytes(spec.a.format);
   const int row_bytes = cfg.block_k * eb;
-  if (row_bytes != 64 && row_bytes != 128)
+  if (!mixed && row_bytes != 64 && row_bytes != 128)
     return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + " is " + to_string(row_bytes) +
                            " bytes per row for " + format_name(spec.a.format) +
                            "; must be 64 or 128 bytes (block_k " + to_string(64 / eb) + " or " +
                            to_string(128 / eb) + ")");
+  KILN_RETURN_IF_ERROR(sm80_check_pairing_config(spec, cfg));
   // Registers: the accumulators of a warp tile, f32, spread over 32 lanes.
   const int warp_m = cfg.block_m / cfg.warps_m, warp_n = cfg.block_n / cfg.warps_n;
   const int acc = warp_m * warp_n / 32;
-  const bool int_fp8 = format_is_fp8(spec.a.format) && arch.sm() < 89;
-  const int acc_max = int_fp8 ? 64 : 128;
+  const bool fp8_elems = format_is_fp8(spec.a.format) || spec.a.format == Format::kMxfp8;
+  const bool int_fp8 = fp8_elems && arch.sm() < 89;
+  // Promotion keeps a second set of accumulators (tmp); the mixed mainloop's A fragments of a 32-K
+  // step are twice sm80_gemm's and its B fragments are converted in registers.
+  const int acc_max = (int_fp8 || promotes || mixed) ? 64 : 128;
   if (acc > acc_max)
     return InvalidArgument(name + "warp tile " + to_string(warp_m) + "x" + to_string(warp_n) + " needs " +
                            to_string(acc) + " f32 accumulators per thread; at most " + to_string(acc_max) +
-                           (int_fp8 ? " when FP8 is converted in registers (below sm_89)" : "") +
+                           (promotes  ? " when block scales are promoted (acc + tmp)"
+                            : mixed   ? " for bf16 x 4/8-bit weights (registers for the dequantized fragments)"
+                            : int_fp8 ? " when FP8 is converted in registers (below sm_89)"
+                                      : "") +
                            " (use more warps or smaller blocks)");
   // The rest of the register budget (ptxas 13.0 measurements, tests/nvrtc/sm80_gemm_nvrtc_test.cpp):
   // double-buffered fragments (4 registers per m16 tile, 2 per n8 tile), per cp.async a 64-bit source
   // and a 32-bit destination, about 24 for indices and the epilogue. Past ~240 ptxas spills, and a
   // block of T threads gets at most 65536 / T registers per thread (the register file of one SM).
-  const int loads = ((cfg.block_m + cfg.block_n) * (row_bytes / 16) + cfg.threads() - 1) / cfg.threads();
+  const int row_a = sm80_row_bytes_a(spec, cfg), row_b = sm80_row_bytes_b(spec, cfg);
+  const int loads = (cfg.block_m * (row_a / 16) + cfg.block_n * (row_b / 16) + cfg.threads() - 1) / cfg.threads();
   // Converting FP8 in registers (below sm_89) adds the converted B fragments and one converted A tile.
   const int converted = int_fp8 ? 4 * (warp_n / 8) + 8 : 0;
-  const int regs = acc + 2 * (4 * (warp_m / 16) + 2 * (warp_n / 8)) + 3 * loads + 24 + converted;
+  int regs = acc + 2 * (4 * (warp_m / 16) + 2 * (warp_n / 8)) + 3 * loads + 24 + converted;
+  // Promotion: tmp, and the current and next block's scales (rows of a, columns of b).
+  if (promotes) regs += acc + 2 * (2 * (warp_m / 16) + 2 * (warp_n / 8));
+  // Mixed inputs: the second 16-K half of the A fragments (double-buffered), the converted B fragments
+  // (4 per n8) and the block-scale bytes of this and the next K tile (up to 4 per n8 each).
+  if (mixed) regs += 2 * 4 * (warp_m / 16) + 4 * (warp_n / 8) + 8 * (warp_n / 8);
   const int budget = std::min(240, 65536 / cfg.threads() - 8);
   if (regs > budget)
     return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread (" +
@@ -287,6 +273,14 @@ Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& 
 }
 
 TileConfig default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  auto family = select_family(spec, arch);
+  return default_config(spec, arch, family.ok() ? *family : KernelFamily::kSm80Gemm, sizes);
+}
+
+TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily family,
+                          const ProblemSizes& sizes) {
+  // ---- Hopper issue: the sm90 family's heuristic (compiler/plan/sm90_plan.cpp).
+  if (family == KernelFamily::kSm90Gemm) return sm90_default_config(spec, arch, sizes);
   // Rough SM counts (A100, RTX 3090, RTX 4090 / L40, H100 / H200): only used to avoid launching far
   // fewer tiles than SMs; tuning replaces the heuristic where it matters.
   const int sms = arch.sm() == 90 ? 132 : arch.sm() == 89 ? 128 : arch.sm() == 86 ? 82 : 108;
@@ -299,29 +293,45 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, const Proble
 
   TileConfig c;         // 128 x 128, 4 stages, 2 x 4 warps (64 x 32 warp tiles), group 8
   c.block_k = 64 / eb;  // 64-byte rows: 32 bf16 / 64 FP8 elements per stage
+  // bf16 x 4/8-bit weights: the mixed mainloop's block_k (128-byte bf16 rows; 32-byte FP4 rows).
+  auto mainloop = sm80_pairing(spec);
+  if (mainloop.ok() && *mainloop == Sm80Mainloop::kMixedInput) c.block_k = 64;
   // Large problems: 128 x 256 with 64 x 64 warp tiles (8 warps, 96 KB in 4 stages: fits every arch).
   // Less shared-memory traffic per mma than 64 x 32 warp tiles; measured on an H200 (2026-11-29,
   // 4096x7168x7168): bf16 470 vs 391 TFLOP/s, e4m3 476 vs 448. Not where FP8 is converted in
   // registers (check_config caps those warp tiles at 64 accumulators).
   TileConfig wide = c;
   wide.block_n = 256;
-  if (m > 64 && tiles(wide) >= sms && check_config(spec, arch, wide).ok()) return wide;
+  if (m > 64 && tiles(wide) >= sms && check_config(spec, arch, KernelFamily::kSm80Gemm, wide).ok())
+    return wide;
   if (m <= 64) {
     // Small M (decode): short, wide tiles, one warp row.
     c.block_m = m <= 16 ? 16 : m <= 32 ? 32 : 64;
     c.warps_m = 1;
   }
-  if (tiles(c) < sms && n > 64) {
+  if (sm80_promotes(spec)) {
+    // Block-scale promotion keeps acc and tmp: warp tiles of at most 32 x 32 (ptxas 13.0, 2026-11-29:
+    // 128x64 / 64x128 blocks of 8 warps take 160-241 registers without spills on sm_80..sm_90a, while
+    // 64 x 32 warp tiles spill on sm_90a). Large M: 128 x 64 with 4 x 2 warps.
+    if (m > 64) {
+      c.block_n = 64;
+      c.warps_m = 4;
+      c.warps_n = 2;
+    } else if (c.block_m == 64) {
+      c.warps_m = 2;
+    }
+  }
+  if (tiles(c) < sms && n > 64 && c.block_n > 64) {
     // Fewer tiles than SMs: halve the N tile to fill more of the machine.
     c.block_n = 64;
     c.warps_n = 4;  // warp tile n = 16
   }
-  if (check_config(spec, arch, c).ok()) return c;
+  if (check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) return c;
   // Unreachable for the formats select_family accepts; keep a small config that is valid everywhere.
   TileConfig fallback;
   fallback.block_m = 64;
   fallback.block_n = 64;
-  fallback.block_k = 64 / eb;
+  fallback.block_k = c.block_k;
   fallback.stages = 2;
   fallback.warps_m = 2;
   fallback.warps_n = 2;
@@ -335,12 +345,21 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
   const int64_t n = std::max<int64_t>(sizes.n, 1);
   switch (family) {
     case KernelFamily::kSm80Gemm: {
-      const int64_t tiles = ((m + cfg.block_m - 1) / cfg.block_m) * ((n + cfg.block_n - 1) / cfg.block_n);
+      // templates/scheduler/group_tile.cuh group_tiles_m: offsets add one virtual tile row per expert;
+      // masked covers experts x ceil(max_m / block_m) with max_m = M / experts.
+      int64_t tiles_m = (m + cfg.block_m - 1) / cfg.block_m;
+      if (spec.layout == GroupLayout::kOffsets) tiles_m += spec.experts;
+      if (spec.layout == GroupLayout::kMasked && spec.experts > 0) {
+        const int64_t max_m = std::max<int64_t>((m + spec.experts - 1) / spec.experts, 1);
+        tiles_m = spec.experts * ((max_m + cfg.block_m - 1) / cfg.block_m);
+      }
+      const int64_t tiles = tiles_m * ((n + cfg.block_n - 1) / cfg.block_n);
       ls.grid_x = static_cast<unsigned>(std::min<int64_t>(tiles, kMaxIndex));
       ls.block_x = static_cast<unsigned>(cfg.threads());
       ls.dynamic_smem = smem_bytes(spec, cfg);
       break;
     }
+    case KernelFamily::kSm90Gemm: return sm90_launch_shape(spec, cfg, sizes);  // Hopper issue
     case KernelFamily::kReferenceGemm: {
       ls.grid_x =
           static_cast<unsigned>(std::min<int64_t>((n + kReferenceTile - 1) / kReferenceTile, kMaxIndex));

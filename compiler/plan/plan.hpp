@@ -24,8 +24,9 @@ namespace kiln {
 enum class KernelFamily : uint8_t {
   kSm80Gemm,       // cp.async multi-stage + mma.sync; portable sm_80..sm_90
   kReferenceGemm,  // naive one-thread-per-output reference (tests, tuner checks)
+  kSm90Gemm,       // TMA + warp-specialized wgmma, persistent; sm_90a (compiler/plan/sm90_plan.hpp)
 };
-const char* family_name(KernelFamily f);  // "sm80_gemm", "reference_gemm"
+const char* family_name(KernelFamily f);  // "sm80_gemm", "reference_gemm", "sm90_gemm"
 
 // A tile configuration for the sm80 family. block_k is in K *elements* per pipeline stage.
 struct TileConfig {
@@ -36,9 +37,13 @@ struct TileConfig {
   int warps_m = 2;
   int warps_n = 4;
   int group_m = 8;   // rasterization: column-major swizzle over groups of group_m tile rows (L2 reuse)
+  // Hopper issue (sm90 family only): CTAs per thread-block cluster along M that share each B tile
+  // through TMA multicast (1 or 2). Optional in JSON and in to_string ("_c2") so existing rows and keys
+  // stay as they are when it is 1.
+  int cluster_m = 1;
 
   bool operator==(const TileConfig&) const = default;
-  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8"
+  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2" when cluster_m != 1)
   int threads() const { return warps_m * warps_n * 32; }
 };
 nlohmann::json config_to_json(const TileConfig& c);
@@ -60,9 +65,14 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch);
 // Sizes and alignment for the chosen family: which operand, which value, what would be accepted.
 Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 // Static checks of a config against the family and arch (shared memory, warp tiling, block_k bytes).
+// The three-argument forms use select_family's family; the others name it (e.g. the portable family on
+// sm_90a, which KILN_FAMILY=sm80 forces).
 Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg);
+Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily family, const TileConfig& cfg);
 // Pure host heuristic: a valid config for this shape.
 TileConfig default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
+TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily family,
+                          const ProblemSizes& sizes);
 LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
                          const ProblemSizes& sizes);
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg);

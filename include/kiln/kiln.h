@@ -60,6 +60,14 @@ typedef struct kiln_plan_options {
   int64_t m_hint;         /* 0, or a typical M used to pick the default config */
 } kiln_plan_options;
 
+/* Shapes and dtypes per spec (packed FP4 as uint8 [.., K/2]; scale layouts in docs/formats.md):
+ *   a  X [M, K]; grouped layout=masked: [E, max_m, K]      b  W [N, K]; grouped: [E, N, K]
+ *   out Y like X with N columns
+ *   a_scale / b_scale: tensor f32 [1]; m f32 [M]; n f32 [N]; block1x128 [M, K/128]; block128x128
+ *     [ceil(N/128), K/128] (f32, or uint8 E8M0 with :ue8m0); mxfp8/mxfp4 E8M0 [rows, K/32]; nvfp4
+ *     UE4M3 [N, K/16]; grouped weights' scales with a leading [E].
+ * Fields after b_scale were added in kiln 0.2: a caller built against an older header passes the
+ * older struct_size and they read as NULL. */
 typedef struct kiln_operands {
   size_t struct_size;     /* sizeof(kiln_operands) */
   const DLTensor* a;      /* X [M, K] */
@@ -67,6 +75,9 @@ typedef struct kiln_operands {
   DLTensor* out;          /* Y [M, N] */
   const DLTensor* a_scale;/* per the spec; f32 scalar for `tensor` */
   const DLTensor* b_scale;
+  const DLTensor* offsets;  /* grouped_gemm layout=offsets: int32 [E] cumulative row ends (device) */
+  const DLTensor* counts;   /* grouped_gemm layout=masked: int32 [E] rows per expert (device) */
+  const DLTensor* b_global; /* b=nvfp4: f32 global decode scale on the device, [1] or [E] */
 } kiln_operands;
 
 const char* kiln_last_error(void);

@@ -30,12 +30,17 @@ struct RuntimeOptions {
   bool disable_cache = false; // compile in memory only
 };
 
+// Shapes and dtypes per spec: runtime/operands.hpp. Grouped problems: X [M_total, K] (offsets layout)
+// or [E, max_m, K] (masked), W [E, N, K], Y like X with N columns.
 struct Operands {
   const DLTensor* a = nullptr;        // X [M, K]
   const DLTensor* b = nullptr;        // W [N, K]
   DLTensor* out = nullptr;            // Y [M, N]
-  const DLTensor* a_scale = nullptr;  // f32 per the spec's granularity
-  const DLTensor* b_scale = nullptr;
+  const DLTensor* a_scale = nullptr;  // per the spec's granularity (f32, or E8M0 bytes)
+  const DLTensor* b_scale = nullptr;  // per the spec's granularity (f32, E8M0 or UE4M3 bytes)
+  const DLTensor* offsets = nullptr;  // grouped layout=offsets: int32 [E] cumulative row ends
+  const DLTensor* counts = nullptr;   // grouped layout=masked: int32 [E] rows per expert
+  const DLTensor* b_global = nullptr; // nvfp4 b: f32 global decode scale, [1] or [E] (nvfp4_global=expert)
 };
 
 // Statistics a caller (tests, CLI, tuner) can read; counts are per Runtime.

@@ -48,7 +48,9 @@ def _dtype_table(torch):
         torch.int8: (kDLInt, 8),
         torch.int32: (kDLInt, 32),
     }
-    for name in ("float8_e4m3fn", "float8_e5m2"):
+    # Quantized data and scales travel as bytes; the spec says what they mean (float8_e8m0fnu: E8M0
+    # scales; float4_e2m1fn_x2: two E2M1 codes per byte, the even element in the low nibble).
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn_x2"):
         dt = getattr(torch, name, None)
         if dt is not None:
             table[dt] = (kDLUInt, 8)
@@ -80,7 +82,7 @@ class TensorView:
             raise KilnError(
                 Status.INVALID_ARGUMENT,
                 f"operand {name}: torch dtype {t.dtype} has no kiln mapping (use bfloat16, float16, "
-                "float32, float8_e4m3fn, float8_e5m2 or uint8)",
+                "float32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn_x2, int32 or uint8)",
             )
         ndim = t.dim()
         self.tensor = t

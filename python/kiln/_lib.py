@@ -47,6 +47,10 @@ class Operands(ctypes.Structure):
         ("out", ctypes.POINTER(DLTensor)),
         ("a_scale", ctypes.POINTER(DLTensor)),
         ("b_scale", ctypes.POINTER(DLTensor)),
+        # kiln 0.2 (formats issue): grouped GEMMs and the NVFP4 global scale.
+        ("offsets", ctypes.POINTER(DLTensor)),
+        ("counts", ctypes.POINTER(DLTensor)),
+        ("b_global", ctypes.POINTER(DLTensor)),
     ]
 
 

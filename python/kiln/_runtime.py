@@ -130,22 +130,31 @@ class Plan:
             )
         return dtype
 
-    def run(self, a, b, out=None, a_scale=None, b_scale=None, stream=None):
+    def run(self, a, b, out=None, a_scale=None, b_scale=None, stream=None, offsets=None, counts=None,
+            b_global=None):
         """Y[M, N] = X[M, K] . W[N, K]^T on torch tensors, launched on torch's current stream of
         a's device (or on stream, a torch.cuda.Stream). Allocates out in the spec's output dtype
-        when it is None. Returns out. Nothing synchronizes."""
+        when it is None (shape: a's with the last dimension N). Returns out. Nothing synchronizes.
+
+        Quantized operands and scales are passed as the spec describes them (packed FP4 weights as
+        uint8 [.., K/2] or gpt-oss's [.., K/32, 16]; E8M0/UE4M3 scales as uint8). Grouped GEMMs take
+        offsets= (layout=offsets: int32 [E] cumulative row ends) or counts= (layout=masked: int32
+        [E] rows per expert); b=nvfp4 takes b_global= (f32 [1], or [E] with nvfp4_global=expert)."""
         import torch
 
         if out is None:
             if not isinstance(a, torch.Tensor) or a.dim() < 1:
-                raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan.run: a must be a 2-D torch tensor [M, K]")
-            out = torch.empty((a.shape[0], self.n), dtype=self._out_dtype(torch), device=a.device)
+                raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan.run: a must be a torch tensor [M, K]")
+            out = torch.empty((*a.shape[:-1], self.n), dtype=self._out_dtype(torch), device=a.device)
         views = {
             "a": _dlpack.view(a, "a"),
             "b": _dlpack.view(b, "b"),
             "out": _dlpack.view(out, "out"),
             "a_scale": _dlpack.view(a_scale, "a_scale"),
             "b_scale": _dlpack.view(b_scale, "b_scale"),
+            "offsets": _dlpack.view(offsets, "offsets"),
+            "counts": _dlpack.view(counts, "counts"),
+            "b_global": _dlpack.view(b_global, "b_global"),
         }
         ops = _lib.Operands()
         ops.struct_size = ctypes.sizeof(_lib.Operands)

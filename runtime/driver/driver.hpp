@@ -26,7 +26,9 @@ namespace kiln {
   X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuPointerGetAttribute)            \
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventDestroy)               \
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName)                 \
-  X(cuGetErrorString) X(cuMemGetInfo)
+  X(cuGetErrorString) X(cuMemGetInfo)                                                           \
+  /* Hopper issue: TMA tensor maps and cluster occupancy for the sm90 family (sm90_launch.cpp). */ \
+  X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters)
 
 // Minimum driver: NVRTC 13.0 emits cubins for the CUDA 13.0 ABI.
 inline constexpr int kMinDriverVersion = 13000;

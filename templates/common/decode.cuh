@@ -7,6 +7,10 @@
 //   e5m2: s.eeeee.mm, bias 15; e == 0: m * 2^-16; e == 31: m == 0 ? Inf : NaN
 //   f16:  s.eeeee.mmmmmmmmmm, bias 15; e == 0: m * 2^-24; e == 31: m == 0 ? Inf : NaN
 //   bf16: the upper half of an f32.
+//   e2m1: s.ee.m, bias 1; ee == 0: m * 0.5; no Inf, no NaN (NUMERICS.md §1.1); two per byte, the
+//         even element in the low nibble.
+//   e8m0: byte b is 2^(b - 127); b == 0 is the f32 subnormal 2^-127; 0xFF is NaN (NUMERICS.md §1.3).
+//   ue4m3: the e4m3 encoding with the sign bit 0 (NVFP4 block scales, NUMERICS.md §1.4).
 #pragma once
 
 #include "common/types.cuh"
@@ -67,7 +71,23 @@ __device__ __forceinline__ float decode_e5m2(u8 b) {
   return f32_from_bits(sign | (u32(e - 15 + 127) << 23) | (m << 21));
 }
 
-// Element i of a row of format kFmt.
+// The low nibble of `code` as an E2M1 value (exact).
+__device__ __forceinline__ float decode_e2m1(u32 code) {
+  const u32 mag = code & 0x7;
+  const int e = int(mag >> 1);
+  // e == 0: m * 0.5 (0 or 0.5); else 2^(e - 1) * (1 + m / 2). Both exact in f32.
+  const float v = e == 0 ? 0.5f * float(int(mag & 1)) : pow2_f32(e - 1) * (1.0f + 0.5f * float(int(mag & 1)));
+  return (code & 0x8) ? -v : v;
+}
+
+// An E8M0 scale byte as f32 (exact; 2^-127 is a subnormal, never flushed here).
+__device__ __forceinline__ float decode_e8m0(u32 b) {
+  b &= 0xFF;
+  if (b == 0xFF) return f32_from_bits(0x7FC00000u);
+  return f32_from_bits(b == 0 ? 0x00400000u : b << 23);
+}
+
+// Element i of a row of format kFmt (for the 4-bit formats: the code's value without its scale).
 template <Format kFmt>
 __device__ __forceinline__ float decode_element(const void* row, long long i) {
   if constexpr (kFmt == Format::kBf16) {
@@ -76,8 +96,11 @@ __device__ __forceinline__ float decode_element(const void* row, long long i) {
     return decode_f16(static_cast<const u16*>(row)[i]);
   } else if constexpr (kFmt == Format::kF32) {
     return static_cast<const float*>(row)[i];
-  } else if constexpr (kFmt == Format::kE4m3) {
+  } else if constexpr (kFmt == Format::kE4m3 || kFmt == Format::kMxfp8) {
     return decode_e4m3(static_cast<const u8*>(row)[i]);
+  } else if constexpr (kFmt == Format::kMxfp4 || kFmt == Format::kNvfp4) {
+    const u32 byte = static_cast<const u8*>(row)[i >> 1];
+    return decode_e2m1((i & 1) ? byte >> 4 : byte);
   } else {
     static_assert(kFmt == Format::kE5m2, "decode_element: unknown format");
     return decode_e5m2(static_cast<const u8*>(row)[i]);

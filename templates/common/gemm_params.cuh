@@ -2,7 +2,28 @@
 //
 // Every GEMM kernel kiln generates takes exactly one GemmParams by value. This header is plain C++
 // (no CUDA keywords, no includes) so the host runtime includes it too and both sides agree on the
-// layout byte for byte. Add fields only at the end and bump kCodegenVersion.
+// layout byte for byte. Add fields only at the end and bump kCodegenVersion (cache/cache_key.hpp).
+//
+// Strides are in logical ELEMENTS of the operand's format (a packed FP4 row of K elements is K / 2
+// bytes; its stride counts elements too). Scale tensors are row-major with their own row stride in
+// scale elements (f32, or one byte for E8M0 / UE4M3). What a_scale / b_scale point at, per the
+// spec's granularity (DESIGN.md "Formats"; X = a [M, K], W = b [N, K]):
+//   tensor         one f32                              (FP8)
+//   m / n          f32 [M] / f32 [N]                    (FP8 per token / per output channel)
+//   block1x128     [M, K/128]  f32 or E8M0 bytes        (a: DeepSeek activations)
+//   block128x128   [ceil(N/128), K/128] f32 or E8M0     (b: DeepSeek weights)
+//   mxfp8 / mxfp4  E8M0 bytes [rows, K/32]
+//   nvfp4          UE4M3 bytes [N, K/16], plus b_global (the f32 global decode scale on the device)
+// Byte scales travel through the same `const float*` fields and are reinterpreted by the kernel.
+//
+// Grouped GEMMs (experts > 0; DESIGN.md "Grouped GEMM contract"):
+//   offsets layout: a = X [M_total, K] with rows sorted by expert, out = Y [M_total, N], group_rows =
+//                   int32 [experts] cumulative row ENDS (torch _grouped_mm); m = M_total.
+//   masked layout:  a = X [experts, max_m, K] and out = Y [experts, max_m, N], each contiguous across
+//                   experts (row e * max_m + r), group_rows = int32 [experts] row COUNTS; m = experts
+//                   * max_m. Rows past an expert's count are neither read into results nor written.
+//   b = W [experts, N, K] with b_expert_stride elements between experts; b's 2-D scales likewise
+//   (b_scale_expert_stride scale elements); b_global holds one f32 per expert for nvfp4_global=expert.
 #pragma once
 
 namespace kiln_dev {
@@ -11,7 +32,7 @@ struct GemmParams {
   const void* a;          // X [M, K], row stride lda elements (K-contiguous)
   const void* b;          // W [N, K], row stride ldb elements (K-contiguous)
   void* out;              // Y [M, N], row stride ldc elements (N-contiguous)
-  const float* a_scale;   // per the spec (tensor: one f32), or null when the format is unscaled
+  const float* a_scale;   // per the spec (see above), or null when the format is unscaled
   const float* b_scale;
   long long lda;
   long long ldb;
@@ -20,6 +41,15 @@ struct GemmParams {
   int n;
   int k;
   int reserved;
+  // ---- kCodegenVersion 2 (formats issue) ----
+  long long lds_a;                  // row stride of a's 2-D scales, in scale elements
+  long long lds_b;                  // row stride of b's 2-D scales, in scale elements
+  const float* b_global;            // nvfp4 b: global decode scale(s) on the device, or null
+  const int* group_rows;            // grouped: offsets (cumulative ends) or counts, int32 [experts]
+  long long b_expert_stride;        // grouped: elements of W between consecutive experts
+  long long b_scale_expert_stride;  // grouped: scale elements between consecutive experts' b scales
+  int experts;                      // grouped: number of experts (0 for a dense GEMM)
+  int max_m;                        // masked layout: row slots per expert
 };
 
 }  // namespace kiln_dev

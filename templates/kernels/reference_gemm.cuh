@@ -1,20 +1,31 @@
 // templates/kernels/reference_gemm.cuh — the naive GPU reference GEMM (ground truth on the device).
 //
-//   Y[m, n] = round_out( (sum over k of decode(X[m, k]) * decode(W[n, k])) * (sa * sb) )
+//   Y[m, n] = round_out( acc(m, n) * (row_factor(m) * col_factor(n)) )
 //
 // Obviously correct rather than fast: one thread per output element, every element decoded exactly
-// to f32 by bit manipulation (common/decode.cuh: zeros, subnormals, Inf and NaN of bf16/f16/e4m3/e5m2),
-// products accumulated in f32 in increasing k with one fma.rn each (a fixed, documented order, so
-// repeated runs are bitwise identical), the product of the two scales applied once (the sm80 family
-// applies it the same way), and the result rounded to nearest-even to the output format by cvt.rn.
-// Accumulation is f32 — what the fast kernels do — so the tolerance of a comparison only has to cover
-// accumulation order, not a precision gap (runtime/check.hpp check_tolerance).
-// No alignment requirement on K, lda, ldb or ldc: the tuner checks any shape against it.
+// to f32 by bit manipulation (common/decode.cuh: zeros, subnormals, Inf and NaN of bf16/f16/e4m3/e5m2,
+// E2M1, E8M0, UE4M3), products accumulated in f32 in increasing k with one fma.rn each (a fixed,
+// documented order, so repeated runs are bitwise identical), and the result rounded to nearest-even
+// to the output format by cvt.rn. Accumulation is f32 — what the fast kernels do — so the tolerance of
+// a comparison only has to cover accumulation order, not a precision gap (runtime/check.hpp
+// check_tolerance). No alignment requirement on K, lda, ldb or ldc.
+//
+// Scales (common/gemm_params.cuh gives the layouts):
+//   - element scales that are exact in f32 are folded into the decoded element: MX E8M0 per 32 (mxfp8,
+//     mxfp4) and NVFP4's UE4M3 per 16 (e2m1 * ue4m3 has 6 significant bits);
+//   - FP8 block scales (block1x128 / block128x128, f32 or E8M0) are promoted per 128 K, as the fast
+//     kernels do: part = sum over the block (fma chain), acc = fma(part, sa * sb, acc);
+//   - row_factor(m): a's tensor scale or a_scale[m] (per token); col_factor(n): b's tensor scale or
+//     b_scale[n] (per channel), times the NVFP4 global (b_global[0] or b_global[expert]). The same
+//     two factors in the same order as kernels/sm80_epilogue.cuh.
+// Grouped problems: the thread finds its row's expert by a linear scan of the offsets (clamped and
+// made non-decreasing exactly as scheduler/group_tile.cuh does), or by m / max_m against the count
+// (masked). Rows owned by no expert are not written.
 //
 // Launch (compiler/plan launch_shape): block 256 threads = 16 x 16 outputs, grid
 // (ceil(N / 16), min(ceil(M / 16), 65535)); rows beyond the grid are covered by a grid-stride loop.
 // Instantiated by generated code as
-//   struct KilnConfig { static constexpr kiln_dev::Format kA = ..., kB = ..., kOut = ...; };
+//   struct KilnConfig { static constexpr kiln_dev::Format kA = ..., kB = ..., kOut = ...; ... };
 //   extern "C" __global__ void __launch_bounds__(256, 1) kiln_reference_gemm(kiln_dev::GemmParams p) {
 //     kiln_dev::reference_gemm<KilnConfig>(p);
 //   }
@@ -29,32 +40,128 @@ namespace kiln_dev {
 
 constexpr int kReferenceTile = 16;  // outputs per block side; block = 16 x 16 = 256 threads
 
+namespace reference {
+
+// Scale element i of a row of scales of type kType, as f32 (exact).
+template <ScaleType kType>
+__device__ __forceinline__ float scale_at(const void* row, long long i) {
+  if constexpr (kType == ScaleType::kF32) {
+    return static_cast<const float*>(row)[i];
+  } else if constexpr (kType == ScaleType::kUe8m0) {
+    return decode_e8m0(static_cast<const u8*>(row)[i]);
+  } else {
+    return decode_e4m3(static_cast<const u8*>(row)[i]);
+  }
+}
+
+// Row `row` of a 2-D scale tensor with row stride lds scale elements.
+template <ScaleType kType>
+__device__ __forceinline__ const void* scale_row(const void* base, long long row, long long lds) {
+  return static_cast<const u8*>(base) + row * lds * (kType == ScaleType::kF32 ? 4 : 1);
+}
+
+// The element scale folded into element k (1 when the operand has none).
+template <Scale kScale, ScaleType kType>
+__device__ __forceinline__ float element_scale(const void* srow, int k) {
+  if constexpr (kScale == Scale::kBlock1x32) return scale_at<kType>(srow, k / 32);
+  if constexpr (kScale == Scale::kBlock1x16) return scale_at<kType>(srow, k / 16);
+  return 1.0f;
+}
+
+}  // namespace reference
+
 template <class Config>
 __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
   constexpr Format kA = Config::kA;
   constexpr Format kB = Config::kB;
   constexpr Format kOut = Config::kOut;
+  constexpr Scale kSA = Config::kScaleA;
+  constexpr Scale kSB = Config::kScaleB;
+  constexpr ScaleType kTA = Config::kScaleTypeA;
+  constexpr ScaleType kTB = Config::kScaleTypeB;
+  constexpr Grouping kGrouping = Config::kGrouping;
+  constexpr bool kPromoteA = kSA == Scale::kBlock1x128;
+  constexpr bool kPromoteB = kSB == Scale::kBlock128x128;
+  constexpr bool kPromote = kPromoteA || kPromoteB;
   static_assert(kA != Format::kF32 && kB != Format::kF32,
-                "operands are bf16/f16/e4m3/e5m2 (the planner offers no f32 operand)");
+                "operands are bf16/f16/e4m3/e5m2/mxfp8/mxfp4/nvfp4 (the planner offers no f32 operand)");
   static_assert(kOut == Format::kBf16 || kOut == Format::kF16 || kOut == Format::kF32,
                 "the output is bf16, f16 or f32");
 
   const int n = blockIdx.x * kReferenceTile + threadIdx.x % kReferenceTile;
   if (n >= p.n) return;
 
-  float scale = 1.0f;
-  if (format_is_fp8(kA) && p.a_scale != nullptr) scale = *p.a_scale;
-  if (format_is_fp8(kB) && p.b_scale != nullptr) scale *= *p.b_scale;
+  float a_t = 1.0f;
+  if constexpr (kSA == Scale::kTensor) {
+    if (p.a_scale != nullptr) a_t = *p.a_scale;
+  }
 
-  const u8* b_row = static_cast<const u8*>(p.b) + i64(n) * p.ldb * format_bytes(kB);
   for (i64 m = i64(blockIdx.y) * kReferenceTile + threadIdx.x / kReferenceTile; m < p.m;
        m += i64(gridDim.y) * kReferenceTile) {
-    const u8* a_row = static_cast<const u8*>(p.a) + m * p.lda * format_bytes(kA);
-    float acc = 0.0f;
-    for (int k = 0; k < p.k; ++k) {
-      acc = fma_rn(decode_element<kA>(a_row, k), decode_element<kB>(b_row, k), acc);
+    // The expert that owns row m (dense: 0).
+    int expert = 0;
+    if constexpr (kGrouping == Grouping::kOffsets) {
+      int start = 0;
+      expert = -1;
+      for (int e = 0; e < p.experts; ++e) {
+        int end = p.group_rows[e];
+        end = end < 0 ? 0 : end > p.m ? p.m : end;
+        if (end < start) end = start;
+        if (m < end) {
+          expert = e;
+          break;
+        }
+        start = end;
+      }
+      if (expert < 0) continue;  // past the last expert's rows: not written
+    } else if constexpr (kGrouping == Grouping::kMasked) {
+      expert = int(m / p.max_m);
+      int count = p.group_rows[expert];
+      count = count < 0 ? 0 : count > p.max_m ? p.max_m : count;
+      if (m - i64(expert) * p.max_m >= count) continue;  // past the expert's count: not written
     }
-    const float y = acc * scale;
+
+    const u8* a_row = static_cast<const u8*>(p.a) + format_span_bytes(kA, m * p.lda);
+    const u8* b_row =
+        static_cast<const u8*>(p.b) + format_span_bytes(kB, i64(expert) * p.b_expert_stride + i64(n) * p.ldb);
+    const u8* b_scales = reinterpret_cast<const u8*>(p.b_scale) +
+                         i64(expert) * p.b_scale_expert_stride * (kTB == ScaleType::kF32 ? 4 : 1);
+    // Rows of the 2-D scales this output reads.
+    const void* sa_row = reference::scale_row<kTA>(p.a_scale, m, p.lds_a);
+    const void* sb_row = reference::scale_row<kTB>(b_scales, kSB == Scale::kBlock128x128 ? n / 128 : n, p.lds_b);
+
+    float acc = 0.0f;
+    float part = 0.0f;
+    for (int k = 0; k < p.k; ++k) {
+      const float av = decode_element<kA>(a_row, k) * reference::element_scale<kSA, kTA>(sa_row, k);
+      const float bv = decode_element<kB>(b_row, k) * reference::element_scale<kSB, kTB>(sb_row, k);
+      if constexpr (kPromote) {
+        part = fma_rn(av, bv, part);
+        if ((k + 1) % 128 == 0) {
+          float f = 1.0f;
+          if constexpr (kPromoteA) f = reference::scale_at<kTA>(sa_row, k / 128);
+          if constexpr (kPromoteB) f = kPromoteA ? f * reference::scale_at<kTB>(sb_row, k / 128)
+                                                 : reference::scale_at<kTB>(sb_row, k / 128);
+          acc = fma_rn(part, f, acc);
+          part = 0.0f;
+        }
+      } else {
+        acc = fma_rn(av, bv, acc);
+      }
+    }
+
+    float row_f = a_t;
+    if constexpr (kSA == Scale::kRow) row_f = p.a_scale[m];
+    float col_f = 1.0f;
+    if constexpr (kSB == Scale::kTensor) {
+      if (p.b_scale != nullptr) col_f = *p.b_scale;
+    } else if constexpr (kSB == Scale::kRow) {
+      col_f = reinterpret_cast<const float*>(b_scales)[n];
+    }
+    if constexpr (kB == Format::kNvfp4) {
+      if (p.b_global != nullptr) col_f *= p.b_global[Config::kGlobalPerExpert ? expert : 0];
+    }
+    const float y = acc * (row_f * col_f);
     const i64 idx = m * p.ldc + n;
     if constexpr (kOut == Format::kF32) {
       static_cast<float*>(p.out)[idx] = y;

@@ -2,10 +2,15 @@
 //
 //   Y[M, N] = (X[M, K] . W[N, K]^T) * sa * sb        (fprop; X = operand a, W = operand b)
 //
-// X and W are row-major with K contiguous, in bf16/f16 (both the same) or FP8 (e4m3/e5m2, any mix);
-// sa/sb are per-tensor f32 scales read from device memory (FP8 operands only; null = 1). Y is
-// bf16/f16/f32, row-major with row stride ldc. Runs on sm_80..sm_90 (the sm90 family is the fast
-// path on Hopper; this is its fallback).
+// X and W are row-major with K contiguous, in bf16/f16 (both the same), FP8 (e4m3/e5m2, any mix) or
+// MXFP8 (both). Y is bf16/f16/f32, row-major with row stride ldc. Runs on sm_80..sm_90 (the sm90 family
+// is the fast path on Hopper; this is its fallback). Scales of FP8 operands (common/gemm_params.cuh):
+//   tensor (f32), m / n (f32 per token / per output channel): applied in the epilogue
+//       (kernels/sm80_epilogue.cuh): Y = acc * (row_factor(m) * col_factor(n));
+//   block1x128 / block128x128 (DeepSeek; f32 or E8M0) and MXFP8's E8M0 per 32: promoted into the f32
+//       accumulator per K block (kernels/sm80_promotion.cuh).
+// Dense, or grouped over experts (offsets or masked layout; scheduler/group_tile.cuh decides which
+// expert and rows a block computes). 16-bit x 4/8-bit mixed inputs are kernels/sm80_mixed_gemm.cuh.
 //
 // Design (one block = one block_m x block_n output tile; warps_m x warps_n warps, each owning a
 // (block_m / warps_m) x (block_n / warps_n) sub-tile of m16 x n8 mma tiles):
@@ -33,14 +38,20 @@
 //        128-byte rows: chunk ^ (row & 7)           (8 rows -> 8 different chunks of 32 banks)
 //        64-byte rows:  chunk ^ ((row >> 1) & 3)    (two rows share the 32 banks; rows 2j, 2j+1 use
 //                                                    opposite halves, (row>>1)&3 permutes within)
-// 4. Epilogue straight from the accumulators: acc * (sa * sb), rounded (cvt.rn) to the output format,
-//    stored two elements at a time where ldc and the base pointer allow it, else one at a time;
-//    rows >= M and columns >= N are never written.
-// 5. Rasterization: blockIdx.x -> tile through grouped ordering (common/raster.cuh) for L2 reuse.
+// 4. Epilogue straight from the accumulators (kernels/sm80_epilogue.cuh): acc * (row_factor *
+//    col_factor), rounded (cvt.rn) to the output format, stored two elements at a time where ldc and
+//    the base pointer allow it, else one at a time; rows past the group and columns >= N are never
+//    written.
+// 5. Rasterization: blockIdx.x -> tile through grouped ordering (common/raster.cuh) for L2 reuse; for
+//    grouped problems through the expert scan of scheduler/group_tile.cuh.
+// 6. Block scales (promotion): with K-blocked scales the mmas of one K block accumulate into tmp, and
+//    at the block's last k-step acc += tmp * (sa * sb) (kernels/sm80_promotion.cuh). A K block is 128
+//    (FP8 blocks: K % 128 == 0) or 32 (MXFP8) elements = 4 or 1 k-steps of 32 bytes.
 //
 // Preconditions the planner checks (compiler/plan can_implement): K * elem_bytes, lda * elem_bytes
-// and ldb * elem_bytes multiples of 16, a/b 16-byte aligned, M, N, K < 2^31. The kernel itself
-// handles any M >= 1, N >= 1, K >= 0 (K = 0 writes zeros).
+// and ldb * elem_bytes multiples of 16, a/b 16-byte aligned, M, N, K < 2^31; K % 128 == 0 with FP8
+// block scales and K % 32 == 0 for MXFP8. The kernel itself handles any M >= 1, N >= 1, K >= 0
+// (K = 0 writes zeros).
 //
 // Instantiated by generated code (compiler/emit) as:
 //   struct KilnConfig { static constexpr int kBlockM = 128; ...; static constexpr Format kA = ...; };
@@ -55,36 +66,24 @@
 #include "common/gemm_params.cuh"
 #include "common/raster.cuh"
 #include "common/types.cuh"
+#include "kernels/sm80_epilogue.cuh"
+#include "kernels/sm80_promotion.cuh"
+#include "kernels/sm80_smem.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
 #include "ptx/warp.cuh"
+#include "scheduler/group_tile.cuh"
 
 namespace kiln_dev {
 namespace sm80 {
 
-// Two f32 outputs stored as one 8-byte access (paired stores).
-struct alignas(8) F32x2 {
-  float x, y;
-};
-
-// The XOR term of the chunk swizzle for a tile row (see 3. above).
-template <int kRowBytes>
-__device__ __forceinline__ int swizzle_xor(int row) {
-  return kRowBytes == 128 ? (row & 7) : ((row >> 1) & 3);
-}
-
-// Byte offset of logical 16-byte chunk `chunk` of tile row `row`.
-template <int kRowBytes>
-__device__ __forceinline__ u32 swizzled_offset(int row, int chunk) {
-  return u32(row * kRowBytes + ((chunk ^ swizzle_xor<kRowBytes>(row)) << 4));
-}
-
 template <class Config>
 struct Gemm {
-  static constexpr Format kA = Config::kA;
-  static constexpr Format kB = Config::kB;
+  // MXFP8 elements are e4m3: the element formats below drive conversion and mma.
+  static constexpr Format kA = Config::kA == Format::kMxfp8 ? Format::kE4m3 : Config::kA;
+  static constexpr Format kB = Config::kB == Format::kMxfp8 ? Format::kE4m3 : Config::kB;
   static constexpr Format kOut = Config::kOut;
   static constexpr int kBlockM = Config::kBlockM;
   static constexpr int kBlockN = Config::kBlockN;
@@ -123,9 +122,13 @@ struct Gemm {
                 "the config's kArch may not exceed the compile target (its instructions would not assemble)");
 #endif
   static_assert((format_is_16bit(kA) && kA == kB) || (format_is_fp8(kA) && format_is_fp8(kB)),
-                "operands must be the same 16-bit format, or both FP8 (e4m3/e5m2 in any mix)");
+                "operands must be the same 16-bit format, or both FP8 (e4m3/e5m2 in any mix, or both mxfp8)");
+  static_assert((Config::kA == Format::kMxfp8) == (Config::kB == Format::kMxfp8),
+                "mxfp8 pairs with mxfp8 (both E8M0 per 32 along K)");
   static_assert(kOut == Format::kBf16 || kOut == Format::kF16 || kOut == Format::kF32,
                 "the output is bf16, f16 or f32");
+  static_assert(Config::kScaleA != Scale::kBlock1x16 && Config::kScaleB != Scale::kBlock1x16,
+                "nvfp4 operands are read by the mixed-input family (kernels/sm80_mixed_gemm.cuh)");
   static_assert(kRowBytes == 64 || kRowBytes == 128,
                 "a K tile row must be 64 or 128 bytes: the swizzles are defined for those widths");
   static_assert(kKSteps % 2 == 0,
@@ -142,6 +145,16 @@ struct Gemm {
   static_assert(kFp8Path != Fp8Path::kBf16Bits || kMFrags * kNFrags * 4 <= 64,
                 "the integer FP8 conversion needs registers for the converted fragments: at most 64 "
                 "accumulators per thread (ptxas 13.0 spills a 64x64 warp tile on sm_80)");
+
+  using Promo = Promotion<Config, kMFrags, kNFrags, kWarpTileN>;
+  using Epi = Epilogue<Config>;
+  static constexpr bool kPromote = Promo::kEnabled;
+  static constexpr int kStepsPerPromotion = Promo::kBlockK / 32;  // 32 FP8 elements per k-step
+  static_assert(!kPromote || kFp8, "promoted block scales apply to FP8 operands");
+  static_assert(!kPromote || kMFrags * kNFrags * 4 <= 64,
+                "block-scale promotion doubles the accumulators (acc + tmp): at most 64 per thread");
+  static_assert(!kPromote || kKSteps % kStepsPerPromotion == 0 || kStepsPerPromotion % kKSteps == 0,
+                "K tiles and promotion blocks must nest");
 
   // Double-buffered mma fragments of one k-step (32 bytes of K), raw bytes as ldmatrix returns them.
   struct Frags {
@@ -299,61 +312,22 @@ struct Gemm {
     }
   }
 
-  // ---- epilogue ---------------------------------------------------------------------------------
-
-  // Two adjacent outputs (row, col), (row, col + 1); col + 1 may be >= n.
-  static __device__ __forceinline__ void store_pair(const GemmParams& p, bool paired_ok, int row, int col,
-                                                    float v0, float v1) {
-    const i64 idx = i64(row) * p.ldc + col;
-    if (paired_ok && col + 1 < p.n) {
-      if constexpr (kOut == Format::kF32) {
-        F32x2 v;
-        v.x = v0;
-        v.y = v1;
-        *reinterpret_cast<F32x2*>(static_cast<float*>(p.out) + idx) = v;
-      } else if constexpr (kOut == Format::kBf16) {
-        *reinterpret_cast<u32*>(static_cast<u16*>(p.out) + idx) = cvt_pack_bf16x2(v0, v1);
-      } else {
-        *reinterpret_cast<u32*>(static_cast<u16*>(p.out) + idx) = cvt_pack_f16x2(v0, v1);
-      }
-      return;
-    }
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const float v = e == 0 ? v0 : v1;
-      if (col + e < p.n) {
-        if constexpr (kOut == Format::kF32) {
-          static_cast<float*>(p.out)[idx + e] = v;
-        } else if constexpr (kOut == Format::kBf16) {
-          static_cast<u16*>(p.out)[idx + e] = cvt_bf16(v);
-        } else {
-          static_cast<u16*>(p.out)[idx + e] = cvt_f16(v);
-        }
-      }
-    }
-  }
-
   // ---- the kernel -------------------------------------------------------------------------------
 
   static __device__ __forceinline__ void run(const GemmParams& p) {
     extern __shared__ __align__(128) u8 smem[];
     if (p.m <= 0 || p.n <= 0) return;
 
-    // Scales first: their latency hides behind the main loop. Only FP8 operands are scaled.
-    float scale = 1.0f;
-    if constexpr (format_is_fp8(kA)) {
-      if (p.a_scale != nullptr) scale = *p.a_scale;
-    }
-    if constexpr (format_is_fp8(kB)) {
-      if (p.b_scale != nullptr) scale *= *p.b_scale;
-    }
+    // Which tile (of which expert); blocks without work leave before touching anything else.
+    const TileWork w = tile_work<Config::kGrouping, kBlockM, kBlockN>(p, Config::kGroupM);
+    if (!w.valid) return;
+    const int m0 = w.m0;
+    const int n0 = w.n0;
+    const int m_end = w.rows;  // rows of the group: tile rows m0 + r < m_end are real
 
-    const int tiles_m = (p.m - 1) / kBlockM + 1;
-    const int tiles_n = (p.n - 1) / kBlockN + 1;
-    const TileCoord tile = grouped_tile(blockIdx.x, tiles_m, tiles_n, Config::kGroupM);
-    if (tile.m >= tiles_m) return;  // launch_shape launches exactly tiles_m * tiles_n blocks
-    const int m0 = tile.m * kBlockM;
-    const int n0 = tile.n * kBlockN;
+    // Tensor-wide scales first: their latency hides behind the main loop.
+    const float a_t = Epi::a_tensor(p);
+    const float b_t = Epi::b_tensor(p, w.expert);
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -378,12 +352,14 @@ struct Gemm {
     {
       const i64 lda_bytes = p.lda * kElemBytes;
       const i64 ldb_bytes = p.ldb * kElemBytes;
+      const u8* a_base = static_cast<const u8*>(p.a) + w.row_base * lda_bytes;
+      const u8* b_base = static_cast<const u8*>(p.b) + i64(w.expert) * p.b_expert_stride * kElemBytes;
 #pragma unroll
       for (int i = 0; i < kLoadsA; ++i) {
         const int r = ld_row + i * kRowsPerPass;
         const int gr = m0 + r;
-        ok_a[i] = r < kBlockM && gr < p.m;
-        src_a[i] = static_cast<const u8*>(p.a) + i64(gr < p.m ? gr : p.m - 1) * lda_bytes + ld_chunk * 16;
+        ok_a[i] = r < kBlockM && gr < m_end;
+        src_a[i] = a_base + i64(gr < m_end ? gr : m_end - 1) * lda_bytes + ld_chunk * 16;
         dst_a[i] = r < kBlockM ? swizzled_offset<kRowBytes>(r, ld_chunk) : ~0u;
       }
 #pragma unroll
@@ -391,7 +367,7 @@ struct Gemm {
         const int r = ld_row + i * kRowsPerPass;
         const int gr = n0 + r;
         ok_b[i] = r < kBlockN && gr < p.n;
-        src_b[i] = static_cast<const u8*>(p.b) + i64(gr < p.n ? gr : p.n - 1) * ldb_bytes + ld_chunk * 16;
+        src_b[i] = b_base + i64(gr < p.n ? gr : p.n - 1) * ldb_bytes + ld_chunk * 16;
         dst_b[i] = r < kBlockN ? swizzled_offset<kRowBytes>(r, ld_chunk) : ~0u;
       }
     }
@@ -410,14 +386,33 @@ struct Gemm {
     const u32 a_xor = u32(((lane >> 4) ^ swizzle_xor<kRowBytes>(a_row)) << 4);
     const u32 b_xor = u32((((lane >> 3) & 1) ^ swizzle_xor<kRowBytes>(b_row)) << 4);
 
+    // The lane's first accumulator row (within the group) and column; see the epilogue.
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    const int row0 = m0 + warp_m * kWarpTileM + g;
+    const int col0 = n0 + warp_n * kWarpTileN + 2 * t;
+
+    // acc: the result; tmp: one K block's partial sums when scales are promoted (else unused).
     float acc[kMFrags][kNFrags][4];
+    float tmp[kMFrags][kNFrags][4];
 #pragma unroll
     for (int mf = 0; mf < kMFrags; ++mf) {
 #pragma unroll
       for (int nf = 0; nf < kNFrags; ++nf) {
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[mf][nf][r] = 0.0f;
+        for (int r = 0; r < 4; ++r) {
+          acc[mf][nf][r] = 0.0f;
+          tmp[mf][nf][r] = 0.0f;
+        }
       }
+    }
+    typename Promo::Scales promo_cur, promo_next;
+    // K blocks of promoted scales (K % block is 0 for FP8 blocks and MX; see the preconditions).
+    const int promo_blocks = kPromote ? p.k / Promo::kBlockK : 0;
+    // Promoted b scales are read per column (MX) or per warp tile (block128x128: its first column).
+    const int promo_col0 = Promo::kPerColumnB ? col0 : col0 - 2 * t;
+    if constexpr (kPromote) {
+      if (promo_blocks > 0) Promo::load(p, w, row0, promo_col0, 0, promo_next);
     }
 
     // Prologue: K tiles 0 .. kStages-2 into stages 0 .. kStages-2, one commit group each (empty
@@ -442,6 +437,16 @@ struct Gemm {
     for (int kt = 0; kt < k_tiles; ++kt) {
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
+        const int step = kt * kKSteps + ks;  // global k-step (32 bytes of K)
+        if constexpr (kPromote) {
+          if (step % kStepsPerPromotion == 0) {
+            // A new K block: its scales were loaded one block ago; fetch the next block's now.
+            const int kb = step / kStepsPerPromotion;
+            promo_cur = promo_next;
+            if (kb + 1 < promo_blocks)
+              Promo::load(p, w, row0, promo_col0, kb + 1, promo_next);
+          }
+        }
         if (ks == kKSteps - 1) {
           // The last k-step's fragments are in registers. Wait for tile kt+1 (committed groups:
           // tiles 0 .. kt + kStages - 1; at most kStages - 2 pending => tiles 0 .. kt + 1 landed), and
@@ -464,33 +469,18 @@ struct Gemm {
           ++next_tile;
           write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
         }
-        mma_step(acc, frags[ks & 1]);
+        if constexpr (kPromote) {
+          mma_step(tmp, frags[ks & 1]);
+          if ((step + 1) % kStepsPerPromotion == 0 && step / kStepsPerPromotion < promo_blocks)
+            Promo::promote(acc, tmp, promo_cur);
+        } else {
+          mma_step(acc, frags[ks & 1]);
+        }
       }
     }
     cp_async_wait<0>();  // nothing may be in flight when the block exits
 
-    // Epilogue. Accumulator (mf, nf): c0, c1 at (row g, cols 2t, 2t+1), c2, c3 at row g + 8.
-    const bool paired_ok =
-        (p.ldc % 2 == 0) && ((reinterpret_cast<u64>(p.out) & u64(2 * format_bytes(kOut) - 1)) == 0);
-    const int g = lane >> 2;
-    const int t = lane & 3;
-#pragma unroll
-    for (int mf = 0; mf < kMFrags; ++mf) {
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int row = m0 + warp_m * kWarpTileM + mf * 16 + half * 8 + g;
-        if (row < p.m) {
-#pragma unroll
-          for (int nf = 0; nf < kNFrags; ++nf) {
-            const int col = n0 + warp_n * kWarpTileN + nf * 8 + 2 * t;
-            if (col < p.n) {
-              store_pair(p, paired_ok, row, col, acc[mf][nf][2 * half] * scale,
-                         acc[mf][nf][2 * half + 1] * scale);
-            }
-          }
-        }
-      }
-    }
+    Epi::store(p, w, row0, col0, a_t, b_t, acc);
   }
 };
 

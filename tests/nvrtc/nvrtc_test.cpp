@@ -10,14 +10,17 @@
 #include <thread>
 
 #include "common/env.hpp"
+#include "templates/common/gemm_params.cuh"
 
 namespace kiln {
 namespace {
 
 // Includes a real template header, so the in-memory header table is exercised too.
-constexpr const char* kProbeSource = R"(#include "common/gemm_params.cuh"
+// The device must see the struct at the size the host compiled (the host includes the same header).
+const std::string kProbeText = std::string(R"(#include "common/gemm_params.cuh"
 extern "C" __global__ void kiln_probe(kiln_dev::GemmParams p) {
-  static_assert(sizeof(kiln_dev::GemmParams) == 5 * 8 + 3 * 8 + 4 * 4, "GemmParams layout is the host ABI");
+  static_assert(sizeof(kiln_dev::GemmParams) == )") + std::to_string(sizeof(kiln_dev::GemmParams)) +
+                               R"(, "GemmParams layout is the host ABI");
   __shared__ float tile[128];
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   tile[threadIdx.x % 128] = i < p.m ? static_cast<const float*>(p.a)[i] : 0.0f;
@@ -25,6 +28,7 @@ extern "C" __global__ void kiln_probe(kiln_dev::GemmParams p) {
   if (i < p.m) static_cast<float*>(p.out)[i] = 2.0f * tile[(threadIdx.x + 1) % 128];
 }
 )";
+const char* const kProbeSource = kProbeText.c_str();
 
 Arch arch_named(const std::string& name) {
   StatusOr<Arch> arch = parse_arch(name);

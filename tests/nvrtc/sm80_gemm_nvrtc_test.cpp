@@ -95,7 +95,7 @@ TEST_P(Sm80GemmNvrtcTest, DefaultConfigCompilesWithoutSpillsForEveryOutput) {
     const Run& run = i == 1 && !full_matrix() ? runs[std::size(runs) - 1] : runs[i];
     const char* out = run.out;
     const KernelSpec s = spec(out);
-    const TileConfig cfg = default_config(s, arch(), {run.m, 7168, 7168});
+    const TileConfig cfg = default_config(s, arch(), KernelFamily::kSm80Gemm, {run.m, 7168, 7168});
     const std::string what =
         std::string(pairing().operands) + " out=" + out + " " + cfg.to_string() + " on " + arch().name();
     const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm, cfg, arch(), what);
@@ -126,7 +126,8 @@ TEST_P(Sm80GemmNvrtcTest, OtherConfigsCompileWithoutSpills) {
     c.stages = sh[3];
     c.warps_m = sh[4];
     c.warps_n = sh[5];
-    if (!check_config(s, arch(), c).ok()) continue;  // e.g. 64x64 warp tiles with FP8 below sm_89
+    // e.g. 64x64 warp tiles with FP8 below sm_89
+    if (!check_config(s, arch(), KernelFamily::kSm80Gemm, c).ok()) continue;
     compile_ok(s, KernelFamily::kSm80Gemm, c, arch(),
                std::string(pairing().operands) + " " + c.to_string() + " on " + arch().name());
     ++compiled;
@@ -165,7 +166,8 @@ TEST(Sm80GemmPtxTest, UsesTheDesignedMmaPerArch) {
   for (const Case& c : cases) {
     const KernelSpec s = spec_of(std::string("gemm ") + c.operands + " out=bf16");
     const Arch a = *parse_arch(c.arch);
-    const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm, default_config(s, a, {256, 256, 256}), a,
+    const TileConfig cfg = default_config(s, a, KernelFamily::kSm80Gemm, {256, 256, 256});
+    const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm, cfg, a,
                                        std::string(c.operands) + " on " + c.arch, /*want_ptx=*/true);
     for (const char* e : c.expect) EXPECT_THAT(r.ptx, HasSubstr(e)) << c.operands << " on " << c.arch;
     if (std::string(c.arch) != "sm_89") EXPECT_THAT(r.ptx, ::testing::Not(HasSubstr("m16n8k32"))) << c.arch;

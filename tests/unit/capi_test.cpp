@@ -6,6 +6,7 @@
 // reported as such on any machine; well-formed operands on a machine without a GPU get NO_DEVICE.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -323,6 +324,45 @@ TEST(CApiErrorTest, LastErrorIsPerThread) {
   t.join();
   EXPECT_EQ(theirs, "");
   EXPECT_EQ(last_error(), mine) << "another thread's failure does not overwrite this thread's error";
+}
+
+
+// A C caller built against the first release's header passes the smaller kiln_operands: the fields
+// added after b_scale (offsets, counts, b_global) read as NULL — here the offsets are then missing.
+TEST(CApiPlanTest, OldOperandsStructSizeReadsNewFieldsAsNull) {
+  kiln_runtime rt = make_runtime();
+  kiln_plan plan = make_plan(rt, "grouped_gemm[experts=2,layout=offsets] a=bf16 b=bf16 out=bf16", 32, 64);
+  ASSERT_NE(plan, nullptr);
+  int64_t sa[2] = {8, 64}, sb[3] = {2, 32, 64}, so[2] = {8, 32}, soff[1] = {2};
+  DLTensor a{}, b{}, out{}, off{};
+  for (DLTensor* t : {&a, &b, &out, &off}) t->device = {kDLCUDA, 0};
+  a.ndim = out.ndim = 2;
+  b.ndim = 3;
+  off.ndim = 1;
+  a.shape = sa;
+  b.shape = sb;
+  out.shape = so;
+  off.shape = soff;
+  a.dtype = b.dtype = out.dtype = {kDLBfloat, 16, 1};
+  off.dtype = {kDLInt, 32, 1};
+  a.data = reinterpret_cast<void*>(0x100000);
+  b.data = reinterpret_cast<void*>(0x200000);
+  out.data = reinterpret_cast<void*>(0x300000);
+  off.data = reinterpret_cast<void*>(0x500000);
+  kiln_operands ops{};
+  ops.a = &a;
+  ops.b = &b;
+  ops.out = &out;
+  ops.offsets = &off;
+  ops.struct_size = offsetof(kiln_operands, offsets);
+  EXPECT_EQ(kiln_plan_run(plan, &ops, nullptr, 0, nullptr), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("operand offsets: missing"), std::string::npos) << last_error();
+  if (!kiln_runtime_has_device(rt)) {  // never launch on the fake addresses
+    ops.struct_size = sizeof(ops);
+    EXPECT_EQ(kiln_plan_run(plan, &ops, nullptr, 0, nullptr), KILN_ERROR_NO_DEVICE) << last_error();
+  }
+  kiln_plan_destroy(plan);
+  kiln_runtime_destroy(rt);
 }
 
 }  // namespace

@@ -118,12 +118,12 @@ TEST(EmitTest, ChecksTheConfigFirst) {
 }
 
 TEST(EmitTest, RejectsSpecsTheFamilyCannotRun) {
-  auto k = emit_kernel(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), KernelFamily::kSm80Gemm, TileConfig{},
+  auto k = emit_kernel(spec_of("gemm a=e4m3:tensor b=mxfp4 out=bf16"), KernelFamily::kSm80Gemm, TileConfig{},
                        arch_of("sm_90a"));
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), StatusCode::kUnsupported);
-  auto r = emit_kernel(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), KernelFamily::kReferenceGemm, TileConfig{},
-                       arch_of("sm_90a"));
+  auto r = emit_kernel(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), KernelFamily::kReferenceGemm,
+                       TileConfig{}, arch_of("sm_90a"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }

@@ -11,10 +11,20 @@
 #include <vector>
 
 #include "compiler/plan/arch.hpp"
+#include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
 
 namespace kiln {
 namespace {
+
+// Hopper issue: on sm_90a select_family plans the sm90 family for dense per-tensor pairings; the
+// tests below are about the sm80 family's rules, so they name it (compiler/plan/plan.hpp overloads).
+Status check_sm80(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  return check_config(spec, arch, KernelFamily::kSm80Gemm, cfg);
+}
+TileConfig default_sm80(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  return default_config(spec, arch, KernelFamily::kSm80Gemm, sizes);
+}
 
 using ::testing::HasSubstr;
 
@@ -107,7 +117,9 @@ TEST(SelectFamilyTest, Sm80GemmForEverySupportedPairingOnEveryArch) {
     for (const std::string& text : supported_specs()) {
       auto f = select_family(spec_of(text), arch_of(a));
       ASSERT_TRUE(f.ok()) << text << " on " << a << ": " << f.status().to_string();
-      EXPECT_EQ(*f, KernelFamily::kSm80Gemm);
+      // Hopper issue: sm_90a plans the sm90 family where it applies (compiler/plan/sm90_plan.hpp).
+      const bool sm90 = sm90_supports(spec_of(text), arch_of(a));
+      EXPECT_EQ(*f, sm90 ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << text << " on " << a;
     }
   }
 }
@@ -122,19 +134,15 @@ std::string unsupported_reason(std::string_view text, std::string_view arch = "s
 }
 
 TEST(SelectFamilyTest, RejectsWithAReasonNamingWhatIsMissing) {
-  EXPECT_THAT(unsupported_reason("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16"),
-              HasSubstr("grouped_gemm: the grouped schedulers are not implemented yet"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=mxfp4 out=bf16"), HasSubstr("b=mxfp4"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=mxfp4 out=bf16"), HasSubstr("4-bit"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=nvfp4 out=bf16"), HasSubstr("b=nvfp4"));
-  EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=mxfp8 out=bf16"), HasSubstr("a=mxfp8"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=e4m3:tensor out=bf16"), HasSubstr("mixed 16-bit x FP8"));
+  // Pairings of the formats issue that stay out (tests/unit/formats_plan_test.cpp has the accepted ones).
+  EXPECT_THAT(unsupported_reason("grouped_gemm[experts=8,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16"),
+              HasSubstr("grouped FP8 operands are not implemented yet"));
+  EXPECT_THAT(unsupported_reason("gemm a=f16 b=mxfp4 out=bf16"), HasSubstr("a=bf16"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=mxfp4 out=bf16"), HasSubstr("4-bit weights take bf16"));
+  EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=e4m3:tensor out=bf16"), HasSubstr("mxfp8 pairs with mxfp8"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=bf16 out=bf16"), HasSubstr("quantized activations"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=e4m3:block128x128 out=bf16"), HasSubstr("b=e4m3:block128x128"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
-  EXPECT_THAT(unsupported_reason("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"),
-              HasSubstr("a=e4m3:block1x128"));
-  EXPECT_THAT(unsupported_reason("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"),
-              HasSubstr("per-tensor FP8 scales only"));
-  EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=e4m3:n out=bf16"), HasSubstr("b=e4m3:n"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), HasSubstr("pass=dgrad"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved"),
               HasSubstr("gate_up=interleaved"));
@@ -160,9 +168,10 @@ TEST(SelectFamilyTest, RejectsArchesBeforeSm80) {
 TEST(SelectFamilyTest, ReferenceAcceptsAnyDecodablePairing) {
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=e4m3:tensor out=f32"), arch_of("sm_80")).ok());
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=f16 b=bf16 out=bf16"), arch_of("sm_80")).ok());
-  Status s = check_reference_spec(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a"));
+  EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a")).ok());
+  Status s = check_reference_spec(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=wgrad"), arch_of("sm_90a"));
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_THAT(s.message(), HasSubstr("b=mxfp4"));
+  EXPECT_THAT(s.message(), HasSubstr("pass=wgrad"));
 }
 
 // ---- can_implement ------------------------------------------------------------------------------
@@ -205,7 +214,7 @@ TEST(CanImplementTest, RejectsSizesOutsideTheIndexRange) {
 }
 
 TEST(CanImplementTest, PassesOnSelectFamilyReasons) {
-  Status s = can_implement(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a"), {16, 16, 64});
+  Status s = can_implement(spec_of("gemm a=f16 b=mxfp4 out=bf16"), arch_of("sm_90a"), {16, 16, 64});
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_THAT(s.message(), HasSubstr("b=mxfp4"));
 }
@@ -225,7 +234,7 @@ TileConfig config(int bm, int bn, int bk, int stages, int wm, int wn, int gm = 8
 }
 
 std::string config_error(std::string_view text, std::string_view arch, const TileConfig& c) {
-  Status s = check_config(spec_of(text), arch_of(arch), c);
+  Status s = check_sm80(spec_of(text), arch_of(arch), c);
   EXPECT_FALSE(s.ok()) << c.to_string() << " on " << arch;
   return s.message();
 }
@@ -234,10 +243,10 @@ TEST(CheckConfigTest, AcceptsTheDefaultShapes) {
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
   const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
   for (const std::string& a : all_arches()) {
-    EXPECT_TRUE(check_config(bf16, arch_of(a), config(128, 128, 32, 4, 2, 4)).ok()) << a;
-    EXPECT_TRUE(check_config(bf16, arch_of(a), config(128, 128, 64, 3, 2, 4)).ok()) << a;
-    EXPECT_TRUE(check_config(fp8, arch_of(a), config(128, 128, 64, 4, 2, 4)).ok()) << a;
-    EXPECT_TRUE(check_config(fp8, arch_of(a), config(16, 128, 128, 4, 1, 4)).ok()) << a;
+    EXPECT_TRUE(check_sm80(bf16, arch_of(a), config(128, 128, 32, 4, 2, 4)).ok()) << a;
+    EXPECT_TRUE(check_sm80(bf16, arch_of(a), config(128, 128, 64, 3, 2, 4)).ok()) << a;
+    EXPECT_TRUE(check_sm80(fp8, arch_of(a), config(128, 128, 64, 4, 2, 4)).ok()) << a;
+    EXPECT_TRUE(check_sm80(fp8, arch_of(a), config(16, 128, 128, 4, 1, 4)).ok()) << a;
   }
 }
 
@@ -281,7 +290,7 @@ TEST(CheckConfigTest, RejectsTooManyAccumulators) {
   EXPECT_THAT(config_error(bf16, "sm_90a", config(256, 128, 32, 3, 2, 2)), HasSubstr("warp tile 128x64"));
   // 64 x 64 warp tiles fit natively, but not when FP8 is converted in registers below sm_89.
   const char* fp8 = "gemm a=e4m3:tensor b=e4m3:tensor out=bf16";
-  EXPECT_TRUE(check_config(spec_of(fp8), arch_of("sm_89"), config(128, 128, 64, 4, 2, 2)).ok());
+  EXPECT_TRUE(check_sm80(spec_of(fp8), arch_of("sm_89"), config(128, 128, 64, 4, 2, 2)).ok());
   EXPECT_THAT(config_error(fp8, "sm_80", config(128, 128, 64, 4, 2, 2)), HasSubstr("at most 64"));
 }
 
@@ -289,11 +298,11 @@ TEST(CheckConfigTest, RejectsSharedMemoryBeyondTheArch) {
   // 6 stages * (128 + 128) rows * 128 bytes = 196608: fits sm_90 (232448), not sm_80 (166912) or sm_86.
   const char* bf16 = "gemm a=bf16 b=bf16 out=bf16";
   const TileConfig big = config(128, 128, 64, 6, 2, 4);
-  EXPECT_TRUE(check_config(spec_of(bf16), arch_of("sm_90a"), big).ok());
-  Status s = check_config(spec_of(bf16), arch_of("sm_86"), big);
+  EXPECT_TRUE(check_sm80(spec_of(bf16), arch_of("sm_90a"), big).ok());
+  Status s = check_sm80(spec_of(bf16), arch_of("sm_86"), big);
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(s.message(), HasSubstr("196608 bytes of shared memory; sm_86 allows 101376"));
-  EXPECT_EQ(check_config(spec_of(bf16), arch_of("sm_80"), big).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(check_sm80(spec_of(bf16), arch_of("sm_80"), big).code(), StatusCode::kResourceExhausted);
 }
 
 TEST(CheckConfigTest, SmemBytesFormula) {
@@ -312,8 +321,8 @@ TEST(DefaultConfigTest, ValidForEveryArchFormatAndShape) {
     for (const std::string& text : supported_specs()) {
       const KernelSpec spec = spec_of(text);
       for (const ProblemSizes& s : shapes) {
-        const TileConfig c = default_config(spec, arch_of(a), s);
-        Status st = check_config(spec, arch_of(a), c);
+        const TileConfig c = default_sm80(spec, arch_of(a), s);
+        Status st = check_sm80(spec, arch_of(a), c);
         EXPECT_TRUE(st.ok()) << text << " on " << a << " m=" << s.m << " n=" << s.n << " k=" << s.k << ": "
                              << st.to_string();
       }
@@ -324,29 +333,29 @@ TEST(DefaultConfigTest, ValidForEveryArchFormatAndShape) {
 TEST(DefaultConfigTest, LargeProblemsUseWideTiles) {
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
   const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
-  EXPECT_EQ(default_config(bf16, arch_of("sm_90a"), {4096, 7168, 7168}).to_string(),
+  EXPECT_EQ(default_sm80(bf16, arch_of("sm_90a"), {4096, 7168, 7168}).to_string(),
             "bm128_bn256_bk32_s4_w2x4_g8");
-  EXPECT_EQ(default_config(fp8, arch_of("sm_89"), {4096, 7168, 7168}).to_string(),
+  EXPECT_EQ(default_sm80(fp8, arch_of("sm_89"), {4096, 7168, 7168}).to_string(),
             "bm128_bn256_bk64_s4_w2x4_g8");
-  EXPECT_EQ(default_config(fp8, arch_of("sm_86"), {4096, 7168, 7168}).to_string(),
+  EXPECT_EQ(default_sm80(fp8, arch_of("sm_86"), {4096, 7168, 7168}).to_string(),
             "bm128_bn128_bk64_s4_w2x4_g8");
   // Too few wide tiles to fill the SMs: 128 x 128.
-  EXPECT_EQ(default_config(bf16, arch_of("sm_90a"), {2048, 2048, 4096}).to_string(),
+  EXPECT_EQ(default_sm80(bf16, arch_of("sm_90a"), {2048, 2048, 4096}).to_string(),
             "bm128_bn128_bk32_s4_w2x4_g8");
 }
 
 TEST(DefaultConfigTest, SmallMUsesShortTiles) {
   const KernelSpec spec = spec_of("gemm a=bf16 b=bf16 out=bf16");
-  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {1, 7168, 7168}).block_m, 16);
-  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {32, 7168, 7168}).block_m, 32);
-  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {64, 7168, 7168}).block_m, 64);
-  EXPECT_EQ(default_config(spec, arch_of("sm_90a"), {65, 7168, 7168}).block_m, 128);
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {1, 7168, 7168}).block_m, 16);
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {32, 7168, 7168}).block_m, 32);
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {64, 7168, 7168}).block_m, 64);
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {65, 7168, 7168}).block_m, 128);
 }
 
 TEST(DefaultConfigTest, IsAPureFunction) {
   const KernelSpec spec = spec_of("gemm a=e5m2:tensor b=e4m3:tensor out=f16");
-  EXPECT_EQ(default_config(spec, arch_of("sm_86"), {300, 500, 512}),
-            default_config(spec, arch_of("sm_86"), {300, 500, 512}));
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_86"), {300, 500, 512}),
+            default_sm80(spec, arch_of("sm_86"), {300, 500, 512}));
 }
 
 // ---- launch_shape -------------------------------------------------------------------------------

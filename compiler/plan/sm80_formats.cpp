@@ -1,0 +1,164 @@
+// The format pairings of the sm80 family (sm80_formats.hpp). The rules mirror the static_asserts of
+// templates/kernels/sm80_gemm.cuh, sm80_mixed_gemm.cuh and sm80_promotion.cuh.
+#include "compiler/plan/sm80_formats.hpp"
+
+#include <string>
+
+namespace kiln {
+namespace {
+
+using std::string;
+using std::to_string;
+
+bool is16(Format f) { return f == Format::kBf16 || f == Format::kF16; }
+bool is4(Format f) { return f == Format::kMxfp4 || f == Format::kNvfp4; }
+
+string operand_text(const char* role, const OperandSpec& o) {
+  string s = string(role) + "=" + format_name(o.format);
+  if (format_is_fp8(o.format)) {
+    s += string(":") + scale_granularity_name(o.scale);
+    if (o.scale_type != ScaleType::kF32) s += string(":") + scale_type_name(o.scale_type);
+  }
+  return s;
+}
+
+// An FP8 operand's scale on the same-format mainloop; empty when accepted.
+string fp8_scale_gap(const char* role, const OperandSpec& o, bool is_a) {
+  const ScaleGranularity g = o.scale;
+  const bool ok = g == ScaleGranularity::kTensor || (is_a ? g == ScaleGranularity::kM : g == ScaleGranularity::kN) ||
+                  (is_a ? g == ScaleGranularity::kBlock1x128 : g == ScaleGranularity::kBlock128x128);
+  if (!ok)
+    return operand_text(role, o) + ": the sm80 family takes " + (is_a ? "tensor, m or block1x128" : "tensor, n or block128x128") +
+           " FP8 scales on operand " + role;
+  const bool block = g == ScaleGranularity::kBlock1x128 || g == ScaleGranularity::kBlock128x128;
+  if (o.scale_type != ScaleType::kF32 && !(block && o.scale_type == ScaleType::kUe8m0))
+    return operand_text(role, o) + ": scale type " + scale_type_name(o.scale_type) +
+           " is not accepted here; use f32 (or ue8m0 with block scales)";
+  return "";
+}
+
+}  // namespace
+
+int64_t format_span_bytes(Format f, int64_t elems) {
+  return format_bits(f) == 4 ? elems / 2 : elems * (format_bits(f) / 8);
+}
+
+StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
+  const OperandSpec& a = spec.a;
+  const OperandSpec& b = spec.b;
+  const string pair = string("a=") + format_name(a.format) + " b=" + format_name(b.format);
+  const bool grouped = spec.op == Op::kGroupedGemm;
+  if (a.format == Format::kF32 || b.format == Format::kF32)
+    return Unsupported(pair + ": f32 operands are not supported (use bf16 or f16)");
+
+  // Two 16-bit operands.
+  if (is16(a.format) && is16(b.format)) {
+    if (a.format != b.format)
+      return Unsupported(pair + ": 16-bit operands must have the same format (both bf16 or both f16)");
+    return Sm80Mainloop::kSameFormat;
+  }
+  // 16-bit activations x quantized weights.
+  if (is16(a.format)) {
+    if (a.format != Format::kBf16)
+      return Unsupported(pair + ": quantized weights take bf16 activations (a=bf16): block scales fold into bf16 "
+                                "exactly, not into f16");
+    if (b.format == Format::kMxfp8)
+      return Unsupported(pair + ": mxfp8 weights with bf16 activations are not implemented yet; use a=mxfp8, or "
+                                "b=mxfp4 / nvfp4 / e4m3");
+    if (format_is_fp8(b.format)) {
+      if (b.scale != ScaleGranularity::kTensor && b.scale != ScaleGranularity::kN)
+        return Unsupported(operand_text("b", b) +
+                           ": FP8 weights with bf16 activations take tensor or n (per-channel) f32 scales; "
+                           "block-scaled FP8 weights need FP8 activations (a=e4m3:block1x128)");
+      if (grouped)
+        return Unsupported(string("grouped_gemm ") + pair +
+                           ": grouped FP8 weights are not implemented yet; grouped_gemm takes b=bf16, mxfp4 or "
+                           "nvfp4");
+    }
+    return Sm80Mainloop::kMixedInput;
+  }
+  // Quantized activations.
+  if (is16(b.format))
+    return Unsupported(pair + ": quantized activations with 16-bit weights are not implemented; use a=bf16, or "
+                              "quantize both operands");
+  if (a.format == Format::kMxfp8 || b.format == Format::kMxfp8) {
+    if (a.format != b.format)
+      return Unsupported(pair + ": mxfp8 pairs with mxfp8 only (both E8M0 per 32 along K)");
+    if (grouped) return Unsupported("grouped_gemm a=mxfp8 b=mxfp8: grouped MX operands are not implemented yet");
+    return Sm80Mainloop::kSameFormat;
+  }
+  if (is4(a.format))
+    return Unsupported(string("a=") + format_name(a.format) +
+                       ": 4-bit activations are not implemented yet; the sm80 family takes 4-bit weights (b) "
+                       "with bf16 activations");
+  if (is4(b.format))
+    return Unsupported(pair + ": 4-bit weights take bf16 activations (a=bf16) in the sm80 family");
+  // Two FP8 operands.
+  if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);
+  if (string gap = fp8_scale_gap("b", b, false); !gap.empty()) return Unsupported(gap);
+  if (grouped)
+    return Unsupported(string("grouped_gemm ") + pair +
+                       ": grouped FP8 operands are not implemented yet (per-expert scales); grouped_gemm takes "
+                       "a=bf16 with b=bf16, mxfp4 or nvfp4, or a=b=f16");
+  return Sm80Mainloop::kSameFormat;
+}
+
+bool sm80_promotes(const KernelSpec& spec) {
+  return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128 ||
+         spec.a.format == Format::kMxfp8 || spec.b.format == Format::kMxfp8;
+}
+
+bool sm80_only(const KernelSpec& spec) {
+  auto plain = [](const OperandSpec& o) {
+    return o.scale == ScaleGranularity::kNone ||
+           (format_is_fp8(o.format) && o.scale == ScaleGranularity::kTensor && o.scale_type == ScaleType::kF32);
+  };
+  const bool same_kind = (is16(spec.a.format) && is16(spec.b.format)) ||
+                         (format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format));
+  return spec.op != Op::kGemm || !plain(spec.a) || !plain(spec.b) || !same_kind;
+}
+
+int sm80_row_bytes_a(const KernelSpec& spec, const TileConfig& cfg) {
+  return static_cast<int>(format_span_bytes(spec.a.format, cfg.block_k));
+}
+
+int sm80_row_bytes_b(const KernelSpec& spec, const TileConfig& cfg) {
+  return static_cast<int>(format_span_bytes(spec.b.format, cfg.block_k));
+}
+
+Status sm80_check_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {
+  // cp.async copies 16-byte chunks: every operand row must be a whole number of them.
+  const struct {
+    const char* role;
+    Format f;
+  } operands[] = {{"a", spec.a.format}, {"b", spec.b.format}};
+  for (const auto& o : operands) {
+    const int64_t bytes = format_span_bytes(o.f, sizes.k);
+    if (bytes % 16 != 0) {
+      const int64_t k_mult = format_bits(o.f) == 4 ? 32 : 16 / (format_bits(o.f) / 8);
+      return InvalidArgument(string("operand ") + o.role + ": K=" + to_string(sizes.k) + " elements is " +
+                             to_string(bytes) + " bytes per row; rows must be a multiple of 16 bytes (K % " +
+                             to_string(k_mult) + " == 0 for " + format_name(o.f) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status sm80_check_pairing_config(const KernelSpec& spec, const TileConfig& cfg) {
+  KILN_ASSIGN_OR_RETURN(Sm80Mainloop ml, sm80_pairing(spec));
+  const string name = "config " + cfg.to_string() + ": ";
+  if (ml == Sm80Mainloop::kMixedInput && cfg.block_k != 64)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + " for a=bf16 b=" + format_name(spec.b.format) +
+                           "; the mixed-input mainloop takes block_k 64 (128-byte bf16 rows, two 32-K steps)");
+  if (spec.b.scale == ScaleGranularity::kBlock128x128) {
+    const int warp_n = cfg.block_n / cfg.warps_n;
+    if (warp_n > 128 || 128 % warp_n != 0)
+      return InvalidArgument(name + "warp tile width " + to_string(warp_n) +
+                             " columns: with b=" + format_name(spec.b.format) +
+                             ":block128x128 a warp tile's columns must lie in one 128-column scale block (a "
+                             "divisor of 128)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace kiln

@@ -1,0 +1,226 @@
+// compiler/plan/sm90_plan.cpp — sm90 family: supported specs, config checks, default heuristic, launch.
+//
+// The rules mirror the static_asserts of templates/kernels/sm90_gemm.cuh: a config that passes
+// sm90_check_config instantiates and compiles without spills (tests/nvrtc/sm90_gemm_nvrtc_test.cpp).
+#include "compiler/plan/sm90_plan.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "common/env.hpp"
+
+namespace kiln {
+namespace {
+
+using std::string;
+using std::to_string;
+
+constexpr int kRowBytes = 128;     // one 128-byte swizzle atom of K per stage
+constexpr int kMaxAccRegs = 128;   // f32 accumulators (+ partials) per consumer thread
+constexpr int kBarrierBytes = 16;  // full + empty mbarrier per stage
+constexpr int kAlignSlack = 1024;  // the ring starts on a 1024-byte boundary
+constexpr int kSms = 132;  // H100 SXM / H200: only to judge "enough tiles"; the launch uses the device's
+
+int elem_bytes(Format f) { return std::max(1, format_bits(f) / 8); }
+
+int consumers(const TileConfig& c) { return (c.warps_m / 4) * c.warps_n; }
+
+// Accumulator registers per consumer thread: (block_m / wgs_m) x (block_n / wgs_n) over 128 threads.
+int acc_regs(const TileConfig& c) {
+  const int wgs_m = std::max(1, c.warps_m / 4), wgs_n = std::max(1, c.warps_n);
+  return (c.block_m / wgs_m) * (c.block_n / wgs_n) / 128;
+}
+
+int64_t tiles(const ProblemSizes& s, const TileConfig& c) {
+  const int64_t m = std::max<int64_t>(s.m, 1), n = std::max<int64_t>(s.n, 1);
+  return ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+}
+
+// Cluster tiles (cluster_m tile rows x 1 tile column): what the persistent walk distributes.
+int64_t cluster_tiles(const ProblemSizes& s, const TileConfig& c) {
+  const int64_t m = std::max<int64_t>(s.m, 1), n = std::max<int64_t>(s.n, 1);
+  const int64_t tiles_m = (m + c.block_m - 1) / c.block_m;
+  return ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((n + c.block_n - 1) / c.block_n);
+}
+
+// The deepest ring (<= 8 stages) that fits the arch's shared memory.
+int max_stages(const KernelSpec& spec, const Arch& arch, const TileConfig& c) {
+  TileConfig t = c;
+  for (t.stages = 8; t.stages > 2; --t.stages) {
+    if (sm90_smem_bytes(spec, t) <= arch.max_smem_per_block()) break;
+  }
+  return t.stages;
+}
+
+TileConfig make(const KernelSpec& spec, int bm, int bn, int warps_m, int warps_n) {
+  TileConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = kRowBytes / elem_bytes(spec.a.format);
+  c.warps_m = warps_m;
+  c.warps_n = warps_n;
+  c.group_m = 8;
+  return c;
+}
+
+}  // namespace
+
+bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
+  if (!(arch.sm() == 90 && arch.arch_specific)) return false;
+  if (spec.op != Op::kGemm || spec.layout != GroupLayout::kDense || spec.pass != Pass::kFprop) return false;
+  const Format a = spec.a.format, b = spec.b.format, o = spec.out.format;
+  const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b &&
+                      spec.a.scale == ScaleGranularity::kNone && spec.b.scale == ScaleGranularity::kNone;
+  auto tensor_fp8 = [](const OperandSpec& op) {
+    return (op.format == Format::kE4m3 || op.format == Format::kE5m2) &&
+           op.scale == ScaleGranularity::kTensor && op.scale_type == ScaleType::kF32;
+  };
+  const bool fp8 = tensor_fp8(spec.a) && tensor_fp8(spec.b);
+  const bool out_ok = (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
+                      spec.out.scale == ScaleGranularity::kNone;
+  return (same16 || fp8) && out_ok && spec.gate_up == GateUp::kNone;
+}
+
+bool sm90_disabled_by_env() {
+  const std::optional<string> v = env::get(env::kFamily);
+  return v && *v == "sm80";
+}
+
+Status sm90_can_implement(const KernelSpec& spec, const ProblemSizes& sizes) {
+  // can_implement already bounds M, N, K below 2^31 (TMA takes dimensions < 2^32) and K * elem_bytes
+  // to a multiple of 16 (TMA global strides); row strides and base alignment are per run
+  // (runtime/operands.cpp, runtime/sm90_launch.cpp). Nothing else limits this family today.
+  (void)spec;
+  (void)sizes;
+  return Status::Ok();
+}
+
+int sm90_threads(const TileConfig& cfg) { return 128 * (1 + consumers(cfg)); }
+
+int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+  const int row_bytes = cfg.block_k * elem_bytes(spec.a.format);
+  return cfg.stages * (cfg.block_m + cfg.block_n) * row_bytes + kBarrierBytes * cfg.stages + kAlignSlack;
+}
+
+bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
+  return format_is_fp8(spec.a.format) && 2 * acc_regs(cfg) <= kMaxAccRegs;
+}
+
+Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  const string name = "config " + cfg.to_string() + " (sm90_gemm): ";
+  if (!sm90_supports(spec, arch))
+    return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16 or two FP8 operands (" +
+                       arch.name() + ")");
+  const struct {
+    const char* field;
+    int v, lo, hi;
+  } ranges[] = {{"block_m", cfg.block_m, 64, 256}, {"block_n", cfg.block_n, 64, 256},
+                {"warps_m", cfg.warps_m, 4, 8},    {"warps_n", cfg.warps_n, 1, 2},
+                {"stages", cfg.stages, 2, 16},     {"group_m", cfg.group_m, 1, 64},
+                {"cluster_m", cfg.cluster_m, 1, 2}};
+  for (const auto& r : ranges) {
+    if (r.v < r.lo || r.v > r.hi)
+      return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" + to_string(r.lo) +
+                             ".." + to_string(r.hi) + ")");
+  }
+  const int eb = elem_bytes(spec.a.format);
+  if (cfg.block_k * eb != kRowBytes)
+    return InvalidArgument(
+        name + "block_k=" + to_string(cfg.block_k) + " is " + to_string(cfg.block_k * eb) +
+        " bytes of K; the TMA/wgmma ring takes exactly one 128-byte swizzle atom (block_k " +
+        to_string(kRowBytes / eb) + " for " + format_name(spec.a.format) + ")");
+  if (cfg.warps_m % 4 != 0)
+    return InvalidArgument(name + "warps_m=" + to_string(cfg.warps_m) +
+                           " is not a multiple of 4: consumer warps come in warpgroups stacked along M");
+  const int n_consumers = consumers(cfg);
+  if (n_consumers < 1 || n_consumers > 2)
+    return InvalidArgument(name + to_string(n_consumers) +
+                           " consumer warpgroups (warps_m / 4 * warps_n); the kernel takes 1 or 2");
+  const int wgs_m = cfg.warps_m / 4, wgs_n = cfg.warps_n;
+  if (cfg.block_m % (64 * wgs_m) != 0)
+    return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " is not a multiple of 64 * " +
+                           to_string(wgs_m) + ": each consumer warpgroup owns whole m64 wgmma slabs");
+  const int wg_n = cfg.block_n / wgs_n;
+  if (cfg.block_n % wgs_n != 0 || (wg_n != 64 && wg_n != 128 && wg_n != 256))
+    return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " over " + to_string(wgs_n) +
+                           " warpgroups is not a wgmma N of 64, 128 or 256 per warpgroup");
+  if (acc_regs(cfg) > kMaxAccRegs)
+    return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +
+                           to_string(wg_n) + " needs " + to_string(acc_regs(cfg)) +
+                           " f32 accumulators per thread; at most " + to_string(kMaxAccRegs) +
+                           " (use two warpgroups or a smaller tile)");
+  const int smem = sm90_smem_bytes(spec, cfg);
+  if (smem > arch.max_smem_per_block())
+    return ResourceExhausted(
+        name + "stages * (block_m + block_n) * 128 bytes + barriers = " + to_string(smem) +
+        " bytes of shared memory; " + arch.name() + " allows " + to_string(arch.max_smem_per_block()) +
+        " per block (fewer stages or smaller tiles)");
+  return Status::Ok();
+}
+
+TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  const int64_t m = std::max<int64_t>(sizes.m, 1);
+  auto finish = [&](TileConfig c) {
+    c.stages = max_stages(spec, arch, c);
+    return c;
+  };
+  // Large problems: 128 x 256, two consumer warpgroups of 64 x 256 (128 accumulators each: the widest
+  // wgmma, the least shared-memory traffic per FLOP), 4 stages. FP8 keeps 128 x 256 too (fast
+  // accumulation: a promoted partial would need 256 registers); bench/NOTES.md has the measurements.
+  // Not in clusters (cluster_m = 1): the clustered variant measured slower so far (bench/NOTES.md,
+  // v2: a fence in its remote arrive, since removed but not yet measured on a GPU).
+  const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
+  if (m > 64 && tiles(sizes, wide) >= kSms && sm90_check_config(spec, arch, wide).ok()) return wide;
+  // Medium: 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages.
+  const TileConfig square = finish(make(spec, 128, 128, 8, 1));
+  if (m > 64 && sm90_check_config(spec, arch, square).ok()) return square;
+  // Small M: one consumer warpgroup of 64 rows; narrower N when that leaves SMs idle.
+  TileConfig small = finish(make(spec, 64, 128, 4, 1));
+  if (tiles(sizes, small) < kSms) small = finish(make(spec, 64, 64, 4, 1));
+  return small;
+}
+
+LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes) {
+  LaunchShape ls;
+  // One CTA per tile (cluster_m per cluster tile); the runtime caps it at what the device holds at once.
+  ls.grid_x = static_cast<unsigned>(
+      std::min<int64_t>(cluster_tiles(sizes, cfg) * cfg.cluster_m, (int64_t{1} << 31) - 2));
+  ls.block_x = static_cast<unsigned>(sm90_threads(cfg));
+  ls.dynamic_smem = sm90_smem_bytes(spec, cfg);
+  return ls;
+}
+
+double sm90_check_tolerance(const KernelSpec& spec, const TileConfig& cfg, int64_t k, double base) {
+  if (!format_is_fp8(spec.a.format)) return base;
+  // A model of the truncated accumulator (bench/NOTES.md, 2026-12: e8m13, truncation, per k32 step)
+  // on run_check's data gives ~1e-4 promoted at any K, and 2e-4 .. 1.8e-3 unpromoted for K = 272 ..
+  // 7168 (growing ~linearly with K). Allow 5x the promoted figure, and K-proportional slack when not.
+  const double fp8 = sm90_promotes(spec, cfg) ? 5e-4 : 5e-4 + 5e-7 * static_cast<double>(k);
+  return std::max(base, fp8);
+}
+
+std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& arch) {
+  std::vector<TileConfig> out;
+  const int shapes[][4] = {// block_m, block_n, warps_m, warps_n
+                           {64, 64, 4, 1},   {64, 128, 4, 1},  {64, 256, 4, 1},  {128, 64, 8, 1},
+                           {128, 128, 8, 1}, {128, 256, 8, 1}, {128, 128, 4, 1}, {128, 256, 4, 2},
+                           {256, 128, 8, 1}, {128, 128, 4, 2}};
+  for (const auto& s : shapes) {
+    for (int cluster_m : {1, 2}) {
+      for (int group_m : {4, 8, 16}) {
+        TileConfig c = make(spec, s[0], s[1], s[2], s[3]);
+        c.group_m = group_m;
+        c.cluster_m = cluster_m;
+        const int deepest = max_stages(spec, arch, c);
+        for (int stages = 3; stages <= deepest; ++stages) {
+          c.stages = stages;
+          if (sm90_check_config(spec, arch, c).ok()) out.push_back(c);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln

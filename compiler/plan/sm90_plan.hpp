@@ -1,0 +1,53 @@
+// compiler/plan/sm90_plan.hpp — the sm90 family's rules: which specs, which configs, which launch.
+//
+// The sm90 family (templates/kernels/sm90_gemm.cuh: TMA + warp-specialized wgmma, persistent) is
+// kiln's dense GEMM on sm_90a. plan.cpp's select_family / check_config / default_config /
+// launch_shape call into this file for KernelFamily::kSm90Gemm; nothing here touches libcuda.
+//
+// How a TileConfig reads for this family (the fields are the sm80 family's, reinterpreted):
+//   block_m, block_n  the block tile; block_k = 128 bytes of K (64 bf16/f16, 128 FP8 elements)
+//   stages            depth of the TMA ring
+//   warps_m, warps_n  the CONSUMER warps: warps_m / 4 warpgroups along M (a warpgroup's 4 warps stack
+//                     along M, 16 rows each) x warps_n warpgroups along N. One producer warpgroup
+//                     comes on top, so a block has 128 * (1 + warps_m / 4 * warps_n) threads
+//                     (sm90_threads; TileConfig::threads() counts the consumers only).
+//   group_m           grouped rasterization of the persistent tile walk
+// FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes).
+//
+//   if (sm90_supports(spec, arch)) ...                    // select_family's hook
+//   TileConfig c = sm90_default_config(spec, arch, sizes);
+//   KILN_RETURN_IF_ERROR(sm90_check_config(spec, arch, c));
+//   LaunchShape ls = sm90_launch_shape(spec, c, sizes);   // grid = tiles: the runtime caps it at the SMs
+#pragma once
+
+#include <vector>
+
+#include "compiler/plan/plan.hpp"
+
+namespace kiln {
+
+// Whether the sm90 family computes spec on arch: sm_90a, two bf16, two f16 or two FP8 operands (per
+// tensor scales), bf16/f16/f32 out. Assumes select_family's operand and problem checks passed.
+bool sm90_supports(const KernelSpec& spec, const Arch& arch);
+// KILN_FAMILY=sm80 (common/env.hpp): select_family plans the portable family instead.
+bool sm90_disabled_by_env();
+// Problem sizes beyond the shared checks of can_implement (TMA: dimensions < 2^32, boxes <= 256 rows).
+Status sm90_can_implement(const KernelSpec& spec, const ProblemSizes& sizes);
+Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg);
+TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
+LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes);
+// Block size (producer warpgroup + consumers) and dynamic shared memory (ring + barriers + 1024 bytes
+// of alignment slack); mirrors sm90::Gemm<Config>::kThreads / kSmemBytes.
+int sm90_threads(const TileConfig& cfg);
+int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
+// Whether the kernel adds each K tile's FP8 partial sum into f32 registers (see the kernel's header).
+bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg);
+// The relative Frobenius error run_check should allow for this family: wgmma's FP8 path accumulates in
+// a truncated ~e8m13 format (measured models: NVIDIA tensor-core studies, arXiv 2512.07004), so f32
+// and f16 outputs of FP8 products cannot meet the exact-accumulation tolerances; 16-bit operands
+// accumulate in f32 and keep them. `base` is the family-independent tolerance.
+double sm90_check_tolerance(const KernelSpec& spec, const TileConfig& cfg, int64_t k, double base);
+// The configs a tuner should try for spec on sm_90a (all pass sm90_check_config).
+std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& arch);
+
+}  // namespace kiln

@@ -1,0 +1,340 @@
+// Random operands in a spec's formats (check_inputs.hpp).
+#include "runtime/check_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "compiler/numerics/fp8.hpp"
+#include "compiler/numerics/fp8_block.hpp"
+#include "compiler/numerics/mx.hpp"
+#include "compiler/numerics/nvfp4.hpp"
+
+namespace kiln {
+namespace {
+
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [-range, range), never exactly zero in bulk.
+float uniform(uint64_t& s, float range) {
+  double u = static_cast<double>(splitmix(s) >> 11) * (1.0 / 9007199254740992.0);
+  return static_cast<float>((2.0 * u - 1.0) * range);
+}
+
+int rand_int(uint64_t& s, int lo, int hi) { return lo + static_cast<int>(splitmix(s) % uint64_t(hi - lo + 1)); }
+
+constexpr DLDataType kU8{kDLUInt, 8, 1};
+constexpr DLDataType kF32{kDLFloat, 32, 1};
+constexpr DLDataType kI32{kDLInt, 32, 1};
+
+DLDataType dtype_of(Format f) {
+  switch (f) {
+    case Format::kBf16: return {kDLBfloat, 16, 1};
+    case Format::kF16: return {kDLFloat, 16, 1};
+    case Format::kF32: return kF32;
+    default: return kU8;
+  }
+}
+
+// Random elements of format f, stored as the kernel reads them (the first release's generator: the
+// 16-bit and per-tensor FP8 checks draw exactly the same numbers as before).
+std::vector<uint8_t> random_codes(Format f, int64_t rows, int64_t cols, uint64_t& s) {
+  const int eb = format_bits(f) / 8;
+  std::vector<uint8_t> out(static_cast<size_t>(rows * cols * eb));
+  const int64_t n = rows * cols;
+  switch (f) {
+    case Format::kBf16: {
+      auto* p = reinterpret_cast<uint16_t*>(out.data());
+      for (int64_t i = 0; i < n; ++i) p[i] = numerics::bf16_from_float(uniform(s, 2.f));
+      break;
+    }
+    case Format::kF16: {
+      auto* p = reinterpret_cast<uint16_t*>(out.data());
+      for (int64_t i = 0; i < n; ++i) p[i] = numerics::f16_from_float(uniform(s, 2.f));
+      break;
+    }
+    case Format::kF32: {
+      auto* p = reinterpret_cast<float*>(out.data());
+      for (int64_t i = 0; i < n; ++i) p[i] = uniform(s, 2.f);
+      break;
+    }
+    case Format::kE4m3:
+      for (int64_t i = 0; i < n; ++i) out[i] = numerics::e4m3_from_float(uniform(s, 8.f), true);
+      break;
+    case Format::kE5m2:
+      for (int64_t i = 0; i < n; ++i) out[i] = numerics::e5m2_from_float(uniform(s, 8.f), true);
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+// Random real values whose magnitude varies per row (2^-3..2^3) and per 32-K block (2^-2..2^2), so
+// that row and block scales differ.
+std::vector<float> random_values(int64_t rows, int64_t cols, uint64_t& s) {
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float rf = std::ldexp(1.0f, rand_int(s, -3, 3));
+    float bf = 1.0f;
+    for (int64_t c = 0; c < cols; ++c) {
+      if (c % 32 == 0) bf = std::ldexp(1.0f, rand_int(s, -2, 2));
+      x[static_cast<size_t>(r * cols + c)] = uniform(s, 1.0f) * rf * bf;
+    }
+  }
+  return x;
+}
+
+template <class T>
+HostTensor tensor_of(const std::vector<T>& v, std::vector<int64_t> shape, DLDataType dt) {
+  HostTensor t;
+  t.bytes.resize(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  t.shape = std::move(shape);
+  t.dtype = dt;
+  return t;
+}
+
+// Positive random f32 scales (0.5 .. 2 times a power of two in 2^-2 .. 2^2).
+std::vector<float> random_scales(int64_t count, uint64_t& s) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (auto& x : v) x = (0.5f + std::fabs(uniform(s, 1.5f))) * std::ldexp(1.0f, rand_int(s, -2, 2));
+  return v;
+}
+
+// An FP8 operand with row / block scales: quantized by fp8_block_quantize (e4m3), or random codes with
+// random scales (e5m2, which the numerics library does not block-quantize).
+Status fp8_scaled(const OperandSpec& o, int64_t rows, int64_t k, uint64_t& s, HostTensor& data, HostTensor& scale,
+                  std::vector<int64_t> data_shape) {
+  using numerics::Fp8Blocking;
+  int64_t srows = rows, scols = 1;
+  Fp8Blocking blocking = Fp8Blocking::kRow;
+  if (o.scale == ScaleGranularity::kBlock1x128) {
+    blocking = Fp8Blocking::kBlock1x128;
+    scols = k / 128;
+  } else if (o.scale == ScaleGranularity::kBlock128x128) {
+    blocking = Fp8Blocking::kBlock128x128;
+    srows = (rows + 127) / 128;
+    scols = k / 128;
+  }
+  const bool vector = o.scale == ScaleGranularity::kM || o.scale == ScaleGranularity::kN;
+  std::vector<int64_t> sshape = vector ? std::vector<int64_t>{rows} : std::vector<int64_t>{srows, scols};
+  if (o.format == Format::kE4m3) {
+    const std::vector<float> x = random_values(rows, k, s);
+    numerics::Fp8BlockOptions opt;
+    opt.blocking = blocking;
+    opt.scale_type = o.scale_type;
+    KILN_ASSIGN_OR_RETURN(numerics::QuantizedTensor q, numerics::fp8_block_quantize(x, rows, k, opt));
+    data = tensor_of(q.data, std::move(data_shape), kU8);
+    scale = o.scale_type == ScaleType::kF32 ? tensor_of(q.scales_f32, sshape, kF32) : tensor_of(q.scale_bytes, sshape, kU8);
+    return Status::Ok();
+  }
+  data = tensor_of(random_codes(o.format, rows, k, s), std::move(data_shape), kU8);
+  if (o.scale_type == ScaleType::kF32) {
+    scale = tensor_of(random_scales(srows * scols, s), sshape, kF32);
+  } else {
+    std::vector<uint8_t> b(static_cast<size_t>(srows * scols));
+    for (auto& x : b) x = static_cast<uint8_t>(rand_int(s, 120, 130));
+    scale = tensor_of(b, sshape, kU8);
+  }
+  return Status::Ok();
+}
+
+// An MX operand of `rows` rows (all experts stacked).
+Status mx_operand(const KernelSpec& spec, Format f, int64_t rows, int64_t k, uint64_t& s, HostTensor& data,
+                  HostTensor& scale, std::vector<int64_t> data_shape, std::vector<int64_t> scale_shape) {
+  const std::vector<float> x = random_values(rows, k, s);
+  KILN_ASSIGN_OR_RETURN(numerics::QuantizedTensor q, numerics::mx_quantize(x, rows, k, f, spec.mx_rounding));
+  data = tensor_of(q.data, std::move(data_shape), kU8);
+  scale = tensor_of(q.scale_bytes, std::move(scale_shape), kU8);
+  return Status::Ok();
+}
+
+// NVFP4 weights [experts, n, k]: one global for all (nvfp4_global=tensor) or one per expert.
+Status nvfp4_operand(const KernelSpec& spec, int64_t experts, int64_t n, int64_t k, uint64_t& s, HostOperands& h,
+                     std::vector<int64_t> data_shape, std::vector<int64_t> scale_shape) {
+  numerics::Nvfp4Options opt;
+  opt.e4m3_bound = spec.e4m3_bound;
+  opt.four_over_six = spec.four_over_six;
+  const bool per_expert = spec.nvfp4_global == GlobalScale::kExpert;
+  const int64_t groups = per_expert ? experts : 1;
+  const int64_t rows = (experts * n) / groups;
+  std::vector<uint8_t> data, scales;
+  std::vector<float> globals;
+  for (int64_t g = 0; g < groups; ++g) {
+    const std::vector<float> x = random_values(rows, k, s);
+    KILN_ASSIGN_OR_RETURN(numerics::QuantizedTensor q, numerics::nvfp4_quantize(x, rows, k, opt));
+    data.insert(data.end(), q.data.begin(), q.data.end());
+    scales.insert(scales.end(), q.scale_bytes.begin(), q.scale_bytes.end());
+    globals.push_back(q.global_decode_scale);
+  }
+  h.b = tensor_of(data, std::move(data_shape), kU8);
+  h.b_scale = tensor_of(scales, std::move(scale_shape), kU8);
+  h.b_global = tensor_of(globals, {groups}, kF32);
+  return Status::Ok();
+}
+
+// Rows per expert: a random split of m rows (offsets) or random counts up to m (masked), about a
+// quarter of the experts empty.
+std::vector<int32_t> random_groups(bool masked, int experts, int64_t m, uint64_t& s) {
+  std::vector<int32_t> counts(static_cast<size_t>(experts), 0);
+  if (masked) {
+    for (auto& c : counts) c = rand_int(s, 0, 3) == 0 ? 0 : rand_int(s, 1, static_cast<int>(std::max<int64_t>(m, 1)));
+    counts[static_cast<size_t>(rand_int(s, 0, experts - 1))] = static_cast<int32_t>(m);  // one full expert
+    return counts;
+  }
+  std::vector<double> w(static_cast<size_t>(experts));
+  double total = 0;
+  for (auto& x : w) {
+    x = rand_int(s, 0, 3) == 0 ? 0.0 : 0.1 + std::fabs(uniform(s, 1.0f));
+    total += x;
+  }
+  if (total == 0) {
+    w[0] = 1;
+    total = 1;
+  }
+  int64_t given = 0;
+  for (int e = 0; e < experts; ++e) {
+    counts[static_cast<size_t>(e)] = static_cast<int32_t>(std::floor(m * w[static_cast<size_t>(e)] / total));
+    given += counts[static_cast<size_t>(e)];
+  }
+  for (int64_t r = given; r < m; ++r) {  // the rounding remainder to non-empty experts
+    int e = rand_int(s, 0, experts - 1);
+    while (w[static_cast<size_t>(e)] == 0) e = (e + 1) % experts;
+    ++counts[static_cast<size_t>(e)];
+  }
+  return counts;
+}
+
+}  // namespace
+
+StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
+                                       const std::vector<int32_t>& group_rows, uint64_t& s) {
+  HostOperands h;
+  h.layout = spec.layout;
+  const bool grouped = spec.op == Op::kGroupedGemm;
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  const int64_t experts = grouped ? spec.experts : 1;
+  h.max_m = masked ? m : 0;
+  h.rows = masked ? m * experts : m;
+  const int64_t rows = h.rows;
+  const OperandSpec& a = spec.a;
+  const OperandSpec& b = spec.b;
+
+  // a: X [rows, K] (masked: [E, max_m, K]).
+  std::vector<int64_t> a_shape = masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{rows, k};
+  const bool a_plain = format_is_high_precision(a.format) || (format_is_fp8(a.format) && a.scale == ScaleGranularity::kTensor);
+  if (a_plain) {
+    h.a = tensor_of(random_codes(a.format, rows, k, s), a_shape, dtype_of(a.format));
+  } else if (format_is_fp8(a.format)) {
+    KILN_RETURN_IF_ERROR(fp8_scaled(a, rows, k, s, h.a, h.a_scale, a_shape));
+  } else if (a.format == Format::kMxfp8) {
+    KILN_RETURN_IF_ERROR(mx_operand(spec, a.format, rows, k, s, h.a, h.a_scale, a_shape, {rows, k / 32}));
+  } else {
+    return Unsupported(std::string("random_operands: a=") + format_name(a.format) + " is not generated");
+  }
+
+  // b: W [N, K] (grouped: [E, N, K]; packed FP4: K/2 bytes).
+  const int64_t b_cols = format_bits(b.format) == 4 ? k / 2 : k;
+  std::vector<int64_t> b_shape = grouped ? std::vector<int64_t>{experts, n, b_cols} : std::vector<int64_t>{n, b_cols};
+  auto lead = [&](std::vector<int64_t> v) {
+    if (grouped) v.insert(v.begin(), experts);
+    return v;
+  };
+  const bool b_plain = format_is_high_precision(b.format) || (format_is_fp8(b.format) && b.scale == ScaleGranularity::kTensor);
+  if (b_plain) {
+    h.b = tensor_of(random_codes(b.format, experts * n, k, s), b_shape, dtype_of(b.format));
+  } else if (format_is_fp8(b.format)) {
+    if (grouped) return Unsupported("random_operands: grouped FP8 weights are not generated");
+    KILN_RETURN_IF_ERROR(fp8_scaled(b, n, k, s, h.b, h.b_scale, b_shape));
+  } else if (b.format == Format::kMxfp4 || b.format == Format::kMxfp8) {
+    KILN_RETURN_IF_ERROR(mx_operand(spec, b.format, experts * n, k, s, h.b, h.b_scale, b_shape, lead({n, k / 32})));
+  } else if (b.format == Format::kNvfp4) {
+    KILN_RETURN_IF_ERROR(nvfp4_operand(spec, experts, n, k, s, h, b_shape, lead({n, k / 16})));
+  } else {
+    return Unsupported(std::string("random_operands: b=") + format_name(b.format) + " is not generated");
+  }
+
+  // Per-tensor FP8 scales last, as the first release drew them.
+  if (a.scale == ScaleGranularity::kTensor || b.scale == ScaleGranularity::kTensor) {
+    const float sa = a.scale == ScaleGranularity::kNone ? 1.f : 0.5f + std::fabs(uniform(s, 1.5f));
+    const float sb = b.scale == ScaleGranularity::kNone ? 1.f : 0.5f + std::fabs(uniform(s, 1.5f));
+    if (a.scale == ScaleGranularity::kTensor) h.a_scale = tensor_of(std::vector<float>{sa}, {1}, kF32);
+    if (b.scale == ScaleGranularity::kTensor) h.b_scale = tensor_of(std::vector<float>{sb}, {1}, kF32);
+  }
+
+  // out: Y [rows, N] (masked: [E, max_m, N]).
+  const int ob = format_bits(spec.out.format) / 8;
+  h.out.bytes.assign(static_cast<size_t>(rows * n * ob), 0xFF);
+  h.out.shape = masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n};
+  h.out.dtype = dtype_of(spec.out.format);
+
+  if (grouped) {
+    std::vector<int32_t> counts = group_rows.empty() ? random_groups(masked, spec.experts, m, s) : group_rows;
+    if (static_cast<int64_t>(counts.size()) != experts)
+      return InvalidArgument("random_operands: " + std::to_string(counts.size()) + " group sizes for " +
+                             std::to_string(experts) + " experts");
+    if (!masked) {  // counts -> cumulative ends
+      int64_t end = 0;
+      for (auto& c : counts) {
+        end += c;
+        c = static_cast<int32_t>(end);
+      }
+      if (end != m)
+        return InvalidArgument("random_operands: group sizes sum to " + std::to_string(end) + ", not M = " +
+                               std::to_string(m));
+    }
+    h.group_rows = tensor_of(counts, {experts}, kI32);
+  }
+  return h;
+}
+
+StatusOr<DeviceOperands> DeviceOperands::upload(const HostOperands& h) {
+  DeviceOperands d;
+  d.layout_ = h.layout;
+  const HostTensor* src[7] = {&h.a, &h.b, &h.out, &h.a_scale, &h.b_scale, &h.b_global, &h.group_rows};
+  for (int i = 0; i < 7; ++i) {
+    if (!src[i]->present()) continue;
+    d.present_[i] = true;
+    d.shapes_[i] = src[i]->shape;
+    const size_t bytes = std::max<size_t>(src[i]->bytes.size(), 16);
+    KILN_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::alloc(bytes));
+    if (!src[i]->bytes.empty()) KILN_RETURN_IF_ERROR(buf.upload(src[i]->bytes.data(), src[i]->bytes.size()));
+    if (i == 2) KILN_RETURN_IF_ERROR(buf.fill_bytes(0xFF));  // poison: NaN in every float format
+    DLTensor& t = d.t_[i];
+    t.data = buf.data();
+    t.device = {kDLCUDA, 0};
+    t.ndim = static_cast<int>(d.shapes_[i].size());
+    t.shape = d.shapes_[i].data();
+    t.strides = nullptr;
+    t.dtype = src[i]->dtype;
+    if (i == 2) {
+      d.out_ = std::move(buf);
+    } else {
+      d.bufs_[i] = std::move(buf);
+    }
+  }
+  return d;
+}
+
+Operands DeviceOperands::operands_with_out(DLTensor* out) {
+  Operands ops;
+  ops.a = &t_[0];
+  ops.b = &t_[1];
+  ops.out = out;
+  ops.a_scale = present_[3] ? &t_[3] : nullptr;
+  ops.b_scale = present_[4] ? &t_[4] : nullptr;
+  ops.b_global = present_[5] ? &t_[5] : nullptr;
+  if (present_[6]) (layout_ == GroupLayout::kMasked ? ops.counts : ops.offsets) = &t_[6];
+  return ops;
+}
+
+Operands DeviceOperands::operands() { return operands_with_out(&t_[2]); }
+
+}  // namespace kiln

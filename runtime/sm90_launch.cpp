@@ -1,0 +1,129 @@
+// runtime/sm90_launch.cpp — tensor maps and the persistent launch of the sm90 family.
+#include "runtime/sm90_launch.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "compiler/plan/sm90_plan.hpp"
+#include "templates/common/sm90_tma_desc.cuh"
+
+namespace kiln {
+namespace {
+
+static_assert(sizeof(kiln_dev::TmaDesc) == sizeof(CUtensorMap) &&
+                  alignof(kiln_dev::TmaDesc) == alignof(CUtensorMap),
+              "templates/common/sm90_tma_desc.cuh must mirror cuda.h's CUtensorMap");
+
+constexpr int64_t kMaxTmaStride = int64_t{1} << 40;  // cuTensorMapEncodeTiled: globalStrides < 2^40 bytes
+
+std::array<std::atomic<int>, 64> g_sm_counts{};  // 0: not asked yet
+
+// How many clusters of a cluster kernel the device runs at once (cuOccupancyMaxActiveClusters), per
+// (kernel, device): a GPC holds a whole cluster or none, so it can be fewer than SMs / cluster size.
+std::mutex g_cluster_mu;
+std::map<std::pair<const void*, int>, int> g_active_clusters;
+
+StatusOr<int> active_clusters(const Driver& d, const LoadedKernel& k, const LaunchShape& ls, int device,
+                              int sms, int cluster) {
+  const std::pair<const void*, int> key{k.kernel, device};
+  {
+    std::lock_guard<std::mutex> lock(g_cluster_mu);
+    auto it = g_active_clusters.find(key);
+    if (it != g_active_clusters.end()) return it->second;
+  }
+  CUfunction f = nullptr;
+  KILN_RETURN_IF_ERROR(d.check(d.cuKernelGetFunction(&f, k.kernel), "cuKernelGetFunction"));
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = static_cast<unsigned>(sms / cluster * cluster);
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = ls.block_x;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = static_cast<unsigned>(ls.dynamic_smem);
+  int n = 0;  // the kernel's __cluster_dims__ gives the cluster shape: no launch attribute needed
+  KILN_RETURN_IF_ERROR(d.check(d.cuOccupancyMaxActiveClusters(&n, f, &cfg), "cuOccupancyMaxActiveClusters"));
+  if (n <= 0) return Internal("cuOccupancyMaxActiveClusters: the device cannot run a cluster of this kernel");
+  std::lock_guard<std::mutex> lock(g_cluster_mu);
+  g_active_clusters[key] = n;
+  return n;
+}
+
+bool tma_data_type(Format f, CUtensorMapDataType* t) {
+  switch (f) {
+    case Format::kBf16: *t = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; return true;
+    case Format::kF16: *t = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; return true;
+    case Format::kE4m3:
+    case Format::kE5m2: *t = CU_TENSOR_MAP_DATA_TYPE_UINT8; return true;  // TMA moves bytes
+    default: return false;
+  }
+}
+
+}  // namespace
+
+Status sm90_encode_operand(const Driver& d, const char* name, Format format, const void* base, int64_t rows,
+                           int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map) {
+  const std::string n = std::string("operand ") + name;
+  CUtensorMapDataType type;
+  if (!tma_data_type(format, &type))
+    return Unsupported(n + ": " + format_name(format) + " has no TMA element type in the sm90 family");
+  const int64_t eb = std::max(1, format_bits(format) / 8);
+  const int64_t stride = ld * eb;
+  if (stride % 16 != 0 || stride >= kMaxTmaStride)
+    return InvalidArgument(n + ": row stride " + std::to_string(stride) +
+                           " bytes; TMA needs a multiple of 16 below 2^40");
+  if (reinterpret_cast<uintptr_t>(base) % 16 != 0)
+    return InvalidArgument(n + ": base address is not 16-byte aligned (TMA)");
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols),
+                              static_cast<cuuint64_t>(std::max<int64_t>(rows, 1))};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  return d.check(
+      d.cuTensorMapEncodeTiled(map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      ("cuTensorMapEncodeTiled(" + n + ")").c_str());
+}
+
+StatusOr<int> sm90_sm_count(const Driver& d, int device) {
+  if (device < 0 || device >= static_cast<int>(g_sm_counts.size()))
+    return InvalidArgument("device ordinal " + std::to_string(device) + " out of range");
+  int sms = g_sm_counts[device].load(std::memory_order_relaxed);
+  if (sms > 0) return sms;
+  CUdevice dev;
+  KILN_RETURN_IF_ERROR(d.check(d.cuDeviceGet(&dev, device), "cuDeviceGet"));
+  KILN_RETURN_IF_ERROR(d.check(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                               "cuDeviceGetAttribute"));
+  g_sm_counts[device].store(sms, std::memory_order_relaxed);
+  return sms;
+}
+
+Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
+                   const kiln_dev::GemmParams& gp, int device, CUstream stream) {
+  CUtensorMap map_a;  // aligned as cuda.h declares it (cuTensorMapEncodeTiled needs 64 bytes at least)
+  CUtensorMap map_b;
+  KILN_RETURN_IF_ERROR(
+      sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, cfg.block_m, cfg.block_k, &map_a));
+  // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
+  KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb,
+                                           cfg.block_n / cfg.cluster_m, cfg.block_k, &map_b));
+  KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device));
+  LaunchShape ls = sm90_launch_shape(spec, cfg, ProblemSizes{gp.m, gp.n, gp.k});
+  if (cfg.cluster_m == 1) {
+    ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(sms));
+  } else {
+    KILN_ASSIGN_OR_RETURN(int clusters, active_clusters(d, k, ls, device, sms, cfg.cluster_m));
+    ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(clusters * cfg.cluster_m));
+  }
+  kiln_dev::GemmParams params = gp;
+  void* args[] = {&map_a, &map_b, &params};
+  return d.check(d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, 1, 1, ls.block_x, 1, 1,
+                                  ls.dynamic_smem, stream, args, nullptr),
+                 "cuLaunchKernel(sm90_gemm)");
+}
+
+}  // namespace kiln

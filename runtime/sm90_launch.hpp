@@ -1,0 +1,33 @@
+// runtime/sm90_launch.hpp — launching the sm90 family: TMA tensor maps + a persistent grid.
+//
+// The sm90 kernel takes two TMA tensor maps (X and W) before the GemmParams every family shares.
+// They encode the run's base pointers and strides, so they are built on the host for every run
+// (cuTensorMapEncodeTiled: a pure host call, no device round trip, no allocation) and passed by value
+// as `const __grid_constant__` parameters: graph capture records them with the launch.
+// Maps: A = X [M, K], B = W [N, K], row-major with K contiguous; box = {block_k, block_m | block_n}
+// (128 bytes of K by a tile of rows), 128-byte swizzle, 256-byte L2 promotion, out-of-bounds
+// elements read as zeros (FLOAT_OOB_FILL_NONE; the kernel relies on it for M/N/K tails).
+// The grid is min(tiles, SMs of the device): the kernel walks its tiles persistently.
+//
+//   // in Plan::run, for KernelFamily::kSm90Gemm:
+//   return sm90_launch(*d, *k, spec, cfg, gp, device, stream);
+#pragma once
+
+#include "kiln/kiln.hpp"
+#include "runtime/driver/driver.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "templates/common/gemm_params.cuh"
+
+namespace kiln {
+
+// Encodes one operand's tensor map: `rows` x `cols` elements of `format`, row stride `ld` elements,
+// box `box_rows` x `box_cols`. INVALID_ARGUMENT names the operand when TMA cannot describe it.
+Status sm90_encode_operand(const Driver& d, const char* name, Format format, const void* base, int64_t rows,
+                           int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map);
+// The device's multiprocessor count (cached per device ordinal).
+StatusOr<int> sm90_sm_count(const Driver& d, int device);
+// Launches the loaded sm90 kernel `k` for gp on stream.
+Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
+                   const kiln_dev::GemmParams& gp, int device, CUstream stream);
+
+}  // namespace kiln

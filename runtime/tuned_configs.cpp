@@ -1,0 +1,386 @@
+#include "runtime/tuned_configs.hpp"
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cache/cache_key.hpp"
+#include "common/env.hpp"
+#include "compiler/nvrtc/nvrtc.hpp"
+#include "compiler/spec/spec.hpp"
+#include "runtime/driver/driver.hpp"
+#include "runtime/runtime_impl.hpp"
+
+namespace kiln {
+
+static_assert(kTuningMBuckets == kMBuckets, "tunings are keyed by the buckets Plan::run dispatches on");
+
+namespace {
+
+thread_local const TileConfig* t_override = nullptr;
+thread_local bool t_in_online_tuning = false;
+
+struct OnlineState {
+  std::mutex mu;
+  OnlineTuner tuner;
+  std::optional<bool> enabled;  // the API flag; unset: KILN_AUTOTUNE
+};
+OnlineState& online_state() {
+  static OnlineState s;
+  return s;
+}
+
+StatusOr<int> nvrtc_major_now() {
+  KILN_ASSIGN_OR_RETURN(std::string v, nvrtc_version());
+  const size_t dot = v.find('.');
+  int major = 0;
+  for (char c : v.substr(0, dot)) {
+    if (c < '0' || c > '9') return CompileError("NVRTC reported an unparsable version '" + v + "'");
+    major = major * 10 + (c - '0');
+  }
+  return major;
+}
+
+StatusOr<int> parse_int(std::string_view field, std::string_view v) {
+  if (v.empty() || v.size() > 9)
+    return InvalidArgument("tuning device: " + std::string(field) + "='" + std::string(v) +
+                           "' is not a number");
+  int out = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9')
+      return InvalidArgument("tuning device: " + std::string(field) + "='" + std::string(v) +
+                             "' is not a number");
+    out = out * 10 + (c - '0');
+  }
+  return out;
+}
+
+// Records each untuned (device, problem, bucket) once per process: plans are made at start-up and
+// may be made again and again; one row (and one count) per process is what offline tuning needs.
+bool first_untuned_sighting(const TuningDevice& d, const TuningProblem& p, int64_t bucket) {
+  static std::mutex mu;
+  static std::set<std::tuple<TuningHardKey, TuningProblem, int64_t>> seen;
+  std::lock_guard<std::mutex> lock(mu);
+  return seen.emplace(d.key, p, bucket).second;
+}
+
+// A stored config, usable only if this planner still accepts it for this family and arch.
+std::optional<TileConfig> usable_config(const TuningRecord& r, const KernelSpec& spec, KernelFamily family,
+                                        const Arch& arch) {
+  if (r.family != family_name(family)) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(r.config_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  StatusOr<TileConfig> cfg = config_from_json(j);
+  if (!cfg.ok() || !check_config(spec, arch, *cfg).ok()) return std::nullopt;
+  return *cfg;
+}
+
+ConfigSource source_of(TuningSource s) {
+  switch (s) {
+    case TuningSource::kMemory: return ConfigSource::kMemory;
+    case TuningSource::kUserDb: return ConfigSource::kUserDb;
+    case TuningSource::kPretuned: return ConfigSource::kPretuned;
+  }
+  return ConfigSource::kHeuristic;
+}
+
+}  // namespace
+
+TuningProblem tuning_problem(const KernelSpec& spec, const ProblemSizes& sizes) {
+  KernelSpec stripped = spec;
+  stripped.experts = 0;
+  TuningProblem p;
+  p.spec = print_spec(stripped);
+  p.n = sizes.n;
+  p.k = sizes.k;
+  p.experts = spec.experts;
+  return p;
+}
+
+int64_t tuning_rows(const KernelSpec& spec, int64_t m) {
+  if (spec.op == Op::kGroupedGemm && spec.experts > 0)
+    return (std::max<int64_t>(m, 1) + spec.experts - 1) / spec.experts;
+  return m;
+}
+
+StatusOr<KernelSpec> tuning_problem_spec(const TuningProblem& problem) {
+  std::string text = problem.spec;
+  if (problem.experts > 0) {
+    const std::string stripped = "[experts=0,";
+    const size_t at = text.find(stripped);
+    if (at == std::string::npos)
+      return InvalidArgument("tuning spec '" + problem.spec + "' has experts=" +
+                             std::to_string(problem.experts) + " but no stripped [experts=0,...] header");
+    text.replace(at, stripped.size(), "[experts=" + std::to_string(problem.experts) + ",");
+  }
+  return parse_spec(text);
+}
+
+const std::vector<KnownGpu>& known_gpus() {
+  static const std::vector<KnownGpu> kGpus = {
+      {"h200", "NVIDIA H200", 90, 132, 4800},
+      {"h100-sxm", "NVIDIA H100 80GB HBM3", 90, 132, 3350},
+      {"h100-pcie", "NVIDIA H100 PCIe", 90, 114, 2000},
+      {"a100", "NVIDIA A100-SXM4-80GB", 80, 108, 2039},
+      {"l40s", "NVIDIA L40S", 89, 142, 864},
+      {"rtx4090", "NVIDIA GeForce RTX 4090", 89, 128, 1008},
+      {"l4", "NVIDIA L4", 89, 58, 300},
+      {"a10", "NVIDIA A10", 86, 72, 600},
+      {"rtx3090", "NVIDIA GeForce RTX 3090", 86, 82, 936},
+  };
+  return kGpus;
+}
+
+const KnownGpu* find_known_gpu(int cc, int sm_count) {
+  for (const KnownGpu& g : known_gpus()) {
+    if (g.cc == cc && g.sm_count == sm_count) return &g;
+  }
+  return nullptr;
+}
+
+StatusOr<TuningDevice> parse_tuning_device(std::string_view text, int nvrtc_major) {
+  TuningDevice d;
+  d.key.codegen_version = kCodegenVersion;
+  d.key.nvrtc_major = nvrtc_major;
+  bool named = false;
+  for (const KnownGpu& g : known_gpus()) {
+    if (text == g.id) {
+      d.key.cc = g.cc;
+      d.key.sm_count = g.sm_count;
+      d.gpu_name = std::string(g.gpu_name);
+      named = true;
+    }
+  }
+  if (!named) {
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      const size_t eq = item.find('=');
+      if (eq == std::string_view::npos) {
+        std::string ids;
+        for (const KnownGpu& g : known_gpus()) ids += (ids.empty() ? "" : ", ") + std::string(g.id);
+        return InvalidArgument("tuning device '" + std::string(text) + "': expected a GPU name (" + ids +
+                               ") or cc=90,sms=132[,nvrtc=13][,name=...]");
+      }
+      const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+      if (key == "cc") {
+        KILN_ASSIGN_OR_RETURN(d.key.cc, parse_int(key, value));
+      } else if (key == "sms") {
+        KILN_ASSIGN_OR_RETURN(d.key.sm_count, parse_int(key, value));
+      } else if (key == "nvrtc") {
+        KILN_ASSIGN_OR_RETURN(d.key.nvrtc_major, parse_int(key, value));
+      } else if (key == "name") {
+        d.gpu_name = std::string(value);
+      } else {
+        return InvalidArgument("tuning device '" + std::string(text) + "': unknown field '" +
+                               std::string(key) + "' (expected cc, sms, nvrtc, name)");
+      }
+    }
+    if (d.key.cc == 0 || d.key.sm_count == 0)
+      return InvalidArgument("tuning device '" + std::string(text) + "': needs both cc= and sms=");
+    if (d.gpu_name.empty()) {
+      if (const KnownGpu* g = find_known_gpu(d.key.cc, d.key.sm_count)) d.gpu_name = std::string(g->gpu_name);
+    }
+  }
+  if (d.key.nvrtc_major == 0) {
+    KILN_ASSIGN_OR_RETURN(d.key.nvrtc_major, nvrtc_major_now());
+  }
+  return d;
+}
+
+StatusOr<TuningDevice> query_tuning_device(int ordinal) {
+  KILN_ASSIGN_OR_RETURN(const Driver* drv, Driver::get());
+  CUdevice dev;
+  KILN_RETURN_IF_ERROR(drv->check(drv->cuDeviceGet(&dev, ordinal), "cuDeviceGet"));
+  int major = 0, minor = 0, sms = 0;
+  KILN_RETURN_IF_ERROR(
+      drv->check(drv->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                 "cuDeviceGetAttribute"));
+  KILN_RETURN_IF_ERROR(
+      drv->check(drv->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                 "cuDeviceGetAttribute"));
+  KILN_RETURN_IF_ERROR(
+      drv->check(drv->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                 "cuDeviceGetAttribute"));
+  char name[256] = {};
+  KILN_RETURN_IF_ERROR(drv->check(drv->cuDeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName"));
+  TuningDevice d;
+  d.key.cc = major * 10 + minor;
+  d.key.sm_count = sms;
+  d.key.codegen_version = kCodegenVersion;
+  KILN_ASSIGN_OR_RETURN(d.key.nvrtc_major, nvrtc_major_now());
+  d.gpu_name = name;
+  d.driver = std::to_string(drv->version / 1000) + "." + std::to_string(drv->version % 1000 / 10);
+  return d;
+}
+
+StatusOr<TuningDevice> tuning_device_for(const Arch& arch) {
+  StatusOr<TuningDevice> d = NoDevice("no GPU");
+  if (auto named = env::get(env::kTuningDevice)) {
+    // Parsed on every call: cheap, and tests change it.
+    d = parse_tuning_device(*named);
+  } else {
+    // One identity per ordinal per process: a driver query per plan is wasted work.
+    static std::mutex mu;
+    static std::map<int, StatusOr<TuningDevice>> by_ordinal;
+    KILN_ASSIGN_OR_RETURN(const Driver* drv, Driver::get());
+    int ordinal = 0;
+    CUcontext cur = nullptr;
+    if (drv->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr) {
+      CUdevice dev;
+      if (drv->cuCtxGetDevice(&dev) == CUDA_SUCCESS) ordinal = static_cast<int>(dev);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = by_ordinal.find(ordinal);
+    if (it == by_ordinal.end()) it = by_ordinal.emplace(ordinal, query_tuning_device(ordinal)).first;
+    d = it->second;
+  }
+  if (!d.ok()) return d.status();
+  if (d->key.cc != arch.sm())
+    return Unsupported("tunings of " + d->key.to_string() + " do not apply to plans for " + arch.name());
+  return d;
+}
+
+std::shared_ptr<TuningStore> shared_tuning_store(const std::string& cache_dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<TuningStore>> stores;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = stores.find(cache_dir);
+  if (it != stores.end()) return it->second;
+  TuningStore::Options o;
+  o.dir = cache_dir;
+  StatusOr<std::vector<TuningRecord>> pre = builtin_pretuned_records();
+  if (pre.ok()) o.pretuned = *pre;  // a malformed built-in table is caught by the unit tier
+  StatusOr<std::unique_ptr<TuningStore>> s = TuningStore::open(o);
+  if (!s.ok()) {
+    // kiln.db is unusable (a newer kiln's schema, a read-only directory): plan with what is left.
+    o.dir.clear();
+    s = TuningStore::open(o);
+  }
+  std::shared_ptr<TuningStore> store = s.ok() ? std::shared_ptr<TuningStore>(std::move(*s)) : nullptr;
+  if (store) stores.emplace(cache_dir, store);
+  return store;
+}
+
+std::shared_ptr<TuningStore> tuning_store_for(const Runtime& rt) {
+  std::string dir = rt.cache_path();
+  const size_t slash = dir.rfind('/');
+  dir = slash == std::string::npos ? std::string() : dir.substr(0, slash);
+  return shared_tuning_store(dir);
+}
+
+const char* config_source_name(ConfigSource s) {
+  switch (s) {
+    case ConfigSource::kHeuristic: return "heuristic";
+    case ConfigSource::kOverride: return "override";
+    case ConfigSource::kMemory: return "memory";
+    case ConfigSource::kUserDb: return "user database";
+    case ConfigSource::kPretuned: return "pre-tuned";
+    case ConfigSource::kOnline: return "online tuning";
+  }
+  return "unknown";
+}
+
+TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
+                                   const ProblemSizes& sizes, const Arch& arch) {
+  TunedConfigs out;
+  for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
+    ProblemSizes s = sizes;
+    s.m = kTuningMBuckets[b];
+    out.configs[b] = default_config(spec, arch, s);
+    out.sources[b] = ConfigSource::kHeuristic;
+  }
+  if (const TileConfig* pinned = active_config_override()) {
+    out.configs.fill(*pinned);
+    out.sources.fill(ConfigSource::kOverride);
+    return out;
+  }
+  StatusOr<TuningDevice> device = tuning_device_for(arch);
+  if (!device.ok()) return out;  // no identity to key tunings by: the heuristic
+  out.device = *device;
+  std::shared_ptr<TuningStore> store = tuning_store_for(rt);
+  if (!store) return out;
+  const TuningProblem problem = tuning_problem(spec, sizes);
+  for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
+    StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, problem, kTuningMBuckets[b]);
+    if (!hit.ok() || !hit->has_value()) continue;  // a failing read is a miss: the cache is an optimisation
+    if (std::optional<TileConfig> cfg = usable_config((*hit)->record, spec, family, arch)) {
+      out.configs[b] = *cfg;
+      out.sources[b] = source_of((*hit)->source);
+    }
+  }
+
+  // The bucket the caller said it will run (sizes.m), or 0 when it gave no hint.
+  const int64_t hint_bucket = sizes.m > 0 ? tuning_m_bucket(tuning_rows(spec, sizes.m)) : 0;
+  const size_t hint_index =
+      hint_bucket == 0
+          ? kTuningMBuckets.size()
+          : static_cast<size_t>(std::find(kTuningMBuckets.begin(), kTuningMBuckets.end(), hint_bucket) -
+                                kTuningMBuckets.begin());
+  const bool hint_untuned = hint_index == kTuningMBuckets.size()
+                                ? std::all_of(out.sources.begin(), out.sources.end(),
+                                              [](ConfigSource s) { return s == ConfigSource::kHeuristic; })
+                                : out.sources[hint_index] == ConfigSource::kHeuristic;
+  if (!hint_untuned) return out;
+
+  if (hint_index < kTuningMBuckets.size() && online_tuning_enabled() && !t_in_online_tuning) {
+    OnlineTuner tuner;
+    {
+      OnlineState& st = online_state();
+      std::lock_guard<std::mutex> lock(st.mu);
+      tuner = st.tuner;
+    }
+    if (tuner) {
+      OnlineTuneRequest req{spec, family, sizes, arch, *device};
+      t_in_online_tuning = true;
+      StatusOr<TuningRecord> won = tuner(rt, req);
+      t_in_online_tuning = false;
+      if (won.ok()) {
+        (void)store->record(*won);  // best effort: the plan uses the winner either way
+        if (std::optional<TileConfig> cfg = usable_config(*won, spec, family, arch)) {
+          out.configs[hint_index] = *cfg;
+          out.sources[hint_index] = ConfigSource::kOnline;
+          return out;
+        }
+      }
+    }
+  }
+  if (env::flag(env::kRecordUntuned) && first_untuned_sighting(*device, problem, hint_bucket)) {
+    (void)store->record_untuned(*device, problem, hint_bucket);  // best effort, like the kernel cache
+  }
+  return out;
+}
+
+void apply_tuned_configs(Runtime& rt, PlanImpl& plan) {
+  TunedConfigs tc = resolve_tuned_configs(rt, plan.spec, plan.family, plan.sizes, plan.arch);
+  plan.configs = tc.configs;
+}
+
+ScopedConfigOverride::ScopedConfigOverride(const TileConfig& cfg) : cfg_(cfg), previous_(t_override) {
+  t_override = &cfg_;
+}
+ScopedConfigOverride::~ScopedConfigOverride() { t_override = previous_; }
+const TileConfig* active_config_override() { return t_override; }
+
+void set_online_tuner(OnlineTuner tuner) {
+  OnlineState& st = online_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.tuner = std::move(tuner);
+}
+
+void set_online_tuning(std::optional<bool> on) {
+  OnlineState& st = online_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.enabled = on;
+}
+
+bool online_tuning_enabled() {
+  OnlineState& st = online_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.enabled ? *st.enabled : env::flag(env::kAutotune);
+}
+
+}  // namespace kiln

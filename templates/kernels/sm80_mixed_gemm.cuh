@@ -1,0 +1,390 @@
+// templates/kernels/sm80_mixed_gemm.cuh — bf16 activations x 4- or 8-bit weights (W4A16 / W8A16):
+// cp.async ring + ldmatrix (A) + shared loads and in-register dequantization (B) + bf16 mma.sync.
+//
+//   Y[M, N] = (X[M, K] . dequant(W)[N, K]^T) * col_factor(n)         (fprop; X = a, W = b)
+//
+// X is bf16 [M, K]; W is one of
+//   mxfp4  E2M1 codes packed two per byte ([N, K/2], even element in the low nibble; the gpt-oss
+//          `*_blocks` [.., N, K/32, 16] is the same memory) with E8M0 scales [N, K/32];
+//   nvfp4  E2M1 codes [N, K/2] with UE4M3 scales [N, K/16] and an f32 global decode scale on the
+//          device (b_global: one, or one per expert);
+//   e4m3 / e5m2 with a tensor or per-channel (`n`) f32 scale.
+// W is dequantized to bf16 in registers, EXACTLY: block scales are folded into the bf16 values
+// (dequant/e2m1_to_bf16.cuh says why that is exact); f32 scales (FP8 tensor/n, the NVFP4 global) go
+// to the epilogue (kernels/sm80_epilogue.cuh). Dense or grouped (scheduler/group_tile.cuh).
+//
+// Design (a sibling of kernels/sm80_gemm.cuh; one block = one block_m x block_n output tile):
+// 1. K tiles of block_k = 64 elements: A rows of 128 bytes (swizzled as in sm80_smem.cuh, read with
+//    ldmatrix), B rows of 32 (fp4) or 64 (fp8) bytes, unswizzled. One k-step = 32 K = two m16n8k16.
+// 2. B fragments. A bf16 m16n8k16 wants, in lane (g = lane / 4, t = lane % 4), column g's k pairs
+//    {2t, 2t+1} (b0) and {2t+8, 2t+9} (b1), while A comes from ldmatrix in that same natural order. So
+//    B must be gathered into it: every lane reads the whole 16-byte chunk of its row g (ld.shared.v4;
+//    the 4 lanes of a row read the same address, which the hardware broadcasts, and the 8 lanes of a
+//    phase read rows g, g+1 whose row stride of 16..64 bytes puts them in distinct banks), then picks
+//    its bytes with prmt:
+//      fp4 (a chunk = 32 K): bytes t, 4+t, 8+t, 12+t = k pairs {2t,2t+1}, {8+2t,..}, {16+2t,..},
+//          {24+2t,..}: b0, b1 of the first mma and b0, b1 of the second;
+//      fp8 (two chunks = 32 K): bytes {2t, 2t+1} and {8+2t, 9+2t} of each chunk = b0, b1 of the mma
+//          of that chunk.
+//    Each byte of two E2M1 codes becomes one bf16x2 register (dequant/e2m1_to_bf16.cuh); FP8 pairs
+//    become bf16x2 by the exact integer conversion of common/fp8_to_bf16.cuh (specials included).
+//    No k permutation is involved: A and B both hold the natural order.
+// 3. Block scales (one E8M0 per row per k-step; two UE4M3) are read from global memory into
+//    registers with byte loads one K tile ahead — rows of any length and alignment work (gpt-oss has
+//    90-byte scale rows); a k-block past K (zero-filled data) takes the neutral scale 1.
+// 4. Pipeline, epilogue, rasterization: as in sm80_gemm.cuh (kStages cp.async stages, one barrier per
+//    K tile, double-buffered fragments across the two k-steps of a tile).
+//
+// Preconditions the planner checks (compiler/plan can_implement): K % 32 == 0 for 4-bit weights and
+// K % 16 == 0 for FP8 weights (so both operands' rows are whole 16-byte chunks), rows 16-byte
+// aligned, M, N, K < 2^31.
+//
+// Instantiated by generated code (compiler/emit) like sm80_gemm, with the entry kiln_sm80_gemm;
+// stages * (block_m * 128 + block_n * block_k * bits / 8) bytes of dynamic shared memory.
+#pragma once
+
+#include "common/fp8_to_bf16.cuh"
+#include "common/gemm_params.cuh"
+#include "common/types.cuh"
+#include "dequant/block_scale.cuh"
+#include "dequant/e2m1_to_bf16.cuh"
+#include "kernels/sm80_epilogue.cuh"
+#include "kernels/sm80_smem.cuh"
+#include "ptx/cp_async.cuh"
+#include "ptx/cvt.cuh"
+#include "ptx/ld.cuh"
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mma.cuh"
+#include "scheduler/group_tile.cuh"
+
+namespace kiln_dev {
+namespace sm80 {
+
+template <class Config>
+struct MixedGemm {
+  static constexpr Format kA = Config::kA;
+  static constexpr Format kB = Config::kB;
+  static constexpr int kBlockM = Config::kBlockM;
+  static constexpr int kBlockN = Config::kBlockN;
+  static constexpr int kBlockK = Config::kBlockK;
+  static constexpr int kStages = Config::kStages;
+  static constexpr int kWarpsM = Config::kWarpsM;
+  static constexpr int kWarpsN = Config::kWarpsN;
+  static constexpr int kThreads = kWarpsM * kWarpsN * 32;
+  static constexpr bool kFp4 = format_is_fp4(kB);
+  static constexpr bool kMx = kB == Format::kMxfp4;
+  static constexpr bool kNv = kB == Format::kNvfp4;
+  static constexpr int kRowBytesA = kBlockK * 2;
+  static constexpr int kRowBytesB = kFp4 ? kBlockK / 2 : kBlockK;
+  static constexpr int kChunksA = kRowBytesA / 16;
+  static constexpr int kChunksB = kRowBytesB / 16;
+  static constexpr int kKSteps = kBlockK / 32;       // k-steps of 32 K per tile
+  static constexpr int kStepBytesB = kFp4 ? 16 : 32;  // B bytes of one row per k-step
+  static constexpr int kWarpTileM = kBlockM / kWarpsM;
+  static constexpr int kWarpTileN = kBlockN / kWarpsN;
+  static constexpr int kMFrags = kWarpTileM / 16;
+  static constexpr int kNFrags = kWarpTileN / 8;
+  static constexpr int kTileBytesA = kBlockM * kRowBytesA;
+  static constexpr int kStageBytes = kTileBytesA + kBlockN * kRowBytesB;
+  static constexpr int kRowsPerPassA = kThreads / kChunksA;
+  static constexpr int kRowsPerPassB = kThreads / kChunksB;
+  static constexpr int kLoadsA = (kBlockM + kRowsPerPassA - 1) / kRowsPerPassA;
+  static constexpr int kLoadsB = (kBlockN + kRowsPerPassB - 1) / kRowsPerPassB;
+  static constexpr int kScalesPerStep = kMx ? 1 : kNv ? 2 : 0;  // block scales per row per k-step
+  static constexpr int kScalesPerTile = kScalesPerStep * kKSteps;
+  static constexpr int kScaleK = kMx ? 32 : 16;                 // K per block scale
+  static constexpr u32 kNeutralScale = kMx ? 127u : 0x38u;      // 1.0 as E8M0 / UE4M3
+
+  using Epi = Epilogue<Config>;
+
+  static_assert(Config::kArch >= 80, "sm80_mixed_gemm needs sm_80+: cp.async and bf16 mma.sync start there");
+#if defined(__CUDA_ARCH__)
+  static_assert(Config::kArch * 10 <= __CUDA_ARCH__,
+                "the config's kArch may not exceed the compile target (its instructions would not assemble)");
+#endif
+  static_assert(kA == Format::kBf16,
+                "mixed inputs take bf16 activations: E8M0-scaled weights fold exactly into bf16 only");
+  static_assert(kFp4 || kB == Format::kE4m3 || kB == Format::kE5m2,
+                "mixed-input weights are mxfp4, nvfp4, e4m3 or e5m2");
+  static_assert(kBlockK == 64, "block_k is 64 elements: 128-byte A rows, two k-steps per tile");
+  static_assert(kKSteps % 2 == 0,
+                "the fragment double buffer alternates per k-step and must line up across K tiles");
+  static_assert(kBlockM % (16 * kWarpsM) == 0, "each warp owns a whole number of m16 fragments");
+  static_assert(kBlockN % (8 * kWarpsN) == 0, "each warp owns a whole number of n8 fragments");
+  static_assert(kStages >= 2 && kStages <= 8, "the cp.async ring needs 2..8 stages");
+  static_assert(kThreads % kChunksA == 0 && kThreads % kChunksB == 0,
+                "every thread copies the same chunk column of each row");
+  static_assert(kThreads <= 1024, "a block holds at most 1024 threads");
+  static_assert(kMFrags * kNFrags * 4 <= 64,
+                "at most 64 f32 accumulators per thread: the A fragments of a 32-K step are twice those of "
+                "sm80_gemm, and the converted B fragments need registers too");
+  static_assert(Config::kScaleA == Scale::kNone, "bf16 activations are unscaled");
+
+  // Double-buffered fragments of one k-step (32 K).
+  struct Frags {
+    u32 a[kMFrags][2][4];              // two bf16 m16n8k16 A fragments: k 0..15 and 16..31
+    u32 b[kNFrags][kFp4 ? 1 : 2];      // gathered B codes (see 2. above)
+  };
+
+  // ---- main loop pieces -------------------------------------------------------------------------
+
+  // One K tile -> stage `stage`. Chunks past K and rows past M/N are zero-filled (they read nothing
+  // but still name a valid address).
+  static __device__ __forceinline__ void load_tile(u32 stage_addr, int kt, const GemmParams& p, u32 k_bytes_a,
+                                                   u32 k_bytes_b, int chunk_a, int chunk_b,
+                                                   const u8* const (&src_a)[kLoadsA], const u32 (&dst_a)[kLoadsA],
+                                                   const bool (&ok_a)[kLoadsA], const u8* const (&src_b)[kLoadsB],
+                                                   const u32 (&dst_b)[kLoadsB], const bool (&ok_b)[kLoadsB]) {
+    const u32 off_a = u32(kt) * kRowBytesA;
+    const u32 off_b = u32(kt) * kRowBytesB;
+    const bool k_ok_a = u32(chunk_a * 16) < k_bytes_a - off_a;  // off < k_bytes: no wrap-around
+    const bool k_ok_b = u32(chunk_b * 16) < k_bytes_b - off_b;
+#pragma unroll
+    for (int i = 0; i < kLoadsA; ++i) {
+      if (kBlockM % kRowsPerPassA == 0 || dst_a[i] != ~0u) {
+        const bool ok = ok_a[i] && k_ok_a;
+        cp_async_16(stage_addr + dst_a[i], ok ? src_a[i] + off_a : p.a, ok ? 16u : 0u);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kLoadsB; ++i) {
+      if (kBlockN % kRowsPerPassB == 0 || dst_b[i] != ~0u) {
+        const bool ok = ok_b[i] && k_ok_b;
+        cp_async_16(stage_addr + kTileBytesA + dst_b[i], ok ? src_b[i] + off_b : p.b, ok ? 16u : 0u);
+      }
+    }
+  }
+
+  // Fragments of k-step ks of the stage at stage_addr. a_lane / a_xor: as in sm80_gemm; b_lane: this
+  // lane's B row (row g of the warp's first n8 fragment) within a stage; sel: its prmt selector.
+  static __device__ __forceinline__ void load_frags(Frags& f, u32 stage_addr, int ks, u32 a_lane, u32 a_xor,
+                                                    u32 b_lane, u32 sel) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // 16-K half h of the step = logical chunks 2j, 2j + 1 with j = 2 ks + h (see sm80_gemm load_frags).
+      const u32 a_addr = stage_addr + a_lane + (u32(32 * (2 * ks + h)) ^ a_xor);
+#pragma unroll
+      for (int mf = 0; mf < kMFrags; ++mf) ldmatrix_x4(f.a[mf][h], a_addr + mf * 16 * kRowBytesA);
+    }
+    const u32 b_addr = stage_addr + b_lane + u32(ks * kStepBytesB);
+#pragma unroll
+    for (int nf = 0; nf < kNFrags; ++nf) {
+#pragma unroll
+      for (int c = 0; c < (kFp4 ? 1 : 2); ++c) {
+        u32 w[4];
+        lds_128(w, b_addr + nf * 8 * kRowBytesB + c * 16);
+        // prmt indexes the bytes of {w0, w1} as 0..7: sel puts this lane's two bytes in bytes 0, 1.
+        f.b[nf][c] = prmt(prmt(w[0], w[1], sel), prmt(w[2], w[3], sel), 0x5410u);
+      }
+    }
+  }
+
+  // One k-step: dequantize B (scales: this thread's block-scale bytes of the step, per n8 fragment),
+  // then two m16n8k16 per (m16, n8) pair, serpentine over n.
+  static __device__ __forceinline__ void mma_step(float (&acc)[kMFrags][kNFrags][4], const Frags& f,
+                                                  const u32 (&scales)[kNFrags][kScalesPerTile > 0 ? kScalesPerTile : 1],
+                                                  int ks) {
+    u32 b[kNFrags][2][2];  // [nf][mma of k 0..15 / 16..31][b0, b1]
+#pragma unroll
+    for (int nf = 0; nf < kNFrags; ++nf) {
+      if constexpr (kFp4) {
+        const u32 x = f.b[nf][0];
+        u32 s0, s1;
+        if constexpr (kMx) {
+          s0 = s1 = bf16_broadcast(e8m0_to_bf16(scales[nf][ks]));
+        } else {
+          s0 = ue4m3_to_bf16x2(scales[nf][2 * ks]);
+          s1 = ue4m3_to_bf16x2(scales[nf][2 * ks + 1]);
+        }
+        b[nf][0][0] = e2m1x2_to_bf16x2(x & 0xFFu, s0);
+        b[nf][0][1] = e2m1x2_to_bf16x2((x >> 8) & 0xFFu, s0);
+        b[nf][1][0] = e2m1x2_to_bf16x2((x >> 16) & 0xFFu, s1);
+        b[nf][1][1] = e2m1x2_to_bf16x2(x >> 24, s1);
+      } else {
+        fp8x4_to_bf16x4<kB, true>(f.b[nf][0], b[nf][0][0], b[nf][0][1]);
+        fp8x4_to_bf16x4<kB, true>(f.b[nf][1], b[nf][1][0], b[nf][1][1]);
+      }
+    }
+#pragma unroll
+    for (int mf = 0; mf < kMFrags; ++mf) {
+#pragma unroll
+      for (int j = 0; j < kNFrags; ++j) {
+        const int nf = (mf & 1) ? kNFrags - 1 - j : j;
+        mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][0], b[nf][0]);
+        mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][1], b[nf][1]);
+      }
+    }
+  }
+
+  // The block-scale bytes of K tile kt for this thread's B rows (rows n_row + 8 nf of the expert's
+  // scales at scale_base, clamped to N - 1: their products are never stored); k-blocks past K get the
+  // neutral scale.
+  static __device__ __forceinline__ void load_scales(const GemmParams& p, const u8* scale_base, int n_row, int kt,
+                                                     u32 (&s)[kNFrags][kScalesPerTile > 0 ? kScalesPerTile : 1]) {
+    if constexpr (kScalesPerTile > 0) {
+      const int kb0 = kt * kScalesPerTile;
+      const int kb_end = p.k / kScaleK;
+#pragma unroll
+      for (int nf = 0; nf < kNFrags; ++nf) {
+        const int r = n_row + 8 * nf < p.n ? n_row + 8 * nf : p.n - 1;
+        const u8* row = scale_base + i64(r) * p.lds_b;
+#pragma unroll
+        for (int i = 0; i < kScalesPerTile; ++i) {
+          s[nf][i] = kb0 + i < kb_end ? ldg_u8(row + kb0 + i) : kNeutralScale;
+        }
+      }
+    }
+  }
+
+  // ---- the kernel -------------------------------------------------------------------------------
+
+  static __device__ __forceinline__ void run(const GemmParams& p) {
+    extern __shared__ __align__(128) u8 smem[];
+    if (p.m <= 0 || p.n <= 0) return;
+
+    const TileWork w = tile_work<Config::kGrouping, kBlockM, kBlockN>(p, Config::kGroupM);
+    if (!w.valid) return;
+    const int m0 = w.m0;
+    const int n0 = w.n0;
+    const int m_end = w.rows;
+
+    const float a_t = Epi::a_tensor(p);
+    const float b_t = Epi::b_tensor(p, w.expert);
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int warp_m = warp / kWarpsN;
+    const int warp_n = warp % kWarpsN;
+    const int g = lane >> 2;
+    const int t = lane & 3;
+
+    // K in bytes fits in 32 bits: K < 2^31.
+    const u32 k_bytes_a = u32(p.k) * 2;
+    const u32 k_bytes_b = kFp4 ? u32(p.k) / 2 : u32(p.k);
+    const int k_tiles = p.k <= 0 ? 0 : (p.k - 1) / kBlockK + 1;
+
+    // cp.async assignment (per operand): thread tid copies chunk tid % chunks of rows tid / chunks +
+    // i * rows_per_pass; sources clamped to a valid row, rows past the edge zero-filled.
+    const int chunk_a = tid % kChunksA;
+    const int chunk_b = tid % kChunksB;
+    const u8* src_a[kLoadsA];
+    u32 dst_a[kLoadsA];
+    bool ok_a[kLoadsA];
+    const u8* src_b[kLoadsB];
+    u32 dst_b[kLoadsB];
+    bool ok_b[kLoadsB];
+    {
+      const i64 lda_bytes = p.lda * 2;
+      const i64 ldb_bytes = format_span_bytes(kB, p.ldb);
+      const u8* a_base = static_cast<const u8*>(p.a) + w.row_base * lda_bytes;
+      const u8* b_base = static_cast<const u8*>(p.b) + format_span_bytes(kB, i64(w.expert) * p.b_expert_stride);
+#pragma unroll
+      for (int i = 0; i < kLoadsA; ++i) {
+        const int r = tid / kChunksA + i * kRowsPerPassA;
+        const int gr = m0 + r;
+        ok_a[i] = r < kBlockM && gr < m_end;
+        src_a[i] = a_base + i64(gr < m_end ? gr : m_end - 1) * lda_bytes + chunk_a * 16;
+        dst_a[i] = r < kBlockM ? swizzled_offset<kRowBytesA>(r, chunk_a) : ~0u;
+      }
+#pragma unroll
+      for (int i = 0; i < kLoadsB; ++i) {
+        const int r = tid / kChunksB + i * kRowsPerPassB;
+        const int gr = n0 + r;
+        ok_b[i] = r < kBlockN && gr < p.n;
+        src_b[i] = b_base + i64(gr < p.n ? gr : p.n - 1) * ldb_bytes + chunk_b * 16;
+        dst_b[i] = r < kBlockN ? u32(r * kRowBytesB + chunk_b * 16) : ~0u;
+      }
+    }
+
+    // ldmatrix for A as in sm80_gemm (row l % 16, half l / 16); B: row g of each n8 fragment.
+    const u32 smem_base = smem_u32(smem);
+    const int a_row = lane & 15;
+    const u32 a_lane = u32((warp_m * kWarpTileM + a_row) * kRowBytesA);
+    const u32 a_xor = u32(((lane >> 4) ^ swizzle_xor<kRowBytesA>(a_row)) << 4);
+    const u32 b_lane = u32(kTileBytesA + (warp_n * kWarpTileN + g) * kRowBytesB);
+    // fp4: bytes t and 4 + t of {w0, w1}; fp8: bytes 2t and 2t + 1 (see 2. above).
+    const u32 sel = kFp4 ? u32(t | ((t + 4) << 4)) : u32((2 * t) | ((2 * t + 1) << 4));
+
+    // This thread's block-scale rows: B rows n_row + 8 nf of the expert's scales (clamped to N).
+    const int n_row = n0 + warp_n * kWarpTileN + g;
+    const u8* scale_base = reinterpret_cast<const u8*>(p.b_scale) + i64(w.expert) * p.b_scale_expert_stride;
+
+    float acc[kMFrags][kNFrags][4];
+#pragma unroll
+    for (int mf = 0; mf < kMFrags; ++mf) {
+#pragma unroll
+      for (int nf = 0; nf < kNFrags; ++nf) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[mf][nf][r] = 0.0f;
+      }
+    }
+
+    constexpr int kS = kScalesPerTile > 0 ? kScalesPerTile : 1;
+    u32 sc_cur[kNFrags][kS];
+    u32 sc_next[kNFrags][kS];
+    load_scales(p, scale_base, n_row, 0, sc_next);
+
+    // Prologue: K tiles 0 .. kStages-2, one commit group each.
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < k_tiles) {
+        load_tile(smem_base + s * kStageBytes, s, p, k_bytes_a, k_bytes_b, chunk_a, chunk_b, src_a, dst_a, ok_a,
+                  src_b, dst_b, ok_b);
+      }
+      cp_async_commit();
+    }
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+
+    Frags frags[2];
+    int read_stage = 0;
+    int write_stage = kStages - 1;
+    int next_tile = kStages - 1;
+    load_frags(frags[0], smem_base, 0, a_lane, a_xor, b_lane, sel);
+
+    for (int kt = 0; kt < k_tiles; ++kt) {
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        if (ks == 0) {
+          // This tile's scales were loaded one tile ago; fetch the next tile's now.
+#pragma unroll
+          for (int nf = 0; nf < kNFrags; ++nf) {
+#pragma unroll
+            for (int i = 0; i < kS; ++i) sc_cur[nf][i] = sc_next[nf][i];
+          }
+          if (kt + 1 < k_tiles) load_scales(p, scale_base, n_row, kt + 1, sc_next);
+        }
+        if (ks == kKSteps - 1) {
+          cp_async_wait<kStages - 2>();
+          __syncthreads();
+          read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
+        }
+        load_frags(frags[(ks + 1) & 1], smem_base + read_stage * kStageBytes, (ks + 1) % kKSteps, a_lane, a_xor,
+                   b_lane, sel);
+        if (ks == 0) {
+          if (next_tile < k_tiles) {
+            load_tile(smem_base + write_stage * kStageBytes, next_tile, p, k_bytes_a, k_bytes_b, chunk_a, chunk_b,
+                      src_a, dst_a, ok_a, src_b, dst_b, ok_b);
+          }
+          cp_async_commit();
+          ++next_tile;
+          write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
+        }
+        mma_step(acc, frags[ks & 1], sc_cur, ks);
+      }
+    }
+    cp_async_wait<0>();
+
+    Epi::store(p, w, m0 + warp_m * kWarpTileM + g, n0 + warp_n * kWarpTileN + 2 * t, a_t, b_t, acc);
+  }
+};
+
+}  // namespace sm80
+
+template <class Config>
+__device__ __forceinline__ void sm80_mixed_gemm(const GemmParams& p) {
+  sm80::MixedGemm<Config>::run(p);
+}
+
+}  // namespace kiln_dev

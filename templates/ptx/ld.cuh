@@ -1,0 +1,39 @@
+// templates/ptx/ld.cuh — plain loads the kernels spell out: read-only global scalars and 16-byte
+// shared-memory vectors.
+//
+// PTX ISA §9.7.9.8 "ld": `ld.global.nc` reads through the non-coherent (texture) path, valid for data
+// that no thread writes while the kernel runs — scales, offsets. The global loads are not volatile so
+// the compiler may schedule them early (they only depend on the address). `ld.shared.v4.u32` needs a
+// 16-byte aligned address; 8 lanes form one shared-memory phase, and lanes of a phase that give the
+// same address get the data broadcast (no bank conflict).
+#pragma once
+
+#include "common/types.cuh"
+
+namespace kiln_dev {
+
+__device__ __forceinline__ u32 ldg_u8(const void* p) {
+  u32 r;  // an 8-bit load may target a wider register: zero-extended (PTX ISA §9.7.9.8)
+  asm("ld.global.nc.u8 %0, [%1];\n" : "=r"(r) : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ int ldg_s32(const void* p) {
+  int r;
+  asm("ld.global.nc.s32 %0, [%1];\n" : "=r"(r) : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ float ldg_f32(const void* p) {
+  float r;
+  asm("ld.global.nc.f32 %0, [%1];\n" : "=f"(r) : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ void lds_128(u32 (&r)[4], u32 smem_addr) {
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr));
+}
+
+}  // namespace kiln_dev

@@ -1,0 +1,205 @@
+// templates/ptx/wgmma.cuh — warpgroup MMA (sm_90a): descriptors, fences, and the m64nNk16/k32 opcodes.
+//
+// PTX ISA §9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate". A warpgroup (4
+// consecutive warps, the first one's index divisible by 4) issues
+//     wgmma.mma_async.sync.aligned.m64nNkK.f32.<a>.<b>  d, a-desc, b-desc, scale-d, ...
+// computing D[64 x N] (+)= A[64 x K] * B[K x N] with A and B read from shared memory through 64-bit
+// matrix descriptors and D in registers: K = 16 for bf16/f16, 32 for e4m3/e5m2 (§9.7.15.5.1). kiln
+// uses only the "no transpose" (K-major) form for both operands — for FP8 it is the only form — i.e.
+// rows of X[M, K] and of W[N, K], K contiguous, exactly what TMA copies (ptx/tma.cuh).
+//
+// Matrix descriptor (§9.7.15.5.1.2.2 "Matrix Descriptor Format"), 64 bits:
+//     bits  0-13  start address >> 4 (shared::cta address, 16-byte aligned)
+//     bits 16-29  leading-dimension byte offset >> 4 (LBO)
+//     bits 32-45  stride-dimension byte offset >> 4 (SBO)
+//     bits 49-51  matrix base offset (0: the swizzle pattern starts at a 1024-byte boundary)
+//     bits 62-63  swizzle: 0 none, 1 = 128-byte, 2 = 64-byte, 3 = 32-byte
+// For a K-major tile in the 128-byte swizzle (rows of 128 bytes, 16-byte chunk j of row r stored at
+// chunk j ^ (r % 8): what TMA writes with CU_TENSOR_MAP_SWIZZLE_128B), the "core matrices" are 8 rows
+// x 16 bytes; SBO = 1024 is the distance between consecutive groups of 8 rows; LBO (the distance
+// between core matrices along K) is implied by the swizzle inside one 128-byte row and is unused
+// because one instruction reads only 32 bytes of K (set to 1 by convention). The k-th 32-byte step of a
+// 128-byte K tile is addressed by advancing the start address by 32 * k bytes: the hardware applies
+// the XOR swizzle to the final address bits (bits 4-6 ^= bits 7-9), so with a 1024-aligned tile base
+// the advanced start still selects the right chunks of every row.
+//
+// Accumulator fragment (§9.7.15.5.1.1 "Register Fragments", figure "WGMMA .m64nNk16 register fragment
+// layout for accumulator matrix D"; the k32 FP8 shapes use the same D layout): N/2 f32 registers per
+// thread. With w = warp index within the warpgroup, g = lane / 4, t = lane % 4, register i holds
+//     row = 16 * w + g + 8 * ((i / 2) % 2),   col = 8 * (i / 4) + 2 * t + (i % 2),
+// i.e. per n8 block j: d[4j], d[4j+1] at (16w + g, 8j + 2t + {0,1}), d[4j+2], d[4j+3] at row + 8 —
+// the m16n8 mma.sync accumulator layout, one m16 slab per warp.
+//
+// Ordering (§9.7.15.6-8): wgmma.fence before the first wgmma of a batch whose accumulators the thread
+// touched otherwise; commit_group closes a batch; wait_group N returns once at most N batches are in
+// flight — only then may the registers be read or the shared memory be overwritten. The compiler
+// knows none of this, so wgmma_fence_operands() pins the accumulator registers around the async
+// region (an empty asm that "modifies" each register keeps reads and writes from moving across it).
+//
+// The operand lists are spelled with macros: an asm statement needs one literal template string and
+// one constraint per register (up to 128 for N = 256), which no C++ template can generate. The macros
+// are #undef'd at the end of this header.
+#pragma once
+
+#include "common/types.cuh"
+
+namespace kiln_dev {
+
+// Descriptor of a K-major tile at shared address `addr` in the 128-byte swizzle (see above).
+__device__ __forceinline__ u64 wgmma_desc_sw128(u32 addr) {
+  return u64((addr & 0x3FFFFu) >> 4) | (u64(1) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  static_assert(kPending >= 0 && kPending <= 7, "wgmma.wait_group takes 0..7");
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+template <int kRegs>
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[kRegs]) {
+#pragma unroll
+  for (int i = 0; i < kRegs; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// setmaxnreg (§9.7.19.5, sm_90a): the warpgroup gives back registers down to / asks for registers up to
+// the count (a multiple of 8 in 24..256). Takes effect only under a register cap at kernel entry
+// (__launch_bounds__(threads, 1)); ptxas warns (C7508) when it cannot honour it.
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+#define KILN_WG_D32                                                                            \
+  "{"                                                                                          \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                                 \
+  "}"
+#define KILN_WG_D64                                                                            \
+  "{"                                                                                          \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, " \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+  "%56, %57, %58, %59, %60, %61, %62, %63"                                                     \
+  "}"
+#define KILN_WG_D128                                                                           \
+  "{"                                                                                          \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, " \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+  "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, " \
+  "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, " \
+  "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "   \
+  "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, " \
+  "%123, %124, %125, %126, %127"                                                               \
+  "}"
+#define KILN_WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define KILN_WG_F16(i) KILN_WG_F4(i), KILN_WG_F4(i + 4), KILN_WG_F4(i + 8), KILN_WG_F4(i + 12)
+#define KILN_WG_F32(i) KILN_WG_F16(i), KILN_WG_F16(i + 16)
+#define KILN_WG_F64(i) KILN_WG_F32(i), KILN_WG_F32(i + 32)
+#define KILN_WG_F128(i) KILN_WG_F64(i), KILN_WG_F64(i + 64)
+// One wgmma: OP = opcode, DLIST = "{%0, ...}", DA/DB/SC = the operand numbers of the descriptors and of
+// scale-d (after the accumulators), TAIL = the immediates (scale-a, scale-b[, trans-a, trans-b]).
+#define KILN_WGMMA(OP, DLIST, DA, DB, SC, TAIL, OUTS)                                             \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" SC ", 0;\n " OP " " DLIST ", %" DA ", %" DB \
+               ", p, " TAIL ";\n}\n"                                                              \
+               : OUTS                                                                             \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define KILN_WG_T16 "1, 1, 0, 0" /* scale-a, scale-b = +1; trans-a, trans-b = 0 (K-major) */
+#define KILN_WG_T8 "1, 1"        /* FP8: no transpose operands (K-major only) */
+
+// D[64 x kN] (+)= A[64 x K] * B[K x kN] for one warpgroup; K = 16 (bf16, f16) or 32 (e4m3/e5m2 in
+// any mix). scale_d = 0 ignores the incoming D (the first k-step of a tile), 1 accumulates.
+template <int kN, Format kA, Format kB>
+__device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 desc_b, u32 scale_d) {
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma_m64: N = 64, 128 or 256 so far");
+  static_assert((format_is_16bit(kA) && kA == kB) || (format_is_fp8(kA) && format_is_fp8(kB)),
+                "wgmma_m64: two bf16, two f16, or two FP8 (e4m3/e5m2) operands");
+  if constexpr (kN == 64) {
+    if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", KILN_WG_D32, "32", "33", "34",
+                 KILN_WG_T16, KILN_WG_F32(0));
+    } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", KILN_WG_D32, "32", "33", "34",
+                 KILN_WG_T16, KILN_WG_F32(0));
+    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", KILN_WG_D32, "32", "33", "34",
+                 KILN_WG_T8, KILN_WG_F32(0));
+    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2", KILN_WG_D32, "32", "33", "34",
+                 KILN_WG_T8, KILN_WG_F32(0));
+    } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3", KILN_WG_D32, "32", "33", "34",
+                 KILN_WG_T8, KILN_WG_F32(0));
+    } else {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2", KILN_WG_D32, "32", "33", "34",
+                 KILN_WG_T8, KILN_WG_F32(0));
+    }
+  } else if constexpr (kN == 128) {
+    if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", KILN_WG_D64, "64", "65", "66",
+                 KILN_WG_T16, KILN_WG_F64(0));
+    } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", KILN_WG_D64, "64", "65", "66",
+                 KILN_WG_T16, KILN_WG_F64(0));
+    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", KILN_WG_D64, "64", "65", "66",
+                 KILN_WG_T8, KILN_WG_F64(0));
+    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2", KILN_WG_D64, "64", "65", "66",
+                 KILN_WG_T8, KILN_WG_F64(0));
+    } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3", KILN_WG_D64, "64", "65", "66",
+                 KILN_WG_T8, KILN_WG_F64(0));
+    } else {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2", KILN_WG_D64, "64", "65", "66",
+                 KILN_WG_T8, KILN_WG_F64(0));
+    }
+  } else if constexpr (kN == 256) {
+    if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", KILN_WG_D128, "128", "129", "130",
+                 KILN_WG_T16, KILN_WG_F128(0));
+    } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", KILN_WG_D128, "128", "129", "130",
+                 KILN_WG_T16, KILN_WG_F128(0));
+    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", KILN_WG_D128, "128", "129", "130",
+                 KILN_WG_T8, KILN_WG_F128(0));
+    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2", KILN_WG_D128, "128", "129", "130",
+                 KILN_WG_T8, KILN_WG_F128(0));
+    } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e4m3", KILN_WG_D128, "128", "129", "130",
+                 KILN_WG_T8, KILN_WG_F128(0));
+    } else {
+      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", KILN_WG_D128, "128", "129", "130",
+                 KILN_WG_T8, KILN_WG_F128(0));
+    }
+  }
+}
+
+#undef KILN_WG_T8
+#undef KILN_WG_T16
+#undef KILN_WGMMA
+#undef KILN_WG_F128
+#undef KILN_WG_F64
+#undef KILN_WG_F32
+#undef KILN_WG_F16
+#undef KILN_WG_F4
+#undef KILN_WG_D128
+#undef KILN_WG_D64
+#undef KILN_WG_D32
+
+}  // namespace kiln_dev

@@ -1,0 +1,340 @@
+// gpu tier: the Hopper sm90 family (TMA + wgmma) against kiln's reference on fresh random inputs.
+// Every operand pairing x every output with the default configs at M = 1, odd M, N and K tails; every
+// shape of the config space pinned on tail shapes and on a multi-wave persistent shape; repeat runs
+// bitwise equal; and a timing table at 4096 x 7168 x 7168 (TFLOP/s, with the portable family timed in
+// the same run) for the lead to set against cuBLAS. Skips without a device or on anything but sm_90.
+//
+// All kernels are compiled up front, in parallel, into one shared Runtime (a global test
+// environment), so the tests themselves only load and run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/plan/sm90_plan.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/check.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "runtime/tuned_configs.hpp"
+#include "tests/common/gpu_env.hpp"
+
+namespace kiln {
+namespace {
+
+Runtime& runtime() {
+  static std::shared_ptr<Runtime> rt = [] {
+    RuntimeOptions o;
+    o.disable_cache = true;
+    auto r = Runtime::create(o);
+    if (!r.ok()) std::fprintf(stderr, "Runtime::create: %s\n", r.status().to_string().c_str());
+    return r.ok() ? *r : nullptr;
+  }();
+  return *rt;
+}
+
+// "" when the device is an sm_90 part, else why the test skips.
+std::string sm90_skip_reason() {
+  auto d = Driver::get();
+  if (!d.ok()) return "no GPU: " + d.status().to_string();
+  auto a = runtime().device_arch();
+  if (!a.ok()) return "no device arch: " + a.status().to_string();
+  if (a->sm() != 90) return "the sm90 family needs an sm_90 device; this is " + a->name();
+  return "";
+}
+
+#define KILN_REQUIRE_SM90()                            \
+  do {                                                 \
+    const std::string kiln_why_ = sm90_skip_reason();  \
+    if (!kiln_why_.empty()) GTEST_SKIP() << kiln_why_; \
+  } while (0)
+
+const Arch kSm90a{9, 0, true};
+
+KernelSpec spec_of(const std::string& text) {
+  auto s = parse_spec(text);
+  EXPECT_TRUE(s.ok()) << text << ": " << s.status().to_string();
+  return s.ok() ? *s : KernelSpec{};
+}
+
+// A pinned sm90 config: block_m x block_n, stages, consumer warps (warps_m along M, warps_n WGs along N),
+// CTAs per cluster along M.
+struct Pin {
+  int bm, bn, stages, wm, wn, cluster = 1, group = 8;
+};
+TileConfig pinned(const KernelSpec& s, const Pin& p) {
+  TileConfig c;
+  c.block_m = p.bm;
+  c.block_n = p.bn;
+  c.block_k = 128 / std::max(1, format_bits(s.a.format) / 8);
+  c.stages = p.stages;
+  c.warps_m = p.wm;
+  c.warps_n = p.wn;
+  c.group_m = p.group;
+  c.cluster_m = p.cluster;
+  return c;
+}
+
+const char* const kPairs[] = {"a=bf16 b=bf16",
+                              "a=f16 b=f16",
+                              "a=e4m3:tensor b=e4m3:tensor",
+                              "a=e4m3:tensor b=e5m2:tensor",
+                              "a=e5m2:tensor b=e4m3:tensor",
+                              "a=e5m2:tensor b=e5m2:tensor"};
+const char* const kOuts[] = {"bf16", "f16", "f32"};
+
+// Every shape of the config space (tests/nvrtc/sm90_gemm_nvrtc_test.cpp compiles them); the last ones
+// in clusters of 2 (TMA multicast of B).
+const Pin kPins[] = {{128, 256, 4, 8, 1},
+                     {128, 128, 7, 8, 1},
+                     {256, 128, 4, 8, 1},
+                     {128, 256, 4, 4, 2},
+                     {128, 128, 6, 4, 2},
+                     {128, 128, 6, 4, 1},
+                     {128, 64, 8, 8, 1},
+                     {64, 256, 5, 4, 1},
+                     {64, 128, 8, 4, 1},
+                     {64, 64, 8, 4, 1},
+                     {128, 256, 4, 8, 1, 2},
+                     {256, 128, 4, 8, 1, 2},
+                     {128, 128, 7, 8, 1, 2},
+                     {64, 128, 8, 4, 1, 2},
+                     {128, 256, 4, 4, 2, 2},
+                     // timing only: the default's rasterization group
+                     {128, 256, 4, 8, 1, 2, 4},
+                     {128, 256, 4, 8, 1, 2, 16}};
+constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
+const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
+                                 "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
+
+struct Case {
+  std::string spec;
+  int64_t m, n, k;
+  int pin;  // index into kPins, or -1 for the plan's own (default) config
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string out;
+  for (char c : info.param.spec.substr(5)) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  out += "_m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
+         std::to_string(info.param.k);
+  if (info.param.pin >= 0) {
+    const Pin& p = kPins[info.param.pin];
+    out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
+           std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "");
+  }
+  return out;
+}
+
+std::vector<Case> default_cases() {
+  // M = 1, odd M, a multi-tile M; N tails (not a multiple of any tile, odd); K tails (a multiple of
+  // 16 bytes but not of the 128-byte K tile).
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 256, 512}, {77, 200, 528}, {300, 129, 272}, {257, 384, 1040}};
+  std::vector<Case> cases;
+  for (const char* p : kPairs) {
+    for (const char* o : kOuts) {
+      for (const Shape& sh : shapes)
+        cases.push_back({std::string("gemm ") + p + " out=" + o, sh.m, sh.n, sh.k, -1});
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> pinned_cases() {
+  std::vector<Case> cases;
+  for (const char* s : kPinSpecs) {
+    for (int i = 0; i < kCorrectnessPins; ++i) {
+      cases.push_back({s, 513, 1000, 1040, i});  // tails in M, N and K (an odd number of tile rows)
+      cases.push_back({s, 2000, 3000, 784, i});  // more tiles than SMs: the persistent walk wraps
+      // Clusters: one tile row, so the second CTA of every cluster lies wholly past M.
+      if (kPins[i].cluster > 1) cases.push_back({s, 77, 3000, 784, i});
+    }
+  }
+  return cases;
+}
+
+// The timing table: 4096 x 7168 x 7168, default configs and the alternatives worth knowing.
+struct Timed {
+  const char* spec;
+  int pin;  // -1: default
+};
+const Timed kTimed[] = {{"gemm a=bf16 b=bf16 out=bf16", -1},
+                        {"gemm a=bf16 b=bf16 out=bf16", 1},
+                        {"gemm a=bf16 b=bf16 out=bf16", 2},
+                        {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", -1},
+                        {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 1},
+                        {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 2},
+                        {"gemm a=e5m2:tensor b=e4m3:tensor out=f32", -1}};
+// Clustered shapes (TMA multicast of B): a separate test, which bench/sm90_device_run.sh runs in its
+// own process.
+const Timed kTimedClusters[] = {{"gemm a=bf16 b=bf16 out=bf16", 10},
+                                {"gemm a=bf16 b=bf16 out=bf16", 11},
+                                {"gemm a=bf16 b=bf16 out=bf16", 14},
+                                {"gemm a=bf16 b=bf16 out=bf16", 15},
+                                {"gemm a=bf16 b=bf16 out=bf16", 16},
+                                {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 10},
+                                {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 11},
+                                {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 12},
+                                {"gemm a=e5m2:tensor b=e4m3:tensor out=f32", 10}};
+constexpr int64_t kTm = 4096, kTn = 7168, kTk = 7168;
+
+// Compiles every kernel the tests use, 16 at a time, before the first test runs.
+class PrecompileEnvironment : public testing::Environment {
+ public:
+  void SetUp() override {
+    if (!sm90_skip_reason().empty()) return;
+    struct Job {
+      KernelSpec spec;
+      KernelFamily family;
+      TileConfig cfg;
+    };
+    std::vector<Job> jobs;
+    auto add_plan_configs = [&](const KernelSpec& s, const ProblemSizes& sz) {
+      auto plan = runtime().plan(s, sz, kSm90a);
+      if (plan.ok()) jobs.push_back({s, plan->family(), plan->config_for(sz.m)});
+      KernelSpec ref = s;
+      ref.out = OperandSpec{Format::kF32, ScaleGranularity::kNone, ScaleType::kNone};
+      jobs.push_back({ref, KernelFamily::kReferenceGemm, TileConfig{}});
+    };
+    for (const Case& c : default_cases()) add_plan_configs(spec_of(c.spec), {c.m, c.n, c.k});
+    for (const Case& c : pinned_cases()) {
+      const KernelSpec s = spec_of(c.spec);
+      jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
+    }
+    auto add_timed = [&](const Timed& t) {
+      const KernelSpec s = spec_of(t.spec);
+      if (t.pin >= 0) {
+        jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[t.pin])});
+      } else {
+        add_plan_configs(s, {kTm, kTn, kTk});
+      }
+    };
+    for (const Timed& t : kTimed) add_timed(t);
+    for (const Timed& t : kTimedClusters) add_timed(t);
+    std::mutex mu;
+    size_t next = 0;
+    int failures = 0;
+    auto worker = [&] {
+      for (;;) {
+        size_t i;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (next == jobs.size()) return;
+          i = next++;
+        }
+        auto k = runtime().impl()->load(jobs[i].spec, jobs[i].family, jobs[i].cfg, kSm90a);
+        if (!k.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++failures;
+          std::fprintf(stderr, "precompile %s %s: %s\n", print_spec(jobs[i].spec).c_str(),
+                       jobs[i].cfg.to_string().c_str(), k.status().to_string().c_str());
+        }
+      }
+    };
+    const unsigned n = std::max(2u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+    std::printf("[ figures ] precompiled %zu kernel loads on %u threads (%d failed); compiles=%lld\n",
+                jobs.size(), n, failures, static_cast<long long>(runtime().counters().compiles));
+  }
+};
+testing::Environment* const kPrecompile = testing::AddGlobalTestEnvironment(new PrecompileEnvironment);
+
+// Plans c (pinned when asked), runs run_check and returns its report.
+StatusOr<CheckReport> check_case(const Case& c, uint64_t seed = 0, bool time = false) {
+  const KernelSpec s = spec_of(c.spec);
+  StatusOr<Plan> plan = InvalidArgument("unset");
+  if (c.pin >= 0) {
+    ScopedConfigOverride pin(pinned(s, kPins[c.pin]));
+    plan = runtime().plan(s, {c.m, c.n, c.k});
+  } else {
+    plan = runtime().plan(s, {c.m, c.n, c.k});
+  }
+  if (!plan.ok()) return plan.status();
+  if (plan->family() != KernelFamily::kSm90Gemm)
+    return Internal("planned " + std::string(family_name(plan->family())) + ", not sm90_gemm");
+  CheckOptions o;
+  o.m = c.m;
+  o.seed = seed;
+  o.time = time;
+  return run_check(runtime(), *plan, o);
+}
+
+void expect_passed(const Case& c, const StatusOr<CheckReport>& r) {
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::printf("[ figures ] %s m=%lld n=%lld k=%lld config=%s seed=%llu rel_fro=%.3g tol=%.2g max_abs=%.3g\n",
+              c.spec.c_str(), (long long)c.m, (long long)c.n, (long long)c.k, r->config.c_str(),
+              (unsigned long long)r->seed, r->rel_fro_err, r->tolerance, r->max_abs_err);
+  EXPECT_EQ(r->unwritten, 0) << "seed " << r->seed;
+  EXPECT_EQ(r->nonfinite, 0) << "seed " << r->seed;
+  EXPECT_LE(r->rel_fro_err, r->tolerance) << "seed " << r->seed;
+  EXPECT_TRUE(r->passed) << "seed " << r->seed;
+}
+
+class Sm90GemmGpuTest : public testing::TestWithParam<Case> {};
+
+TEST_P(Sm90GemmGpuTest, MatchesReference) {
+  KILN_REQUIRE_SM90();
+  expect_passed(GetParam(), check_case(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(DefaultConfigs, Sm90GemmGpuTest, testing::ValuesIn(default_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(PinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn(pinned_cases()), case_name);
+
+// Deterministic: the same inputs give bitwise the same output (no atomics, fixed order).
+TEST(Sm90GemmRepeatTest, RepeatRunsAreBitwiseEqual) {
+  KILN_REQUIRE_SM90();
+  const Case c{"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 2000, 3000, 784, 0};
+  auto r1 = check_case(c, 777);
+  auto r2 = check_case(c, 777);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ(r1->max_abs_err, r2->max_abs_err);
+  EXPECT_EQ(r1->rel_fro_err, r2->rel_fro_err);
+}
+
+// Not a pass/fail test of speed: prints the table bench/NOTES.md records (median of 20 CUDA-event
+// timed runs after 3 warm-ups, the output checked against the reference on the same data).
+void timing_row(const std::string& spec, const std::string& family, const StatusOr<CheckReport>& r) {
+  ASSERT_TRUE(r.ok()) << spec << ": " << r.status().to_string();
+  std::printf("[ timing ] %-44s %-32s %9.3f %9.1f %s rel_fro=%.2g (%s)\n", spec.c_str(), r->config.c_str(),
+              r->median_ms, r->tflops, r->passed ? "pass" : "FAIL", r->rel_fro_err, family.c_str());
+  EXPECT_TRUE(r->passed) << spec << " " << r->config;
+}
+
+TEST(Sm90GemmTiming, Prints4096x7168x7168Clusters) {
+  KILN_REQUIRE_SM90();
+  for (const Timed& t : kTimedClusters)
+    timing_row(t.spec, "sm90_gemm", check_case({t.spec, kTm, kTn, kTk, t.pin}, 1, true));
+}
+
+TEST(Sm90GemmTiming, Prints4096x7168x7168) {
+  KILN_REQUIRE_SM90();
+  std::printf("[ timing ] %-44s %-32s %9s %9s %s\n", "spec", "config", "ms", "TFLOP/s", "check");
+  auto row = timing_row;
+  for (const Timed& t : kTimed) row(t.spec, "sm90_gemm", check_case({t.spec, kTm, kTn, kTk, t.pin}, 1, true));
+  // The portable family on the same device, same run (KILN_FAMILY=sm80, common/env.hpp).
+  for (const char* s : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16"}) {
+    setenv("KILN_FAMILY", "sm80", 1);
+    auto plan = runtime().plan(spec_of(s), {kTm, kTn, kTk});
+    unsetenv("KILN_FAMILY");
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    EXPECT_EQ(plan->family(), KernelFamily::kSm80Gemm);
+    CheckOptions o;
+    o.m = kTm;
+    o.seed = 1;
+    o.time = true;
+    row(s, "sm80_gemm", run_check(runtime(), *plan, o));
+  }
+}
+
+}  // namespace
+}  // namespace kiln

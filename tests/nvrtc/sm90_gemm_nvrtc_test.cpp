@@ -1,0 +1,250 @@
+// nvrtc tier: the sm90 family compiles with NVRTC alone (templates/ as the only headers) for sm_90a,
+// for every operand pairing and output format, with no register spills and no stack; the PTX holds
+// the instructions the design names (wgmma.mma_async, cp.async.bulk.tensor, mbarrier, setmaxnreg) and
+// ptxas neither ignores setmaxnreg (C7508) nor serializes the wgmmas. Needs the CUDA toolkit's NVRTC,
+// no GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "compiler/emit/emit.hpp"
+#include "compiler/nvrtc/nvrtc.hpp"
+#include "compiler/plan/sm90_plan.hpp"
+#include "compiler/spec/spec.hpp"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Pairing {
+  const char* name;  // test-name fragment
+  const char* operands;
+};
+const Pairing kPairings[] = {
+    {"bf16", "a=bf16 b=bf16"},
+    {"f16", "a=f16 b=f16"},
+    {"e4m3_e4m3", "a=e4m3:tensor b=e4m3:tensor"},
+    {"e4m3_e5m2", "a=e4m3:tensor b=e5m2:tensor"},
+    {"e5m2_e4m3", "a=e5m2:tensor b=e4m3:tensor"},
+    {"e5m2_e5m2", "a=e5m2:tensor b=e5m2:tensor"},
+};
+
+Arch sm90a() { return *parse_arch("sm_90a"); }
+
+KernelSpec spec_of(const std::string& text) {
+  auto r = parse_spec(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().to_string();
+  return r.ok() ? *r : KernelSpec{};
+}
+
+// Emits and compiles one sm90 kernel; fails on a compile error, a spill, a stack frame, or a ptxas
+// warning that the warp specialization did not take effect.
+CompileResult compile_ok(const KernelSpec& spec, const TileConfig& cfg, const std::string& what,
+                         bool want_ptx = false) {
+  auto k = emit_kernel(spec, KernelFamily::kSm90Gemm, cfg, sm90a());
+  EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
+  if (!k.ok()) return {};
+  CompileOptions o;
+  o.want_ptx = want_ptx;
+  auto r = compile_cuda(k->source, sm90a(), o);
+  EXPECT_TRUE(r.ok()) << what << ": " << r.status().to_string();
+  if (!r.ok()) return {};
+  EXPECT_EQ(r->spill_stores, 0) << what << "\n" << r->log;
+  EXPECT_EQ(r->spill_loads, 0) << what << "\n" << r->log;
+  EXPECT_EQ(r->stack_frame, 0) << what << "\n" << r->log;
+  EXPECT_GT(r->registers, 0) << what << "\n" << r->log;
+  EXPECT_THAT(r->log, Not(HasSubstr("C7508"))) << what << ": ptxas ignored setmaxnreg\n" << r->log;
+  EXPECT_THAT(r->log, Not(HasSubstr("serialized"))) << what << ": ptxas serialized the wgmmas\n" << r->log;
+  EXPECT_EQ(r->cubin.substr(0, 4), std::string("\x7f"
+                                               "ELF"))
+      << what;
+  return *r;
+}
+
+class Sm90GemmNvrtcTest : public ::testing::TestWithParam<Pairing> {
+ protected:
+  KernelSpec spec(const char* out) const {
+    return spec_of(std::string("gemm ") + GetParam().operands + " out=" + out);
+  }
+};
+
+TEST_P(Sm90GemmNvrtcTest, DefaultConfigsCompileWithoutSpillsForEveryOutput) {
+  struct Run {
+    const char* out;
+    int64_t m;
+  };
+  // The large-problem default (128 x 256) for every output, then the medium and small-M defaults.
+  const Run runs[] = {{"bf16", 4096}, {"f16", 4096}, {"f32", 4096}, {"bf16", 256}, {"f32", 16}};
+  for (const Run& run : runs) {
+    const KernelSpec s = spec(run.out);
+    const TileConfig cfg = default_config(s, sm90a(), {run.m, 7168, 7168});
+    const std::string what = std::string(GetParam().operands) + " out=" + run.out + " " + cfg.to_string();
+    const CompileResult r = compile_ok(s, cfg, what);
+    std::cout << "[ registers ] " << what << ": " << r.registers << " registers, promoted "
+              << sm90_promotes(s, cfg) << ", " << r.compile_ms << " ms\n";
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Pairing>& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(AllPairings, Sm90GemmNvrtcTest, ::testing::ValuesIn(kPairings), param_name);
+
+TEST(Sm90GemmNvrtcTest, EveryShapeOfTheConfigSpaceCompiles) {
+  // One config per (block_m, block_n, warps) shape of sm90_config_space, for bf16 and e4m3.
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16"}) {
+    const KernelSpec s = spec_of(text);
+    std::string seen;
+    int compiled = 0;
+    for (const TileConfig& c : sm90_config_space(s, sm90a())) {
+      const std::string shape = std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "w" +
+                                std::to_string(c.warps_m) + "x" + std::to_string(c.warps_n) + "c" +
+                                std::to_string(c.cluster_m) + ";";
+      if (seen.find(shape) != std::string::npos) continue;
+      seen += shape;
+      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string());
+      std::cout << "[ registers ] " << text << " " << c.to_string() << ": " << r.registers << "\n";
+      ++compiled;
+    }
+    EXPECT_GE(compiled, 16) << text;
+  }
+}
+
+TEST(Sm90GemmPtxTest, UsesTmaWgmmaMbarriersAndSetmaxnreg) {
+  struct Case {
+    const char* spec;
+    int64_t m;
+    std::vector<const char*> expect;
+  };
+  const Case cases[] = {
+      {"gemm a=bf16 b=bf16 out=bf16", 4096, {"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"}},
+      {"gemm a=f16 b=f16 out=f32", 256, {"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"}},
+      {"gemm a=e4m3:tensor b=e5m2:tensor out=bf16",
+       4096,
+       {"wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2"}},
+      {"gemm a=e5m2:tensor b=e4m3:tensor out=f16",
+       256,
+       {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3"}},
+  };
+  for (const Case& c : cases) {
+    const KernelSpec s = spec_of(c.spec);
+    const CompileResult r =
+        compile_ok(s, default_config(s, sm90a(), {c.m, 7168, 7168}), c.spec, /*want_ptx=*/true);
+    for (const char* e : c.expect) EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec;
+    for (const char* e : {"cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
+                          "setmaxnreg.dec", "setmaxnreg.inc", "wgmma.fence", "wgmma.commit_group",
+                          "wgmma.wait_group", "prefetch.tensormap"}) {
+      EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec;
+    }
+    EXPECT_THAT(r.ptx, Not(HasSubstr("mma.sync"))) << c.spec;
+  }
+}
+
+TEST(Sm90GemmPtxTest, ClustersMulticastBAndSynchronizeTheCluster) {
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e5m2:tensor out=f32"}) {
+    const KernelSpec s = spec_of(text);
+    TileConfig c = default_config(s, sm90a(), {4096, 7168, 7168});
+    c.cluster_m = 2;
+    auto k = emit_kernel(s, KernelFamily::kSm90Gemm, c, sm90a());
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_THAT(k->source, HasSubstr("__cluster_dims__(2, 1, 1)"));
+    EXPECT_THAT(c.to_string(), HasSubstr("_c2"));
+    const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
+    for (const char* e : {".multicast::cluster", "barrier.cluster.arrive", "mapa.shared::cluster",
+                          "mbarrier.arrive.shared::cluster", "%cluster_ctarank"}) {
+      EXPECT_THAT(r.ptx, HasSubstr(e)) << text;
+    }
+    // A cluster-scope release on the per-K-tile arrive costs MEMBAR.ALL.GPU each time (bench/NOTES.md v2).
+    EXPECT_THAT(r.ptx, Not(HasSubstr("mbarrier.arrive.release.cluster"))) << text;
+  }
+  // Without clusters none of it is there.
+  const KernelSpec s = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  TileConfig single = default_config(s, sm90a(), {4096, 7168, 7168});
+  single.cluster_m = 1;
+  const CompileResult r = compile_ok(s, single, "bf16 " + single.to_string(), /*want_ptx=*/true);
+  EXPECT_THAT(r.ptx, Not(HasSubstr("multicast")));
+  EXPECT_THAT(r.ptx, Not(HasSubstr("barrier.cluster")));
+}
+
+// ---- the dispatcher -----------------------------------------------------------------------------
+
+TEST(Sm90SelectFamilyTest, Sm90OnSm90aForItsFormatsPortableElsewhere) {
+  for (const Pairing& p : kPairings) {
+    const KernelSpec s = spec_of(std::string("gemm ") + p.operands + " out=bf16");
+    auto on90a = select_family(s, sm90a());
+    ASSERT_TRUE(on90a.ok()) << on90a.status().to_string();
+    EXPECT_EQ(*on90a, KernelFamily::kSm90Gemm) << p.operands;
+    for (const char* arch : {"sm_90", "sm_89", "sm_80"}) {
+      auto f = select_family(s, *parse_arch(arch));
+      ASSERT_TRUE(f.ok()) << f.status().to_string();
+      EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << p.operands << " on " << arch;
+    }
+  }
+}
+
+TEST(Sm90PlanTest, ConfigsReadAsConsumerWarpgroups) {
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  const TileConfig wide = default_config(bf16, sm90a(), {4096, 7168, 7168});
+  EXPECT_EQ(wide.block_m, 128);
+  EXPECT_EQ(wide.block_n, 256);
+  EXPECT_EQ(wide.block_k, 64);
+  EXPECT_EQ(wide.cluster_m, 1);  // clusters are opt-in until measured faster (bench/NOTES.md)
+  EXPECT_EQ(sm90_threads(wide), 384);
+  const LaunchShape ls = launch_shape(bf16, KernelFamily::kSm90Gemm, wide, {4096, 7168, 7168});
+  EXPECT_EQ(ls.block_x, 384u);
+  EXPECT_EQ(ls.grid_x, 32u * 28u);  // tiles; the runtime caps it at the SM count
+  EXPECT_LE(ls.dynamic_smem, sm90a().max_smem_per_block());
+  EXPECT_EQ(default_config(fp8, sm90a(), {4096, 7168, 7168}).block_k, 128);
+  // The portable family stays reachable on sm_90a with its own rules.
+  const TileConfig portable = default_config(bf16, sm90a(), KernelFamily::kSm80Gemm, {4096, 7168, 7168});
+  EXPECT_TRUE(check_config(bf16, sm90a(), KernelFamily::kSm80Gemm, portable).ok());
+  EXPECT_FALSE(check_config(bf16, sm90a(), KernelFamily::kSm90Gemm, portable).ok());
+  // Rejections name the field.
+  TileConfig bad = wide;
+  bad.block_k = 32;
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), bad).message(), HasSubstr("block_k=32"));
+  bad = wide;
+  bad.warps_m = 8;
+  bad.warps_n = 2;
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), bad).message(), HasSubstr("consumer warpgroups"));
+  bad = wide;
+  bad.stages = 6;
+  EXPECT_EQ(sm90_check_config(bf16, sm90a(), bad).code(), StatusCode::kResourceExhausted);
+  bad = wide;
+  bad.cluster_m = 4;
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), bad).message(), HasSubstr("cluster_m=4"));
+  // Clusters are an sm90 notion: the portable family refuses them.
+  TileConfig clustered = portable;
+  clustered.cluster_m = 2;
+  EXPECT_THAT(check_config(bf16, sm90a(), KernelFamily::kSm80Gemm, clustered).message(),
+              HasSubstr("cluster_m=2"));
+  // cluster_m is optional in JSON and in the config text.
+  TileConfig c1 = wide;
+  c1.cluster_m = 1;
+  EXPECT_EQ(config_to_json(c1).count("cluster_m"), 0u);
+  TileConfig c2 = c1;
+  c2.cluster_m = 2;
+  auto back = config_from_json(config_to_json(c2));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, c2);
+  EXPECT_EQ(c2.to_string(), c1.to_string() + "_c2");
+  const LaunchShape ls2 = launch_shape(bf16, KernelFamily::kSm90Gemm, c2, {4096 + 128, 7168, 7168});
+  EXPECT_EQ(ls2.grid_x, 2u * 17u * 28u);  // 33 tile rows -> 17 cluster rows of 2 CTAs
+  // Promotion where the registers allow it: 64 x 128 warpgroup tiles, not 64 x 256.
+  TileConfig square = wide;
+  square.block_n = 128;
+  square.block_k = 128;
+  EXPECT_TRUE(sm90_promotes(fp8, square));
+  TileConfig wide8 = square;
+  wide8.block_n = 256;
+  EXPECT_FALSE(sm90_promotes(fp8, wide8));
+  EXPECT_FALSE(sm90_promotes(bf16, wide));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,700 @@
+// The tuner without a GPU: the search space and its static pruning, the static model, the dry run,
+// the compile -> verify -> time orchestration (with a fake compiler and runner: failures are data,
+// wrong results never win, the budget stops work, the baseline is always measured), presets and
+// shape files, sharding, and how Runtime::plan takes tuned configs (runtime/tuned_configs.hpp).
+#include "tuner/tuner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "cache/cache_key.hpp"
+#include "runtime/tuned_configs.hpp"
+#include "tuner/config_space.hpp"
+#include "tuner/presets.hpp"
+#include "tuner/sharding.hpp"
+#include "tuner/static_model.hpp"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+KernelSpec spec_of(const std::string& text) {
+  auto s = parse_spec(text);
+  EXPECT_TRUE(s.ok()) << text << ": " << s.status().to_string();
+  return s.ok() ? *s : KernelSpec{};
+}
+Arch arch_of(const std::string& name) { return *parse_arch(name); }
+
+TileConfig cfg(int bm, int bn, int bk, int stages, int wm, int wn) {
+  TileConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = bk;
+  c.stages = stages;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.group_m = 8;
+  return c;
+}
+
+TuningDevice device_of(const std::string& text) {
+  auto d = parse_tuning_device(text, 13);
+  EXPECT_TRUE(d.ok()) << d.status().to_string();
+  return *d;
+}
+
+// Sets an environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::string temp_dir() {
+  std::string tmpl = (fs::temp_directory_path() / "kiln-tuner-test-XXXXXX").string();
+  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  return tmpl;
+}
+
+std::shared_ptr<Runtime> runtime(const std::string& dir = "") {
+  RuntimeOptions o;
+  o.cache_dir = dir;
+  o.disable_cache = dir.empty();
+  auto rt = Runtime::create(o);
+  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
+  return *rt;
+}
+
+const KernelSpec kBf16 = *parse_spec("gemm a=bf16 b=bf16 out=bf16");
+const KernelSpec kFp8 = *parse_spec("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+
+// ---- search space and static pruning ----
+
+TEST(ConfigSpaceTest, EveryConfigPassesCheckConfig) {
+  for (const auto& [spec, arch] : {std::pair{kBf16, arch_of("sm_80")}, std::pair{kFp8, arch_of("sm_86")},
+                                   std::pair{kFp8, arch_of("sm_89")}, std::pair{kBf16, arch_of("sm_90a")}}) {
+    std::vector<TileConfig> space = config_space(spec, arch);
+    EXPECT_GT(space.size(), 10u) << arch.name();
+    std::set<std::string> seen;
+    for (const TileConfig& c : space) {
+      EXPECT_TRUE(check_config(spec, arch, c).ok()) << arch.name() << " " << c.to_string();
+      EXPECT_TRUE(seen.insert(c.to_string()).second) << "duplicate " << c.to_string();
+    }
+  }
+}
+
+TEST(ConfigSpaceTest, NoFamilyMeansNoSpace) {
+  const KernelSpec dgrad = spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad");
+  std::map<std::string, int> dropped;
+  EXPECT_TRUE(config_space(dgrad, arch_of("sm_90a"), &dropped).empty());
+  EXPECT_EQ(dropped["no family"], 1);
+}
+
+TEST(PruneTest, AccountsForEveryConfigKeepsTheHeuristicAndRanksByEstimate) {
+  const Arch arch = arch_of("sm_80");
+  const GpuModel gpu = gpu_model(arch, 108);
+  for (ProblemSizes sizes :
+       {ProblemSizes{1, 4096, 4096}, ProblemSizes{64, 5760, 2880}, ProblemSizes{4096, 7168, 7168}}) {
+    PruneOptions o;
+    o.max_candidates = 16;
+    PrunedSpace s = prune_space(kBf16, gpu, sizes, o);
+    size_t dropped = 0;
+    for (const auto& [rule, n] : s.dropped_by_rule) dropped += static_cast<size_t>(n);
+    EXPECT_EQ(dropped + s.kept.size(), s.enumerated) << sizes.m;
+    ASSERT_FALSE(s.kept.empty());
+    EXPECT_LE(s.kept.size(), 17u);  // the cap, plus the heuristic when it ranked below it
+    const TileConfig heuristic = default_config(kBf16, arch, sizes);
+    int defaults = 0;
+    for (const PrunedCandidate& c : s.kept) defaults += c.is_default && c.config == heuristic;
+    EXPECT_EQ(defaults, 1) << "the heuristic's config is always a candidate (M=" << sizes.m << ")";
+    for (size_t i = 1; i < s.kept.size(); ++i) {
+      if (s.kept[i].is_default) continue;  // appended after the cap
+      EXPECT_LE(s.kept[i - 1].estimate.est_us, s.kept[i].estimate.est_us);
+    }
+  }
+}
+
+TEST(PruneTest, DropsNearlyEmptyLastWavesWhenABetterFillExists) {
+  const Arch arch = arch_of("sm_80");
+  const GpuModel gpu = gpu_model(arch, 108);
+  const ProblemSizes sizes{4096, 7168, 7168};
+  PruneOptions o;
+  o.max_candidates = 0;  // no rank cap: see the rule alone
+  PrunedSpace s = prune_space(kBf16, gpu, sizes, o);
+  EXPECT_GT(s.dropped_by_rule["waves"], 0);
+  for (const PrunedCandidate& c : s.kept) {
+    if (!c.is_default) EXPECT_GE(c.estimate.last_wave_fill, 0.25) << c.config.to_string();
+  }
+  // With the threshold off, those configs come back.
+  o.min_last_wave_fill = 0;
+  EXPECT_GT(prune_space(kBf16, gpu, sizes, o).kept.size(), s.kept.size());
+}
+
+TEST(PruneTest, DropsTilesThatAreMostlyPadding) {
+  const Arch arch = arch_of("sm_80");
+  PruneOptions o;
+  o.max_candidates = 0;
+  PrunedSpace s = prune_space(kBf16, gpu_model(arch, 108), {1, 4096, 4096}, o);
+  EXPECT_GT(s.dropped_by_rule["padding"], 0);
+  for (const PrunedCandidate& c : s.kept) {
+    if (!c.is_default) EXPECT_EQ(c.config.block_m, 16) << c.config.to_string();
+  }
+}
+
+TEST(PruneTest, RespectsTheArchsSharedMemoryAndRegisters) {
+  const Arch arch = arch_of("sm_86");
+  PrunedSpace s = prune_space(kFp8, gpu_model(arch, 82), {4096, 4096, 4096}, {});
+  EXPECT_GT(s.dropped_by_rule["shared memory"], 0);
+  EXPECT_GT(s.dropped_by_rule["accumulators per thread"] + s.dropped_by_rule["registers"], 0);
+  for (const PrunedCandidate& c : s.kept) EXPECT_LE(c.estimate.smem_bytes, arch.max_smem_per_block());
+}
+
+TEST(StaticModelTest, ResidencyWavesAndLastWaveFill) {
+  const GpuModel gpu = gpu_model(arch_of("sm_80"), 108);
+  // sm_80, bf16, 128 x 128 x 32 in 4 stages, 8 warps of 64 x 32: 64 KB of shared memory would allow
+  // 2 blocks per SM (164 KB, 1 KB reserved per block), but ~148 registers x 256 threads allow one.
+  // 32 x 32 = 1024 tiles over 108 slots: 9.48 waves, the last 52/108 full.
+  ConfigEstimate e =
+      estimate_config(kBf16, gpu, KernelFamily::kSm80Gemm, cfg(128, 128, 32, 4, 2, 4), {4096, 4096, 4096});
+  EXPECT_EQ(e.smem_bytes, 65536);
+  EXPECT_EQ(e.accumulators, 64);
+  EXPECT_EQ(e.registers, 148);
+  EXPECT_EQ(e.blocks_per_sm, 1);
+  EXPECT_EQ(e.tiles, 1024);
+  EXPECT_NEAR(e.waves, 1024.0 / 108.0, 1e-9);
+  EXPECT_NEAR(e.last_wave_fill, (1024.0 - 9 * 108.0) / 108.0, 1e-9);
+  EXPECT_DOUBLE_EQ(e.padding, 0.0);
+  EXPECT_GT(e.est_us, 0);
+  // 64 x 64 x 32, 4 stages, 4 warps: 32 KB -> 4 blocks by shared memory (registers would allow 5).
+  ConfigEstimate small =
+      estimate_config(kBf16, gpu, KernelFamily::kSm80Gemm, cfg(64, 64, 32, 4, 2, 2), {4096, 4096, 4096});
+  EXPECT_EQ(small.smem_bytes, 32768);
+  EXPECT_EQ(small.blocks_per_sm, 4);
+  // Padding: M = 100 in 64-row tiles computes 128 rows.
+  ConfigEstimate padded =
+      estimate_config(kBf16, gpu, KernelFamily::kSm80Gemm, cfg(64, 64, 32, 4, 2, 2), {100, 4096, 4096});
+  EXPECT_NEAR(padded.padding, 1.0 - 100.0 / 128.0, 1e-9);
+}
+
+TEST(StaticModelTest, DecodeFavoursMoreBytesInFlight) {
+  // M = 16 reads the weights once: deeper rings keep more bytes in flight per SM.
+  const GpuModel gpu = gpu_model(arch_of("sm_80"), 108);
+  const ProblemSizes sizes{16, 7168, 7168};
+  const double shallow =
+      estimate_config(kBf16, gpu, KernelFamily::kSm80Gemm, cfg(16, 64, 32, 2, 1, 4), sizes).est_us;
+  const double deep =
+      estimate_config(kBf16, gpu, KernelFamily::kSm80Gemm, cfg(16, 64, 64, 6, 1, 4), sizes).est_us;
+  EXPECT_LT(deep, shallow);
+  // And no config beats reading the weights at the DRAM bandwidth.
+  EXPECT_GE(deep, 7168.0 * 7168 * 2 / (gpu.dram_gbps * 1e3));
+}
+
+// ---- presets, shape files, sharding ----
+
+TEST(PresetsTest, ShapesComeFromTheBenchmarkList) {
+  auto oss20 = preset_shapes("gpt-oss-20b");
+  ASSERT_TRUE(oss20.ok()) << oss20.status().to_string();
+  EXPECT_EQ(oss20->size(), 10u);     // gate_up and down x 5 token counts
+  EXPECT_EQ((*oss20)[1].m, 16 * 4);  // 16 tokens x top-4
+  EXPECT_EQ((*oss20)[1].n, 5760);
+  EXPECT_EQ((*oss20)[1].k, 2880);
+  EXPECT_EQ((*oss20)[1].spec.experts, 32);
+  auto oss120 = preset_shapes("gpt-oss-120b");
+  ASSERT_TRUE(oss120.ok());
+  EXPECT_EQ(oss120->size(), 3u);
+  auto ds = preset_shapes("deepseek-v3");
+  ASSERT_TRUE(ds.ok()) << ds.status().to_string();
+  EXPECT_EQ(ds->size(), 6u * 3 + 2u * 4);
+  EXPECT_EQ(ds->back().m, 4096 * 8);
+  auto unknown = preset_shapes("llama");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("gpt-oss-20b"), std::string::npos);
+  auto overridden = preset_shapes("gpt-oss-20b", kBf16);
+  ASSERT_TRUE(overridden.ok());
+  EXPECT_EQ((*overridden)[0].spec, kBf16);
+}
+
+TEST(PresetsTest, ShapesFile) {
+  auto s = shapes_from_json_text(
+      R"([{"spec": "gemm a=bf16 b=bf16 out=bf16", "m": [1, 16], "n": 4096, "k": 512, "label": "proj"},
+          {"spec": "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "m": 4096, "n": 7168, "k": 7168}])",
+      "shapes.json");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_EQ(s->size(), 3u);
+  EXPECT_EQ((*s)[1].m, 16);
+  EXPECT_EQ((*s)[1].label, "proj, M=16");
+  EXPECT_EQ((*s)[2].spec, kFp8);
+  auto wrapped = shapes_from_json_text(R"({"shapes": [{"m": 1, "n": 16, "k": 16}]})", "w.json", kBf16);
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().to_string();
+  auto no_spec = shapes_from_json_text(R"([{"m": 1, "n": 16, "k": 16}])", "x.json");
+  ASSERT_FALSE(no_spec.ok());
+  EXPECT_NE(no_spec.status().message().find("x.json: shapes[0].spec"), std::string::npos);
+  auto typo =
+      shapes_from_json_text(R"([{"spec": "gemm a=bf16 b=bf16 out=bf16", "m": 1, "n": 16, "kk": 16}])", "y");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("kk: unknown field"), std::string::npos);
+  EXPECT_FALSE(
+      shapes_from_json_text(R"([{"spec": "gemm a=bf16 b=bf16 out=bf16", "m": 0, "n": 1, "k": 1}])", "z")
+          .ok());
+}
+
+TEST(ShardingTest, OneDeviceTakesEveryShape) {
+  auto shapes = preset_shapes("deepseek-v3");
+  ASSERT_TRUE(shapes.ok());
+  auto one = shard_shapes(*shapes, 1);
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_EQ(one[0].size(), shapes->size());
+  for (size_t i = 0; i < one[0].size(); ++i) EXPECT_EQ(one[0][i], i);
+}
+
+TEST(ShardingTest, ShardsPartitionTheShapesAndBalanceTheCost) {
+  auto shapes = preset_shapes("deepseek-v3");
+  ASSERT_TRUE(shapes.ok());
+  for (int n : {2, 3, 4, 8}) {
+    auto shards = shard_shapes(*shapes, n);
+    ASSERT_EQ(shards.size(), static_cast<size_t>(n));
+    std::vector<int> seen(shapes->size(), 0);
+    double lo = 1e300, hi = 0, biggest = 0;
+    for (const auto& s : shards) {
+      double cost = 0;
+      for (size_t i : s) {
+        seen[i] += 1;
+        cost += tuning_cost((*shapes)[i]);
+        biggest = std::max(biggest, tuning_cost((*shapes)[i]));
+      }
+      lo = std::min(lo, cost);
+      hi = std::max(hi, cost);
+    }
+    for (int c : seen) EXPECT_EQ(c, 1);
+    EXPECT_LE(hi - lo, biggest + 1e-9) << n << " shards";  // greedy LPT bound
+    EXPECT_EQ(shards, shard_shapes(*shapes, n)) << "deterministic";
+  }
+}
+
+TEST(ShardingTest, ParsesDevicesAndShards) {
+  auto d = parse_device_list("0,1,3");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, (std::vector<int>{0, 1, 3}));
+  EXPECT_FALSE(parse_device_list("0,0").ok());
+  EXPECT_FALSE(parse_device_list("0,,1").ok());
+  EXPECT_FALSE(parse_device_list("gpu0").ok());
+  auto s = parse_shard("2/4");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->first, 2);
+  EXPECT_EQ(s->second, 4);
+  EXPECT_FALSE(parse_shard("4/4").ok());
+  EXPECT_FALSE(parse_shard("1").ok());
+  EXPECT_FALSE(parse_shard("0/0").ok());
+}
+
+// ---- the tuner's loop, with a fake compiler and runner ----
+
+// Times by block_n (wider is faster), rejects one config as wrong, can sleep or report no device.
+class FakeRunner : public CandidateRunner {
+ public:
+  StatusOr<Measurement> measure(Runtime&, const Plan& plan, int64_t m) override {
+    const TileConfig c = plan.config_for(m);
+    order.push_back(c);
+    if (no_device) return NoDevice("fake: no GPU");
+    if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    Measurement out;
+    out.verified = !(c == wrong);
+    out.median_us = 1000.0 / c.block_n + c.stages;
+    if (!out.verified) out.detail = "fake: wrong";
+    return out;
+  }
+  TileConfig wrong = cfg(16, 16, 16, 16, 1, 1);  // matches nothing by default
+  bool no_device = false;
+  int sleep_ms = 0;
+  std::vector<TileConfig> order;
+};
+
+struct LoopFixture {
+  std::shared_ptr<Runtime> rt = runtime();
+  TuningDevice device = device_of("a100");
+  TuneShape shape;
+  std::shared_ptr<FakeRunner> runner = std::make_shared<FakeRunner>();
+  TunerOptions options;
+  std::set<std::string> injected;  // configs whose compile fails
+
+  LoopFixture() {
+    shape.spec = kBf16;
+    shape.m = 100;  // bucket 128
+    shape.n = 4096;
+    shape.k = 4096;
+    shape.label = "test";
+    options.runner = runner;
+    options.compile_threads = 3;
+    options.compile = [this](const TileConfig& c) -> StatusOr<CompiledKernel> {
+      if (injected.count(c.to_string())) return CompileError("injected failure for " + c.to_string());
+      // What the real compile does first: the planner's checks (an invalid config never reaches NVRTC).
+      KILN_RETURN_IF_ERROR(check_config(shape.spec, Tuner::arch_of(device), c));
+      CompiledKernel k;
+      k.compile_ms = 1;
+      k.registers = 100;
+      k.spill_stores = k.spill_loads = 0;
+      return k;
+    };
+  }
+};
+
+TEST(TunerLoopTest, PicksTheFastestVerifiedCandidateAndKeepsFailuresAsData) {
+  LoopFixture f;
+  const TileConfig heuristic = default_config(kBf16, arch_of("sm_80"), {128, 4096, 4096});
+  const TileConfig narrow = cfg(64, 64, 32, 3, 2, 2), wide = cfg(128, 256, 32, 3, 2, 4),
+                   widest_wrong = cfg(64, 256, 32, 2, 2, 4), broken = cfg(48, 64, 32, 3, 2, 2),
+                   injected = cfg(128, 128, 64, 3, 2, 4);
+  f.options.candidates = {narrow, wide, widest_wrong, broken, injected, heuristic};
+  f.injected.insert(injected.to_string());
+  f.runner->wrong = widest_wrong;  // the fastest by time, but wrong: must never win
+  std::vector<TuneProgress> progress;
+  f.options.on_progress = [&](const TuneProgress& p) { progress.push_back(p); };
+  Tuner tuner(*f.rt, f.options);
+  auto r = tuner.tune(f.shape, f.device);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->m_bucket, 128);
+  ASSERT_EQ(r->candidates.size(), 6u);
+  auto at = [&](const TileConfig& c) -> const CandidateResult& {
+    for (const CandidateResult& x : r->candidates)
+      if (x.config == c) return x;
+    ADD_FAILURE() << "no candidate " << c.to_string();
+    return r->candidates[0];
+  };
+  EXPECT_EQ(at(broken).outcome, CandidateOutcome::kCompileFailed);
+  EXPECT_EQ(at(broken).compile_status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(at(injected).outcome, CandidateOutcome::kCompileFailed);
+  EXPECT_NE(at(injected).compile_status.message().find("injected"), std::string::npos);
+  EXPECT_TRUE(std::isinf(at(injected).time_us()));
+  EXPECT_EQ(at(widest_wrong).outcome, CandidateOutcome::kRejected);
+  EXPECT_TRUE(std::isinf(at(widest_wrong).time_us()));
+  EXPECT_EQ(at(wide).outcome, CandidateOutcome::kTimed);
+  ASSERT_TRUE(r->best.has_value());
+  EXPECT_EQ(r->candidates[*r->best].config, wide);
+  ASSERT_TRUE(r->baseline.has_value());
+  EXPECT_EQ(r->candidates[*r->baseline].config, heuristic);
+  ASSERT_FALSE(f.runner->order.empty());
+  EXPECT_EQ(f.runner->order[0], heuristic) << "the baseline is measured first";
+  EXPECT_EQ(r->count(CandidateOutcome::kTimed), 3u);
+
+  auto rec = r->record();
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->m_bucket, 128);
+  EXPECT_EQ(rec->family, "sm80_gemm");
+  EXPECT_EQ(rec->problem.spec, "gemm a=bf16 b=bf16 out=bf16");
+  EXPECT_EQ(rec->problem.n, 4096);
+  EXPECT_EQ(rec->device.key.cc, 80);
+  EXPECT_EQ(rec->candidates, 6);
+  EXPECT_DOUBLE_EQ(rec->median_us, 1000.0 / 256 + 3);
+  auto back = config_from_json(nlohmann::json::parse(rec->config_json));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, wide);
+  EXPECT_TRUE(validate_tuning_record(*rec).ok());
+
+  ASSERT_FALSE(progress.empty());
+  const TuneProgress& last = progress.back();
+  EXPECT_EQ(last.compiled + last.compile_failed, 6u);
+  EXPECT_EQ(last.compile_failed, 2u);
+  EXPECT_EQ(last.measured, 4u);
+  EXPECT_EQ(last.rejected, 1u);
+  EXPECT_EQ(last.best_config, wide.to_string());
+}
+
+TEST(TunerLoopTest, TheBudgetStopsNewWorkButTheBaselineIsMeasured) {
+  LoopFixture f;
+  f.options.candidates = config_space(kBf16, arch_of("sm_80"));
+  f.options.candidates.resize(40);
+  f.options.budget_s = 0.05;
+  f.runner->sleep_ms = 30;
+  Tuner tuner(*f.rt, f.options);
+  auto r = tuner.tune(f.shape, f.device);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_TRUE(r->baseline.has_value());
+  EXPECT_EQ(r->candidates[*r->baseline].outcome, CandidateOutcome::kTimed);
+  EXPECT_GT(r->count(CandidateOutcome::kSkipped), 0u);
+  EXPECT_LT(r->count(CandidateOutcome::kTimed), 10u);
+  EXPECT_TRUE(r->best.has_value());
+}
+
+TEST(TunerLoopTest, NoDeviceEndsTimingAndLeavesCompiledCandidates) {
+  LoopFixture f;
+  f.runner->no_device = true;
+  f.options.candidates = {cfg(64, 64, 32, 3, 2, 2), cfg(128, 128, 32, 3, 2, 4)};
+  Tuner tuner(*f.rt, f.options);
+  auto r = tuner.tune(f.shape, f.device);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->timing_status.code(), StatusCode::kNoDevice);
+  EXPECT_FALSE(r->best.has_value());
+  EXPECT_FALSE(r->record().has_value());
+  EXPECT_EQ(f.runner->order.size(), 1u);
+}
+
+TEST(TunerLoopTest, CompileOnlyCompilesEverythingAndTimesNothing) {
+  LoopFixture f;
+  f.options.time = false;
+  f.options.prune.max_candidates = 8;
+  Tuner tuner(*f.rt, f.options);
+  auto r = tuner.tune(f.shape, f.device);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->count(CandidateOutcome::kCompiled), r->candidates.size());
+  EXPECT_GE(r->candidates.size(), 8u);
+  EXPECT_TRUE(f.runner->order.empty());
+  EXPECT_EQ(r->timing_status.code(), StatusCode::kNotReady);
+}
+
+TEST(TunerLoopTest, UnsupportedShapesAreErrorsNotResults) {
+  LoopFixture f;
+  f.shape.spec = spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad");
+  Tuner tuner(*f.rt, f.options);
+  EXPECT_EQ(tuner.tune(f.shape, f.device).status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(tuner.candidates(f.shape, f.device).status().code(), StatusCode::kUnsupported);
+}
+
+TEST(TunerTest, DryRunListsPrunedCandidatesForEachFamily) {
+  auto rt = runtime();
+  TunerOptions o;
+  o.prune.max_candidates = 12;
+  Tuner tuner(*rt, o);
+  TuneShape s;
+  s.spec = kBf16;
+  s.m = 16;
+  s.n = 7168;
+  s.k = 7168;
+  for (const char* gpu : {"h200", "a100", "l40s"}) {
+    auto space = tuner.candidates(s, device_of(gpu));
+    ASSERT_TRUE(space.ok()) << gpu << ": " << space.status().to_string();
+    EXPECT_GE(space->kept.size(), 2u) << gpu;
+    EXPECT_LE(space->kept.size(), 13u) << gpu;
+    for (const PrunedCandidate& c : space->kept) {
+      EXPECT_TRUE(check_config(s.spec, Tuner::arch_of(device_of(gpu)), c.config).ok()) << gpu;
+      EXPECT_GT(c.estimate.est_us, 0);
+    }
+  }
+}
+
+TEST(TunerTest, GroupedShapesAreBucketedByRowsPerExpert) {
+  TuneShape s;
+  s.spec = spec_of("grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16");
+  s.m = 16 * 4;  // 16 tokens x top-4 over 32 experts: 2 rows per expert
+  s.n = 5760;
+  s.k = 2880;
+  EXPECT_EQ(Tuner::bucket_of(s), 2);
+  EXPECT_EQ(Tuner::measured_sizes(s).m, 64);
+  s.m = 100;  // 3.1 rows per expert -> bucket 4, measured at 4 x 32
+  EXPECT_EQ(Tuner::bucket_of(s), 4);
+  EXPECT_EQ(Tuner::measured_sizes(s).m, 128);
+  TuneShape d;
+  d.spec = kBf16;
+  d.m = 100;
+  EXPECT_EQ(Tuner::bucket_of(d), 128);
+  EXPECT_EQ(Tuner::measured_sizes(d).m, 128);
+}
+
+// ---- Runtime::plan takes tuned configs ----
+
+class TunedConfigsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir();
+    rt_ = runtime(dir_);
+  }
+  void TearDown() override {
+    set_online_tuning(std::nullopt);
+    set_online_tuner({});
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  TuningRecord tuned(const TileConfig& c, int64_t bucket, const std::string& family = "sm80_gemm") {
+    TuningRecord r;
+    r.device = device_of("a100");
+    r.problem = tuning_problem(kBf16, {0, 4096, 4096});
+    r.m_bucket = bucket;
+    r.family = family;
+    r.config_json = config_to_json(c).dump();
+    r.median_us = 42;
+    r.candidates = 7;
+    return r;
+  }
+  size_t index_of(int64_t bucket) {
+    return static_cast<size_t>(std::find(kTuningMBuckets.begin(), kTuningMBuckets.end(), bucket) -
+                               kTuningMBuckets.begin());
+  }
+  std::string dir_;
+  std::shared_ptr<Runtime> rt_;
+  ScopedEnv device_{"KILN_TUNING_DEVICE", "cc=80,sms=108,nvrtc=13"};
+  const Arch sm80_ = arch_of("sm_80");
+};
+
+TEST_F(TunedConfigsTest, PlanUsesTheUserDatabaseAndTheHeuristicElsewhere) {
+  const TileConfig mine = cfg(64, 128, 64, 3, 2, 2);
+  auto stored = shared_tuning_store(dir_)->record(tuned(mine, 4096));
+  ASSERT_TRUE(stored.ok()) << stored.status().to_string();
+  auto plan = rt_->plan(kBf16, {4096, 4096, 4096}, sm80_);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->config_for(4096), mine);
+  EXPECT_EQ(plan->config_for(3000), mine);  // dispatch bucket 4096
+  EXPECT_EQ(plan->config_for(1), default_config(kBf16, sm80_, {1, 4096, 4096}));
+  TunedConfigs tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm80_);
+  EXPECT_EQ(tc.sources[index_of(4096)], ConfigSource::kUserDb);
+  EXPECT_EQ(tc.sources[index_of(1)], ConfigSource::kHeuristic);
+  ASSERT_TRUE(tc.device.has_value());
+  EXPECT_EQ(tc.device->key.sm_count, 108);
+  // Another N is another problem.
+  auto other = rt_->plan(kBf16, {4096, 2048, 4096}, sm80_);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->config_for(4096), default_config(kBf16, sm80_, {4096, 2048, 4096}));
+}
+
+TEST_F(TunedConfigsTest, ConfigsThePlannerRejectsOrOfAnotherFamilyAreIgnored) {
+  auto store = shared_tuning_store(dir_);
+  ASSERT_TRUE(store->record(tuned(cfg(48, 64, 32, 3, 2, 2), 64)).ok());                // fails check_config
+  ASSERT_TRUE(store->record(tuned(cfg(64, 64, 32, 3, 2, 2), 128, "sm90_gemm")).ok());  // another family
+  TunedConfigs tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {64, 4096, 4096}, sm80_);
+  EXPECT_EQ(tc.sources[index_of(64)], ConfigSource::kHeuristic);
+  EXPECT_EQ(tc.sources[index_of(128)], ConfigSource::kHeuristic);
+}
+
+TEST_F(TunedConfigsTest, TuningsOfAnotherArchAreNotUsed) {
+  ASSERT_TRUE(shared_tuning_store(dir_)->record(tuned(cfg(64, 128, 64, 3, 2, 2), 4096)).ok());
+  const Arch sm86 = arch_of("sm_86");
+  TunedConfigs tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm86);
+  EXPECT_FALSE(tc.device.has_value());
+  for (ConfigSource s : tc.sources) EXPECT_EQ(s, ConfigSource::kHeuristic);
+}
+
+TEST_F(TunedConfigsTest, MemoryLayerOverridesTheDatabaseForThisProcess) {
+  auto store = shared_tuning_store(dir_);
+  ASSERT_TRUE(store->record(tuned(cfg(64, 128, 64, 3, 2, 2), 256)).ok());
+  ASSERT_TRUE(store->remember(tuned(cfg(128, 128, 32, 4, 2, 4), 256)).ok());
+  auto plan = rt_->plan(kBf16, {256, 4096, 4096}, sm80_);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->config_for(256), cfg(128, 128, 32, 4, 2, 4));
+}
+
+TEST_F(TunedConfigsTest, OverridePinsEveryBucketOnThisThreadOnly) {
+  const TileConfig pin = cfg(64, 64, 32, 3, 2, 2);
+  {
+    ScopedConfigOverride o(pin);
+    auto plan = rt_->plan(kBf16, {1, 4096, 4096}, sm80_);
+    ASSERT_TRUE(plan.ok());
+    for (int64_t b : kTuningMBuckets) EXPECT_EQ(plan->config_for(b), pin);
+    std::thread([&] {
+      auto p = rt_->plan(kBf16, {1, 4096, 4096}, sm80_);
+      ASSERT_TRUE(p.ok());
+      EXPECT_EQ(p->config_for(1), default_config(kBf16, sm80_, {1, 4096, 4096}));
+    }).join();
+  }
+  auto after = rt_->plan(kBf16, {1, 4096, 4096}, sm80_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->config_for(1), default_config(kBf16, sm80_, {1, 4096, 4096}));
+}
+
+TEST_F(TunedConfigsTest, OnlineTuningIsOptInAndTunesTheHintBucket) {
+  const TileConfig won = cfg(32, 128, 64, 4, 1, 4);
+  int calls = 0;
+  set_online_tuner([&](Runtime&, const OnlineTuneRequest& req) -> StatusOr<TuningRecord> {
+    ++calls;
+    EXPECT_EQ(req.sizes.m, 20);
+    TuningRecord r = tuned(won, tuning_m_bucket(req.sizes.m));
+    r.device = req.device;
+    return r;
+  });
+  set_online_tuning(false);
+  {
+    ScopedEnv autotune("KILN_AUTOTUNE", "1");  // the API flag wins over the environment
+    auto plan = rt_->plan(kBf16, {20, 4096, 4096}, sm80_);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(calls, 0);
+  }
+  set_online_tuning(true);
+  auto plan = rt_->plan(kBf16, {20, 4096, 4096}, sm80_);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(plan->config_for(24), won);
+  // Recorded: the next plan (this process or the next) finds it without tuning.
+  auto again = rt_->plan(kBf16, {20, 4096, 4096}, sm80_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(again->config_for(24), won);
+  TuningStore::Options o;
+  o.dir = dir_;
+  auto fresh = TuningStore::open(o);
+  ASSERT_TRUE(fresh.ok());
+  auto hit = (*fresh)->lookup(device_of("a100").key, tuning_problem(kBf16, {0, 4096, 4096}), 24);
+  ASSERT_TRUE(hit.ok() && hit->has_value());
+}
+
+TEST_F(TunedConfigsTest, UntunedShapesAreRecordedWhenAsked) {
+  {
+    auto plan = rt_->plan(kBf16, {100, 4096, 1024}, sm80_);
+    ASSERT_TRUE(plan.ok());
+  }
+  ScopedEnv record("KILN_RECORD_UNTUNED", "1");
+  auto plan = rt_->plan(kBf16, {100, 4096, 2048}, sm80_);
+  ASSERT_TRUE(plan.ok());
+  auto again = rt_->plan(kBf16, {100, 4096, 2048}, sm80_);  // once per process
+  ASSERT_TRUE(again.ok());
+  TuningStore::Options o;
+  o.dir = dir_;
+  auto store = TuningStore::open(o);
+  ASSERT_TRUE(store.ok());
+  auto rows = (*store)->untuned();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].m_bucket, 128);
+  EXPECT_EQ((*rows)[0].problem.k, 2048);
+  EXPECT_EQ((*rows)[0].seen, 1);
+}
+
+TEST(TuningDeviceTest, ParsesNamesAndFields) {
+  auto h = parse_tuning_device("h200", 13);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->key.cc, 90);
+  EXPECT_EQ(h->key.sm_count, 132);
+  EXPECT_EQ(h->key.codegen_version, kCodegenVersion);
+  EXPECT_EQ(h->key.nvrtc_major, 13);
+  EXPECT_EQ(h->gpu_name, "NVIDIA H200");
+  auto f = parse_tuning_device("cc=89,sms=142,nvrtc=12,name=Mine");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(f->key.cc, 89);
+  EXPECT_EQ(f->key.sm_count, 142);
+  EXPECT_EQ(f->key.nvrtc_major, 12);
+  EXPECT_EQ(f->gpu_name, "Mine");
+  EXPECT_EQ(parse_tuning_device("cc=90", 13).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse_tuning_device("h900", 13).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse_tuning_device("cc=90,sms=x", 13).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TuningProblemTest, StripsSizesAndRoundTrips) {
+  const KernelSpec g = spec_of("grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16");
+  TuningProblem p = tuning_problem(g, {64, 5760, 2880});
+  EXPECT_EQ(p.spec, "grouped_gemm[experts=0,layout=offsets] a=bf16 b=bf16 out=bf16");
+  EXPECT_EQ(p.experts, 32);
+  EXPECT_EQ(p.n, 5760);
+  auto back = tuning_problem_spec(p);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, g);
+  EXPECT_EQ(tuning_problem(kBf16, {1, 2, 3}).spec, "gemm a=bf16 b=bf16 out=bf16");
+}
+
+}  // namespace
+}  // namespace kiln

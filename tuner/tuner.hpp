@@ -1,0 +1,158 @@
+// tuner/tuner.hpp — the autotuner: candidates -> parallel compile -> verify -> time -> winner.
+//
+// For one shape (spec, M, N, K) on one device identity, tune():
+//   1. maps M to its bucket (the runtime's dispatch bucket: of M, or of the rows per expert of a
+//      grouped problem) and measures there (M = the bucket, or bucket x experts);
+//   2. takes the candidates of prune_space() (static model: shared memory, registers, waves),
+//      always including the heuristic's config, the baseline;
+//   3. compiles them on a thread pool through Runtime::compile (so the cubins land in the kernel
+//      cache: compile on a CPU machine, time on the GPU one). A failed compile is data: the
+//      candidate keeps its Status and an infinite time, and the search goes on;
+//   4. runs each compiled candidate through a real Plan (ScopedConfigOverride) with the runner:
+//      verified against the reference first, a wrong result is rejected and never recorded, then
+//      timed (CUDA events, median);
+//   5. stops starting work at the time budget (the baseline is always measured) and reports
+//      progress after every compile and every measurement.
+// The winner (the fastest verified candidate) is what record() turns into a TuningRecord. Library
+// code: no prints; progress goes to the on_progress callback (the CLI draws the bar).
+//
+//   Tuner tuner(*rt, opts);
+//   KILN_ASSIGN_OR_RETURN(TuneResult r, tuner.tune(shape, device));
+//   if (auto rec = r.record()) KILN_RETURN_IF_ERROR(store->record(*rec).status());
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/tuning_store.hpp"
+#include "kiln/kiln.hpp"
+#include "tuner/config_space.hpp"
+
+namespace kiln {
+
+struct TuneShape {
+  KernelSpec spec;
+  int64_t m = 1;  // rows (grouped: the total over experts); tuned at its bucket (Tuner::bucket_of)
+  int64_t n = 0;
+  int64_t k = 0;
+  std::string label;  // "gpt-oss-20b gate_up, 16 tokens" (for progress and summaries)
+};
+
+// What a runner reports for one candidate.
+struct Measurement {
+  bool verified = false;  // matched the reference within tolerance, every element written
+  double rel_err = 0;     // relative Frobenius error vs the reference
+  double tolerance = 0;
+  double median_us = INFINITY;
+  std::string detail;  // why it was rejected ("3 unwritten elements", ...)
+};
+
+// Verifies and times a candidate's plan. A wrong result is verified = false; an error Status is a
+// failure of this candidate (a launch error) except NO_DEVICE, which ends the timing of the shape.
+class CandidateRunner {
+ public:
+  virtual ~CandidateRunner() = default;
+  virtual StatusOr<Measurement> measure(Runtime& rt, const Plan& plan, int64_t m) = 0;
+};
+
+struct TuneProgress {
+  std::string label;
+  size_t candidates = 0;
+  size_t compiled = 0, compile_failed = 0;
+  size_t measured = 0, rejected = 0;  // measured includes rejected ones
+  double best_us = INFINITY;
+  std::string best_config;  // TileConfig::to_string()
+  double elapsed_s = 0;
+  double eta_s = 0;  // remaining, from the rates so far, capped by the budget
+};
+
+struct TunerOptions {
+  double budget_s = 30;     // per shape: no new compile or measurement starts after it
+  int compile_threads = 0;  // 0: one per hardware thread
+  PruneOptions prune;
+  bool time = true;  // false: compile only (fills the kernel cache; no GPU needed)
+  int warmup = 3;
+  int repeats = 20;
+  uint64_t seed = 0;                                     // 0: fresh per run (the runner reports it)
+  std::function<void(const TuneProgress&)> on_progress;  // called from the tuner's threads, serialised
+  // Seams (tests, other benches). Empty: Runtime::compile / the run_check runner / prune_space.
+  std::function<StatusOr<CompiledKernel>(const TileConfig&)> compile;
+  std::shared_ptr<CandidateRunner> runner;
+  std::vector<TileConfig> candidates;  // non-empty: these (and the heuristic's), no static pruning
+};
+
+enum class CandidateOutcome {
+  kPending,        // not reached
+  kSkipped,        // the budget ran out first
+  kCompileFailed,  // compile_status says why
+  kCompiled,       // compiled, not measured (compile-only runs)
+  kRunFailed,      // the runner failed for it (run_status)
+  kRejected,       // wrong result
+  kTimed,          // verified and timed
+};
+const char* candidate_outcome_name(CandidateOutcome o);
+
+struct CandidateResult {
+  TileConfig config;
+  bool is_default = false;
+  ConfigEstimate estimate;
+  CandidateOutcome outcome = CandidateOutcome::kPending;
+  Status compile_status;
+  double compile_ms = 0;
+  bool from_cache = false;
+  int registers = -1, spills = -1;
+  Status run_status;
+  Measurement measurement;  // median_us stays infinite unless kTimed
+  double time_us() const { return outcome == CandidateOutcome::kTimed ? measurement.median_us : INFINITY; }
+};
+
+struct TuneResult {
+  TuneShape shape;
+  int64_t m_bucket = 0;
+  Arch arch;
+  KernelFamily family = KernelFamily::kSm80Gemm;
+  TuningDevice device;
+  size_t enumerated = 0;
+  std::map<std::string, int> dropped_by_rule;
+  std::vector<CandidateResult> candidates;  // ranked by the static model
+  std::optional<size_t> best;               // fastest verified candidate
+  std::optional<size_t> baseline;           // the heuristic's config
+  Status timing_status;                     // why nothing was timed (NO_DEVICE, compile-only)
+  double elapsed_s = 0;
+
+  size_t count(CandidateOutcome o) const;
+  // The winner as a tuning (nullopt without one).
+  std::optional<TuningRecord> record() const;
+};
+
+class Tuner {
+ public:
+  Tuner(Runtime& rt, TunerOptions options);
+
+  // The arch tunings for device are made for (sm_90 -> sm_90a, as the runtime plans).
+  static Arch arch_of(const TuningDevice& device);
+  // The M bucket a shape is tuned for, and the sizes it is measured at (M = the bucket, or bucket
+  // rows per expert for a grouped problem).
+  static int64_t bucket_of(const TuneShape& shape);
+  static ProblemSizes measured_sizes(const TuneShape& shape);
+  // Candidates after pruning, with the model's estimates: the dry run (no GPU, no compile).
+  StatusOr<PrunedSpace> candidates(const TuneShape& shape, const TuningDevice& device) const;
+  // UNSUPPORTED / INVALID_ARGUMENT when the shape has no kernel on device; otherwise a result,
+  // whatever happened to the candidates.
+  StatusOr<TuneResult> tune(const TuneShape& shape, const TuningDevice& device);
+
+ private:
+  Runtime& rt_;
+  TunerOptions options_;
+};
+
+// The runner the tuner uses by default: runtime/check.hpp's run_check on fresh random inputs
+// (poisoned output, kiln's reference kernel, CUDA events).
+std::shared_ptr<CandidateRunner> make_check_runner(int warmup, int repeats, uint64_t seed);
+
+}  // namespace kiln
