@@ -71,9 +71,10 @@ def main():
                     anc.update(anchors.triton_anchor(M, N, K, dt))
                 except Exception as e:  # report, do not hide
                     anc["triton_error_" + str(dt)] = str(e)[:200]
-        for name, spec, fmt in (("kiln sm80 bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16"),
-                                ("kiln sm80 e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3")):
+        for name, spec, fmt in (("kiln bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16"),
+                                ("kiln e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3")):
             ms, err, unwritten, desc = kiln_dense(rt, spec, M, N, K, fmt)
+            name = f"{name} [{desc.get('family', '?')}]"
             r = {"shape": [M, N, K], "name": name, "spec": spec, "ms": ms, "tflops": flop / ms / 1e9,
                  "rel_err": err, "unwritten": unwritten, "config": desc}
             results.append(r)
