@@ -4,7 +4,9 @@
 // checked against the CPU reference GEMM.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -269,6 +271,67 @@ TEST(CacheSharingChild, CompileOrLoad) {
   EXPECT_TRUE(r->passed);
   auto c = (*rt)->counters();
   std::ofstream(out) << c.compiles << " " << c.cache_hits << " " << c.loads << "\n";
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Host cost of dispatching a prepared plan (operand checks + bucket lookup + cuLaunchKernel),
+// measured over 100k calls on one stream. Target (BENCHMARKS.md): <= 3 us.
+TEST(DispatchCostGpuTest, PreparedPlanRunHostTime) {
+  KILN_REQUIRE_GPU();
+  auto rt = make_runtime();
+  auto spec = parse_spec("gemm a=bf16 b=bf16 out=bf16");
+  ASSERT_TRUE(spec.ok());
+  auto plan = rt->plan(*spec, {16, 256, 256});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const Driver* d = *Driver::get();
+  ScopedContext ctx;
+  ASSERT_TRUE(ctx.enter(d, 0).ok());
+  ASSERT_TRUE(plan->prepare().ok());
+  auto da = *DeviceBuffer::alloc(16 * 256 * 2);
+  auto db = *DeviceBuffer::alloc(256 * 256 * 2);
+  auto dout = *DeviceBuffer::alloc(16 * 256 * 2);
+  ASSERT_TRUE(da.fill_bytes(0x3c).ok());
+  ASSERT_TRUE(db.fill_bytes(0x3c).ok());
+  int64_t sa[2] = {16, 256}, sb[2] = {256, 256}, so[2] = {16, 256};
+  DLTensor a{}, b{}, out{};
+  a.device = b.device = out.device = {kDLCUDA, 0};
+  a.ndim = b.ndim = out.ndim = 2;
+  a.dtype = b.dtype = out.dtype = {kDLBfloat, 16, 1};
+  a.data = da.data();
+  b.data = db.data();
+  out.data = dout.data();
+  a.shape = sa;
+  b.shape = sb;
+  out.shape = so;
+  Operands ops;
+  ops.a = &a;
+  ops.b = &b;
+  ops.out = &out;
+  ASSERT_TRUE(plan->run(ops, nullptr, 0, nullptr).ok());
+  ASSERT_TRUE(d->check(d->cuCtxSynchronize(), "sync").ok());
+  const int kCalls = 100000;
+  std::vector<double> per_batch;
+  for (int batch = 0; batch < 10; ++batch) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls / 10; ++i) {
+      Status s = plan->run(ops, nullptr, 0, nullptr);
+      if (!s.ok()) FAIL() << s.to_string();
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    per_batch.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / (kCalls / 10));
+    ASSERT_TRUE(d->check(d->cuCtxSynchronize(), "sync").ok());
+  }
+  std::sort(per_batch.begin(), per_batch.end());
+  std::printf("[ figures ] dispatch host time per Plan::run over %d calls: median batch %.2f us, min %.2f us, max %.2f us "
+              "(family %s)\n",
+              kCalls, per_batch[per_batch.size() / 2], per_batch.front(), per_batch.back(),
+              family_name(plan->family()));
+  EXPECT_LT(per_batch[per_batch.size() / 2], 20.0) << "dispatch is far above its 3 us target";
 }
 
 }  // namespace
