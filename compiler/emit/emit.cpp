@@ -14,6 +14,7 @@
 //     kiln_dev::sm80_gemm<KilnConfig>(p);
 //   }
 #include "compiler/emit/emit.hpp"
+#include "compiler/emit/emit_util.hpp"
 
 #include <string>
 
@@ -23,24 +24,11 @@
 namespace kiln {
 namespace {
 
+using emit_internal::constant;
+using emit_internal::device_format;
+
 using std::string;
 using std::to_string;
-
-// Host format -> the device enumerator naming it (templates/common/types.cuh); nullptr when the
-// templates have no such element type.
-const char* device_format(Format f) {
-  switch (f) {
-    case Format::kBf16: return "kiln_dev::Format::kBf16";
-    case Format::kF16: return "kiln_dev::Format::kF16";
-    case Format::kF32: return "kiln_dev::Format::kF32";
-    case Format::kE4m3: return "kiln_dev::Format::kE4m3";
-    case Format::kE5m2: return "kiln_dev::Format::kE5m2";
-    case Format::kMxfp8: return "kiln_dev::Format::kMxfp8";
-    case Format::kMxfp4: return "kiln_dev::Format::kMxfp4";
-    case Format::kNvfp4: return "kiln_dev::Format::kNvfp4";
-    default: return nullptr;
-  }
-}
 
 // Scale granularity / type / grouping -> the device enumerators (templates/common/types.cuh).
 const char* device_scale(ScaleGranularity g) {
@@ -76,23 +64,14 @@ const char* device_grouping(GroupLayout l) {
   return "kiln_dev::Grouping::kDense";
 }
 
-string constant(const char* type, const char* name, const string& value) {
-  return string("  static constexpr ") + type + " " + name + " = " + value + ";\n";
-}
-
 StatusOr<string> format_constants(const KernelSpec& spec) {
   const struct {
     const char* name;
-    const char* role;
     Format f;
-  } fields[] = {{"kA", "a", spec.a.format}, {"kB", "b", spec.b.format}, {"kOut", "out", spec.out.format}};
+  } fields[] = {{"kA", spec.a.format}, {"kB", spec.b.format}, {"kOut", spec.out.format}};
   string s;
   for (const auto& fld : fields) {
-    const char* dev = device_format(fld.f);
-    if (dev == nullptr)
-      return Unsupported(string("emit: ") + fld.role + "=" + format_name(fld.f) +
-                         " has no device element type yet");
-    s += constant("kiln_dev::Format", fld.name, dev);
+    s += constant("kiln_dev::Format", fld.name, device_format(fld.f));
   }
   // formats issue: how each operand is scaled, and the grouped layout.
   s += constant("kiln_dev::Scale", "kScaleA", device_scale(spec.a.scale));

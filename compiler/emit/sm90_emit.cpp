@@ -1,33 +1,22 @@
 // compiler/emit/sm90_emit.cpp — KernelSpec + TileConfig -> the sm90 family's translation unit.
 //
-// As in emit.cpp, everything written comes from this file's fixed strings, the format table below
+// As in emit.cpp, everything written comes from this file's fixed strings, the shared format table (emit_util.hpp)
 // and integers of the checked TileConfig: no spec text is pasted.
 #include "compiler/emit/sm90_emit.hpp"
 
 #include <string>
 
+#include "compiler/emit/emit_util.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 
 namespace kiln {
 namespace {
 
+using emit_internal::constant;
+using emit_internal::device_format;
+
 using std::string;
 using std::to_string;
-
-const char* device_format(Format f) {
-  switch (f) {
-    case Format::kBf16: return "kiln_dev::Format::kBf16";
-    case Format::kF16: return "kiln_dev::Format::kF16";
-    case Format::kF32: return "kiln_dev::Format::kF32";
-    case Format::kE4m3: return "kiln_dev::Format::kE4m3";
-    case Format::kE5m2: return "kiln_dev::Format::kE5m2";
-    default: return nullptr;
-  }
-}
-
-string constant(const char* type, const char* name, const string& value) {
-  return string("  static constexpr ") + type + " " + name + " = " + value + ";\n";
-}
 
 }  // namespace
 
@@ -48,11 +37,11 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
     Format f;
   } fields[] = {{"kA", "a", spec.a.format}, {"kB", "b", spec.b.format}, {"kOut", "out", spec.out.format}};
   for (const auto& fld : fields) {
-    const char* dev = device_format(fld.f);
-    if (dev == nullptr)
+    // The sm90 template has bf16/f16/f32 and FP8 elements only (sm90_plan rejects the rest first).
+    if (!format_is_high_precision(fld.f) && !format_is_fp8(fld.f))
       return Unsupported(string("emit: ") + fld.role + "=" + format_name(fld.f) +
-                         " has no device element type yet");
-    body += constant("kiln_dev::Format", fld.name, dev);
+                         " has no sm90 element type yet");
+    body += constant("kiln_dev::Format", fld.name, device_format(fld.f));
   }
   body += constant("bool", "kPromote", sm90_promotes(spec, cfg) ? "true" : "false");
   body += constant("int", "kArch", to_string(arch.sm()));

@@ -17,17 +17,13 @@
 
 #include "common/gemm_params.cuh"
 #include "common/types.cuh"
+#include "epilogue/store.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/ld.cuh"
 #include "scheduler/group_tile.cuh"
 
 namespace kiln_dev {
 namespace sm80 {
-
-// Two f32 outputs stored as one 8-byte access (paired stores).
-struct alignas(8) F32x2 {
-  float x, y;
-};
 
 template <class Config>
 struct Epilogue {
@@ -59,33 +55,7 @@ struct Epilogue {
   // may be >= n.
   static __device__ __forceinline__ void store_pair(const GemmParams& p, bool paired_ok, long long row, int col,
                                                     float v0, float v1) {
-    const long long idx = row * p.ldc + col;
-    if (paired_ok && col + 1 < p.n) {
-      if constexpr (kOut == Format::kF32) {
-        F32x2 v;
-        v.x = v0;
-        v.y = v1;
-        *reinterpret_cast<F32x2*>(static_cast<float*>(p.out) + idx) = v;
-      } else if constexpr (kOut == Format::kBf16) {
-        *reinterpret_cast<u32*>(static_cast<u16*>(p.out) + idx) = cvt_pack_bf16x2(v0, v1);
-      } else {
-        *reinterpret_cast<u32*>(static_cast<u16*>(p.out) + idx) = cvt_pack_f16x2(v0, v1);
-      }
-      return;
-    }
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const float v = e == 0 ? v0 : v1;
-      if (col + e < p.n) {
-        if constexpr (kOut == Format::kF32) {
-          static_cast<float*>(p.out)[idx + e] = v;
-        } else if constexpr (kOut == Format::kBf16) {
-          static_cast<u16*>(p.out)[idx + e] = cvt_bf16(v);
-        } else {
-          static_cast<u16*>(p.out)[idx + e] = cvt_f16(v);
-        }
-      }
-    }
+    store_out_pair<kOut>(p.out, p.ldc, p.n, paired_ok, row, col, v0, v1);
   }
 
   // Scales and stores a warp's accumulators. row0 / col0: this lane's first row (within the group) and

@@ -74,6 +74,7 @@
 #include "common/raster.cuh"
 #include "common/sm90_tma_desc.cuh"
 #include "common/types.cuh"
+#include "epilogue/store.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/cvt.cuh"
@@ -83,11 +84,6 @@
 
 namespace kiln_dev {
 namespace sm90 {
-
-// Two f32 outputs stored as one 8-byte access (paired stores).
-struct alignas(8) F32x2 {
-  float x, y;
-};
 
 template <class Config>
 struct Gemm {
@@ -273,33 +269,7 @@ struct Gemm {
   // Two adjacent outputs (row, col), (row, col + 1); col + 1 may be >= n.
   static __device__ __forceinline__ void store_pair(const GemmParams& p, bool paired_ok, int row, int col,
                                                     float v0, float v1) {
-    const i64 idx = i64(row) * p.ldc + col;
-    if (paired_ok && col + 1 < p.n) {
-      if constexpr (kOut == Format::kF32) {
-        F32x2 v;
-        v.x = v0;
-        v.y = v1;
-        *reinterpret_cast<F32x2*>(static_cast<float*>(p.out) + idx) = v;
-      } else if constexpr (kOut == Format::kBf16) {
-        *reinterpret_cast<u32*>(static_cast<u16*>(p.out) + idx) = cvt_pack_bf16x2(v0, v1);
-      } else {
-        *reinterpret_cast<u32*>(static_cast<u16*>(p.out) + idx) = cvt_pack_f16x2(v0, v1);
-      }
-      return;
-    }
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const float v = e == 0 ? v0 : v1;
-      if (col + e < p.n) {
-        if constexpr (kOut == Format::kF32) {
-          static_cast<float*>(p.out)[idx + e] = v;
-        } else if constexpr (kOut == Format::kBf16) {
-          static_cast<u16*>(p.out)[idx + e] = cvt_bf16(v);
-        } else {
-          static_cast<u16*>(p.out)[idx + e] = cvt_f16(v);
-        }
-      }
-    }
+    store_out_pair<kOut>(p.out, p.ldc, p.n, paired_ok, row, col, v0, v1);
   }
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const Smem& sm, const Walk& w,

@@ -1,0 +1,23 @@
+#include "compiler/emit/emit_util.hpp"
+
+namespace kiln::emit_internal {
+
+const char* device_format(Format f) {
+  switch (f) {
+    case Format::kBf16: return "kiln_dev::Format::kBf16";
+    case Format::kF16: return "kiln_dev::Format::kF16";
+    case Format::kF32: return "kiln_dev::Format::kF32";
+    case Format::kE4m3: return "kiln_dev::Format::kE4m3";
+    case Format::kE5m2: return "kiln_dev::Format::kE5m2";
+    case Format::kMxfp8: return "kiln_dev::Format::kMxfp8";
+    case Format::kMxfp4: return "kiln_dev::Format::kMxfp4";
+    case Format::kNvfp4: return "kiln_dev::Format::kNvfp4";
+  }
+  return "kiln_dev::Format::kBf16";  // unreachable: the switch covers the enum
+}
+
+std::string constant(const char* type, const char* name, const std::string& value) {
+  return std::string("  static constexpr ") + type + " " + name + " = " + value + ";\n";
+}
+
+}  // namespace kiln::emit_internal
