@@ -1,4 +1,4 @@
-"""kiln's portable (sm80) family vs the anchors, in one process, timed the same way.
+"""kiln (the family the planner picks) vs the anchors, in one process, timed the same way.
 
 Usage (on a GPU machine, after building): python3 bench/bench_slice.py [--shapes M,N,K ...] [--out DIR]
 Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
@@ -29,6 +29,26 @@ def kiln_dense(rt, spec, M, N, K, fmt):
     ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) for _ in range(n_copies)]
     if fmt == "bf16":
         args = [(x, w, None, None) for x, w in zip(xs, ws)]
+    elif fmt == "fp8_row":  # e4m3 per token x per channel, f32 scales [M], [N]
+        args = []
+        for x, w in zip(xs, ws):
+            sx = x.abs().amax(dim=1).float().clamp(min=1e-4) / 448.0
+            sw = w.abs().amax(dim=1).float().clamp(min=1e-4) / 448.0
+            args.append(((x.float() / sx[:, None]).to(torch.float8_e4m3fn),
+                         (w.float() / sw[:, None]).to(torch.float8_e4m3fn), sx.contiguous(), sw.contiguous()))
+    elif fmt == "fp8_block":  # DeepSeek: x 1x128 blocks [M, K/128], w 128x128 blocks [ceil(N/128), K/128], f32
+        args = []
+        for x, w in zip(xs, ws):
+            xb = x.float().reshape(M, K // 128, 128)
+            sx = xb.abs().amax(dim=2).clamp(min=1e-4) / 448.0
+            xq = (xb / sx[:, :, None]).to(torch.float8_e4m3fn).reshape(M, K)
+            nb = (N + 127) // 128
+            wp = torch.zeros(nb * 128, K, device="cuda", dtype=torch.float32)
+            wp[:N] = w.float()
+            wb = wp.reshape(nb, 128, K // 128, 128)
+            sw = wb.abs().amax(dim=(1, 3)).clamp(min=1e-4) / 448.0
+            wq = (wb / sw[:, None, :, None]).to(torch.float8_e4m3fn).reshape(nb * 128, K)[:N].contiguous()
+            args.append((xq, wq, sx.contiguous(), sw.contiguous()))
     else:  # e4m3 with per-tensor scales
         args = []
         for x, w in zip(xs, ws):
@@ -41,9 +61,17 @@ def kiln_dense(rt, spec, M, N, K, fmt):
     outs[0].fill_(float("nan"))
     plan.run(a, b, out=outs[0], a_scale=sa, b_scale=sb)
     torch.cuda.synchronize()
-    ref = (a.double() @ b.double().t())
-    if sa is not None:
-        ref = ref * (sa.double() * sb.double())
+    if fmt == "fp8_block":
+        ad = (a.double().reshape(M, K // 128, 128) * sa.double()[:, :, None]).reshape(M, K)
+        nb = sb.shape[0]
+        sbe = sb.double().repeat_interleave(128, dim=0)[:N].repeat_interleave(128, dim=1)
+        ref = ad @ (b.double() * sbe).t()
+    elif fmt == "fp8_row":
+        ref = (a.double() @ b.double().t()) * sa.double()[:, None] * sb.double()[None, :]
+    else:
+        ref = (a.double() @ b.double().t())
+        if sa is not None:
+            ref = ref * (sa.double() * sb.double())
     err = ((outs[0].double() - ref).norm() / ref.norm()).item()
     unwritten = int(torch.isnan(outs[0]).sum())
     calls = [lambda a=a, b=b, sa=sa, sb=sb, o=o: plan.run(a, b, out=o, a_scale=sa, b_scale=sb)
@@ -72,13 +100,18 @@ def main():
                 except Exception as e:  # report, do not hide
                     anc["triton_error_" + str(dt)] = str(e)[:200]
         for name, spec, fmt in (("kiln bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16"),
-                                ("kiln e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3")):
+                                ("kiln e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3"),
+                                ("kiln e4m3 row", "gemm a=e4m3:m b=e4m3:n out=bf16", "fp8_row"),
+                                ("kiln e4m3 block", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                                 "fp8_block")):
+            if fmt == "fp8_block" and K % 128 != 0:
+                continue
             ms, err, unwritten, desc = kiln_dense(rt, spec, M, N, K, fmt)
             name = f"{name} [{desc.get('family', '?')}]"
             r = {"shape": [M, N, K], "name": name, "spec": spec, "ms": ms, "tflops": flop / ms / 1e9,
                  "rel_err": err, "unwritten": unwritten, "config": desc}
             results.append(r)
-            anchor_key = "bf16" if fmt == "bf16" else "fp8_tensor"
+            anchor_key = {"bf16": "bf16", "e4m3": "fp8_tensor"}.get(fmt, fmt)
             a_ms = anc.get(anchor_key)
             rows.append((f"{M}x{N}x{K}", name, ms, flop / ms / 1e9, err,
                          anchor_key, a_ms, flop / a_ms / 1e9 if a_ms else None, a_ms / ms if a_ms else None))

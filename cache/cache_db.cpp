@@ -11,11 +11,13 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "cache/kernel_cache.hpp"
 #include "cache/sqlite_util.hpp"
+#include "common/env.hpp"
 
 namespace kiln {
 namespace {
@@ -110,29 +112,38 @@ Status unusable(bool* flag, Status why) {
 }
 
 // WAL lets readers and one writer proceed together. It needs shared memory beside the file, which
-// network file systems do not provide; there the classic rollback journal still works.
-Status set_journal_mode(sqlite3* db, const std::string& path, bool* bad_file) {
-  // Several processes opening a fresh file at once (`kiln tune --devices`: one per GPU) all switch it
-  // to WAL. The switch takes an exclusive lock, and SQLite answers BUSY at once, without the busy
-  // handler (two shared-lock holders upgrading would deadlock). Retry until one of them has switched
-  // it: the others then read "wal" without a lock upgrade. (tuner issue; tuning_concurrency_test.)
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
-  StatusOr<std::string> mode = sqlite::query_text(db, path, "PRAGMA journal_mode=WAL");
-  for (int attempt = 1; !mode.ok() && sqlite::is_busy(sqlite3_extended_errcode(db)) &&
-                        std::chrono::steady_clock::now() < deadline;
-       ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 5 * attempt)));
-    mode = sqlite::query_text(db, path, "PRAGMA journal_mode=WAL");
-  }
-  if (mode.ok() && *mode == "wal") return Status::Ok();
-  if (!mode.ok()) {
-    int rc = sqlite3_extended_errcode(db);
-    if (sqlite::is_corrupt(rc)) return unusable(bad_file, mode.status());
-    if (sqlite::is_busy(rc)) return mode.status();
+// network file systems do not provide; there the classic rollback journal (DELETE) still works:
+// SQLite refuses the switch to WAL and kiln takes DELETE. KILN_CACHE_JOURNAL=delete asks for the
+// rollback journal up front (a file system where WAL appears to work but its shared memory is not
+// coherent between hosts; and the tests of the fallback).
+Status set_journal_mode(sqlite3* db, const std::string& path, bool want_wal, bool* bad_file) {
+  if (want_wal) {
+    // Several processes opening a fresh file at once (`kiln tune --devices`: one per GPU) all switch
+    // it to WAL. The switch takes an exclusive lock, and SQLite answers BUSY at once, without the busy
+    // handler (two shared-lock holders upgrading would deadlock). Retry until one of them has switched
+    // it: the others then read "wal" without a lock upgrade. (tuner issue; tuning_concurrency_test.)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    StatusOr<std::string> mode = sqlite::query_text(db, path, "PRAGMA journal_mode=WAL");
+    for (int attempt = 1; !mode.ok() && sqlite::is_busy(sqlite3_extended_errcode(db)) &&
+                          std::chrono::steady_clock::now() < deadline;
+         ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 5 * attempt)));
+      mode = sqlite::query_text(db, path, "PRAGMA journal_mode=WAL");
+    }
+    if (mode.ok() && *mode == "wal") return Status::Ok();
+    if (!mode.ok()) {
+      int rc = sqlite3_extended_errcode(db);
+      if (sqlite::is_corrupt(rc)) return unusable(bad_file, mode.status());
+      if (sqlite::is_busy(rc)) return mode.status();
+    }
   }
   StatusOr<std::string> fallback = sqlite::query_text(db, path, "PRAGMA journal_mode=DELETE");
   if (!fallback.ok()) {
-    if (sqlite::is_corrupt(sqlite3_extended_errcode(db))) return unusable(bad_file, fallback.status());
+    const int rc = sqlite3_extended_errcode(db);
+    if (sqlite::is_corrupt(rc)) return unusable(bad_file, fallback.status());
+    // Leaving WAL needs the only connection to the file. When another process holds it open in WAL
+    // mode, this connection works in WAL like the others (SQLite reads the mode from the file).
+    if (!want_wal && sqlite::is_busy(rc)) return Status::Ok();
     return fallback.status();
   }
   return Status::Ok();
@@ -209,7 +220,7 @@ Status migrate(sqlite3* db, const std::string& path, bool* bad_file) {
 }
 
 // One attempt to open path. *bad_file is set when the failure means the file must be set aside.
-StatusOr<sqlite3*> try_open(const std::string& path, bool* bad_file) {
+StatusOr<sqlite3*> try_open(const std::string& path, bool want_wal, bool* bad_file) {
   *bad_file = false;
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
@@ -219,7 +230,7 @@ StatusOr<sqlite3*> try_open(const std::string& path, bool* bad_file) {
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
 
-  KILN_RETURN_IF_ERROR(set_journal_mode(raw, path, bad_file));
+  KILN_RETURN_IF_ERROR(set_journal_mode(raw, path, want_wal, bad_file));
   KILN_RETURN_IF_ERROR(sqlite::exec(raw, path, "PRAGMA synchronous=NORMAL"));
   KILN_RETURN_IF_ERROR(migrate(raw, path, bad_file));
   return guard.release();
@@ -275,18 +286,32 @@ Status ensure_private_dir(const std::string& dir) {
   return Status::Ok();
 }
 
+namespace {
+
+// KILN_CACHE_JOURNAL: true for WAL (unset, "wal"), false for the rollback journal ("delete").
+StatusOr<bool> wal_wanted() {
+  const std::optional<std::string> v = env::get(env::kCacheJournal);
+  if (!v || *v == "wal" || *v == "WAL") return true;
+  if (*v == "delete" || *v == "DELETE") return false;
+  return InvalidArgument(std::string(env::kCacheJournal) + "='" + *v +
+                         "' is not a journal mode kiln uses; expected 'wal' (the default) or 'delete'");
+}
+
+}  // namespace
+
 StatusOr<sqlite3*> open_cache_db(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(const bool want_wal, wal_wanted());
   bool bad_file = false;
-  StatusOr<sqlite3*> db = try_open(path, &bad_file);
+  StatusOr<sqlite3*> db = try_open(path, want_wal, &bad_file);
   if (db.ok() || !bad_file) return db;
 
   // Recovery: serialise with any other process doing the same, and look again under the lock: the
   // file we judged may already have been replaced by a fresh database.
   KILN_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(path + ".lock"));
-  db = try_open(path, &bad_file);
+  db = try_open(path, want_wal, &bad_file);
   if (db.ok() || !bad_file) return db;
   KILN_RETURN_IF_ERROR(set_aside(path).with_context(db.status().message()));
-  db = try_open(path, &bad_file);
+  db = try_open(path, want_wal, &bad_file);
   if (!db.ok()) return db.status().with_context("cache: rebuilding " + path + " after setting it aside");
   return db;
 }

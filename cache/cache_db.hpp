@@ -4,7 +4,9 @@
 // Invariants once open_cache_db() returns a connection:
 //   - dir exists (created 0700 with any missing parents; an existing dir is used as it is);
 //   - busy_timeout is kBusyTimeoutMs, synchronous=NORMAL, extended result codes are on;
-//   - journal_mode is WAL, or DELETE where WAL is unavailable (network file systems);
+//   - journal_mode is WAL, or DELETE where WAL is unavailable (network file systems) or where
+//     KILN_CACHE_JOURNAL=delete asks for it (unless another process holds the file open in WAL
+//     mode: then this connection uses WAL too, as SQLite requires);
 //   - application_id is kApplicationId and user_version is kLatestSchemaVersion.
 // A file that SQLite rejects (SQLITE_NOTADB / SQLITE_CORRUPT) or a foreign SQLite database (another
 // application's tables, no kiln application_id) is renamed to kiln.db.corrupt-<unix time> and a fresh
@@ -34,6 +36,7 @@ inline constexpr int kBusyTimeoutMs = 10000;
 // tightens the mode of a directory that already exists.
 Status ensure_private_dir(const std::string& dir);
 // Opens, configures and migrates the cache database at path (its directory must exist).
+// INVALID_ARGUMENT when KILN_CACHE_JOURNAL holds something other than wal or delete.
 // The caller owns the connection (sqlite3_close_v2).
 StatusOr<sqlite3*> open_cache_db(const std::string& path);
 

@@ -4,9 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <ctime>
+#include <limits>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "cache/cache_db.hpp"
 #include "cache/cache_key.hpp"
@@ -53,8 +57,59 @@ CachedKernel read_row(const Stmt& s) {
   return k;
 }
 
-// One BEGIN IMMEDIATE; INSERT OR IGNORE; COMMIT. Returns the SQLite code of the first failure.
-int insert_once(sqlite3* db, const std::string& path, const CachedKernel& e, const std::string& sha, Status* err) {
+// KILN_CACHE_MAX_MB as bytes; the default when unset.
+StatusOr<int64_t> cap_from_env() {
+  const std::optional<std::string> v = env::get(env::kCacheMaxMb);
+  if (!v) return KernelCache::kDefaultMaxCubinBytes;
+  int64_t mb = -1;
+  const char* end = v->data() + v->size();
+  auto [ptr, ec] = std::from_chars(v->data(), end, mb);
+  if (ec != std::errc() || ptr != end || mb < 0 || mb > (std::numeric_limits<int64_t>::max() >> 20)) {
+    return InvalidArgument(std::string(env::kCacheMaxMb) + "='" + *v +
+                           "' is not a cache size; expected a whole number of MiB such as 1024, or 0 for no cap");
+  }
+  return mb << 20;
+}
+
+// Inside a write transaction: deletes least-recently-used kernels other than keep_key until the
+// cubins total at most cap bytes. Returns how many were deleted. keep_key is the kernel this
+// transaction inserts (never evicted by its own insert); empty for none.
+StatusOr<int64_t> evict_over_cap(sqlite3* db, const std::string& path, int64_t cap, const std::string& keep_key) {
+  if (cap <= 0) return int64_t{0};
+  int64_t total = 0;
+  {
+    // length() of a BLOB reads its size from the record header, not the cubin itself.
+    KILN_ASSIGN_OR_RETURN(Stmt sum, Stmt::prepare(db, path, "SELECT coalesce(sum(length(cubin)), 0) FROM kernels"));
+    KILN_ASSIGN_OR_RETURN(bool row, sum.step());
+    if (row) total = sum.column_int64(0);
+  }
+  if (total <= cap) return int64_t{0};
+  std::vector<std::string> victims;
+  {
+    KILN_ASSIGN_OR_RETURN(Stmt oldest, Stmt::prepare(db, path,
+                                                     "SELECT key, length(cubin) FROM kernels WHERE key != ?1 "
+                                                     "ORDER BY last_used ASC, created ASC, key ASC"));
+    oldest.bind_text(1, keep_key);
+    while (total > cap) {
+      KILN_ASSIGN_OR_RETURN(bool row, oldest.step());
+      if (!row) break;  // only keep_key is left: it stays, over the cap
+      victims.push_back(oldest.column_text(0));
+      total -= oldest.column_int64(1);
+    }
+  }  // finalized before the deletes
+  KILN_ASSIGN_OR_RETURN(Stmt del, Stmt::prepare(db, path, "DELETE FROM kernels WHERE key = ?1"));
+  for (const std::string& key : victims) {
+    del.reset();
+    del.bind_text(1, key);
+    KILN_RETURN_IF_ERROR(del.step().status());
+  }
+  return static_cast<int64_t>(victims.size());
+}
+
+// One BEGIN IMMEDIATE; body(); COMMIT. Returns the SQLite code of the first failure (SQLITE_OK on
+// success) and its Status in *err; a failed transaction is rolled back.
+template <typename Body>
+int write_once(sqlite3* db, const std::string& path, Status* err, Body&& body) {
   auto fail = [&](Status s) {
     *err = std::move(s);
     int rc = sqlite3_extended_errcode(db);
@@ -63,43 +118,62 @@ int insert_once(sqlite3* db, const std::string& path, const CachedKernel& e, con
   };
   Status s = sqlite::exec(db, path, "BEGIN IMMEDIATE");
   if (!s.ok()) return fail(s);
-  {
-    StatusOr<Stmt> st = Stmt::prepare(db, path,
-                                      "INSERT OR IGNORE INTO kernels(key, arch, entry, spec, config, cubin, "
-                                      "cubin_sha256, registers, smem, spills, compile_ms, created, last_used) "
-                                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
-    if (!st.ok()) return fail(st.status());
-    const int64_t now = now_unix();
-    st->bind_text(1, e.key);
-    st->bind_text(2, e.arch);
-    st->bind_text(3, e.entry);
-    st->bind_text(4, e.spec);
-    st->bind_text(5, e.config);
-    st->bind_blob(6, e.cubin);
-    st->bind_text(7, sha);
-    st->bind_int64(8, e.registers);
-    st->bind_int64(9, e.smem);
-    st->bind_int64(10, e.spills);
-    st->bind_double(11, e.compile_ms);
-    st->bind_int64(12, e.created_unix > 0 ? e.created_unix : now);
-    st->bind_int64(13, now);
-    StatusOr<bool> stepped = st->step();
-    if (!stepped.ok()) return fail(stepped.status());
-  }  // the statement is finalized before COMMIT
+  s = body();  // every statement it prepares is finalized before COMMIT
+  if (!s.ok()) return fail(s);
   s = sqlite::exec(db, path, "COMMIT");
   if (!s.ok()) return fail(s);
   return SQLITE_OK;
 }
 
+// Runs write_once until it succeeds, fails for a reason other than a busy database, or has been
+// tried kPutAttempts times.
+template <typename Body>
+Status write_with_retry(sqlite3* db, const std::string& path, Body&& body) {
+  Status err;
+  for (int attempt = 1;; ++attempt) {
+    int rc = write_once(db, path, &err, body);
+    if (rc == SQLITE_OK) return Status::Ok();
+    if (!sqlite::is_busy(rc) || attempt == kPutAttempts) return err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
+  }
+}
+
+Status insert_row(sqlite3* db, const std::string& path, const CachedKernel& e, const std::string& sha) {
+  KILN_ASSIGN_OR_RETURN(Stmt st, Stmt::prepare(db, path,
+                                               "INSERT OR IGNORE INTO kernels(key, arch, entry, spec, config, cubin, "
+                                               "cubin_sha256, registers, smem, spills, compile_ms, created, last_used) "
+                                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+  const int64_t now = now_unix();
+  st.bind_text(1, e.key);
+  st.bind_text(2, e.arch);
+  st.bind_text(3, e.entry);
+  st.bind_text(4, e.spec);
+  st.bind_text(5, e.config);
+  st.bind_blob(6, e.cubin);
+  st.bind_text(7, sha);
+  st.bind_int64(8, e.registers);
+  st.bind_int64(9, e.smem);
+  st.bind_int64(10, e.spills);
+  st.bind_double(11, e.compile_ms);
+  st.bind_int64(12, e.created_unix > 0 ? e.created_unix : now);
+  st.bind_int64(13, now);
+  return st.step().status();
+}
+
 }  // namespace
 
-StatusOr<std::unique_ptr<KernelCache>> KernelCache::open(const std::string& dir) {
+StatusOr<std::unique_ptr<KernelCache>> KernelCache::open(const std::string& dir,
+                                                         const KernelCacheOptions& options) {
+  int64_t cap = options.max_cubin_bytes;
+  if (cap < 0) {
+    KILN_ASSIGN_OR_RETURN(cap, cap_from_env());
+  }
   KILN_RETURN_IF_ERROR(ensure_private_dir(dir));
   std::string path = dir;
   if (path.back() != '/') path += '/';
   path += "kiln.db";
   KILN_ASSIGN_OR_RETURN(sqlite3 * db, open_cache_db(path));
-  return std::unique_ptr<KernelCache>(new KernelCache(db, std::move(path)));
+  return std::unique_ptr<KernelCache>(new KernelCache(db, std::move(path), cap));
 }
 
 StatusOr<std::unique_ptr<KernelCache>> KernelCache::open_default() { return open(default_dir()); }
@@ -160,19 +234,33 @@ Status KernelCache::put(const CachedKernel& entry) {
   if (entry.cubin.empty()) return InvalidArgument("KernelCache::put: the cubin for key " + entry.key + " is empty");
   const std::string sha = sha256_hex(entry.cubin);
   std::lock_guard<std::mutex> lock(mu_);
-  Status err;
-  for (int attempt = 1;; ++attempt) {
-    int rc = insert_once(db_, path_, entry, sha, &err);
-    if (rc == SQLITE_OK) return Status::Ok();
-    if (!sqlite::is_busy(rc) || attempt == kPutAttempts) return err;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
-  }
+  int64_t evicted = 0;
+  KILN_RETURN_IF_ERROR(write_with_retry(db_, path_, [&]() -> Status {
+    evicted = 0;
+    KILN_RETURN_IF_ERROR(insert_row(db_, path_, entry, sha));
+    KILN_ASSIGN_OR_RETURN(evicted, evict_over_cap(db_, path_, max_cubin_bytes_, entry.key));
+    return Status::Ok();
+  }));
+  evictions_.fetch_add(evicted);
+  return Status::Ok();
+}
+
+StatusOr<int64_t> KernelCache::enforce_cap() {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t evicted = 0;
+  KILN_RETURN_IF_ERROR(write_with_retry(db_, path_, [&]() -> Status {
+    KILN_ASSIGN_OR_RETURN(evicted, evict_over_cap(db_, path_, max_cubin_bytes_, std::string()));
+    return Status::Ok();
+  }));
+  evictions_.fetch_add(evicted);
+  return evicted;
 }
 
 StatusOr<CacheStats> KernelCache::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   CacheStats st;
   st.path = path_;
+  st.max_cubin_bytes = max_cubin_bytes_;
   {
     KILN_ASSIGN_OR_RETURN(Stmt s,
                           Stmt::prepare(db_, path_, "SELECT count(*), coalesce(sum(length(cubin)), 0) FROM kernels"));

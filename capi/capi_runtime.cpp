@@ -22,7 +22,9 @@ constexpr size_t kPlanOptionsV1 = sizeof(kiln_plan_options);
 // kiln_operands grew offsets, counts and b_global (formats issue): the first release's callers pass
 // the size up to b_scale, and the fields past their struct_size read as NULL.
 constexpr size_t kOperandsV1 = offsetof(kiln_operands, offsets);
-constexpr size_t kOperandsV2 = sizeof(kiln_operands);
+constexpr size_t kOperandsV2 = offsetof(kiln_operands, out_scale);
+// ... and out_scale, out_global (quantize specs, kiln 0.3).
+constexpr size_t kOperandsV3 = sizeof(kiln_operands);
 
 }  // namespace
 
@@ -110,6 +112,15 @@ kiln_status kiln_plan_prepare(kiln_plan plan) {
   });
 }
 
+kiln_status kiln_plan_compile(kiln_plan plan, int64_t m) {
+  return guard("kiln_plan_compile", [&]() -> Status {
+    KILN_RETURN_IF_ERROR(require(plan, "plan"));
+    if (m < 1) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 1");
+    const kiln::Plan& p = plan->plan;
+    return plan->runtime->compile(p.spec(), p.family(), p.config_for(m), p.arch()).status();
+  });
+}
+
 kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes) {
   return guard("kiln_plan_workspace_size", [&]() -> Status {
     KILN_RETURN_IF_ERROR(require(bytes, "bytes"));
@@ -144,6 +155,10 @@ kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* w
       ops.offsets = operands->offsets;
       ops.counts = operands->counts;
       ops.b_global = operands->b_global;
+    }
+    if (operands->struct_size >= kOperandsV3) {
+      ops.out_scale = operands->out_scale;
+      ops.out_global = operands->out_global;
     }
     return plan->plan.run(ops, workspace, workspace_bytes, stream);
   });

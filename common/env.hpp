@@ -4,6 +4,10 @@
 //   KILN_NVRTC_PATH     full path of libnvrtc to dlopen (default: libnvrtc.so.13, libnvrtc.so, CUDA paths)
 //   KILN_CUDA_PATH      full path of libcuda to dlopen (default: libcuda.so.1)
 //   KILN_DISABLE_CACHE  "1": compile in memory only, never open SQLite
+//   KILN_CACHE_MAX_MB   cap on the cubins kept in the kernel cache, in MiB (default 1024; 0: no cap);
+//                       least-recently-used kernels are evicted past it (cache/kernel_cache.hpp)
+//   KILN_CACHE_JOURNAL  "delete": use SQLite's rollback journal instead of WAL for kiln.db (what
+//                       kiln falls back to by itself where WAL is unavailable); unset or "wal": WAL
 //   KILN_AUTOTUNE       "1": tune online a plan's M-hint bucket that no tuning layer has (needs a GPU
 //                       and the tuner installed: tuner/online.hpp); the API flag overrides it
 //   KILN_RECORD_UNTUNED "1": record shapes planned on the heuristic in kiln.db's `untuned` table,
@@ -24,6 +28,8 @@ inline constexpr const char* kCacheDir = "KILN_CACHE_DIR";
 inline constexpr const char* kNvrtcPath = "KILN_NVRTC_PATH";
 inline constexpr const char* kCudaPath = "KILN_CUDA_PATH";
 inline constexpr const char* kDisableCache = "KILN_DISABLE_CACHE";
+inline constexpr const char* kCacheMaxMb = "KILN_CACHE_MAX_MB";
+inline constexpr const char* kCacheJournal = "KILN_CACHE_JOURNAL";
 inline constexpr const char* kAutotune = "KILN_AUTOTUNE";
 inline constexpr const char* kRecordUntuned = "KILN_RECORD_UNTUNED";
 inline constexpr const char* kTuningDevice = "KILN_TUNING_DEVICE";

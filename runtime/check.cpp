@@ -55,6 +55,29 @@ std::string CheckReport::to_json() const {
   return j.dump();
 }
 
+StatusOr<double> median_event_ms(const std::function<Status()>& launch, int warmup, int repeats) {
+  KILN_ASSIGN_OR_RETURN(const Driver* d, Driver::get());
+  CUevent e0 = nullptr, e1 = nullptr;
+  KILN_RETURN_IF_ERROR(d->check(d->cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate"));
+  Status st = d->check(d->cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate");
+  std::vector<double> times;
+  for (int i = 0; st.ok() && i < warmup; ++i) st = launch();
+  for (int i = 0; st.ok() && i < std::max(1, repeats); ++i) {
+    st = d->check(d->cuEventRecord(e0, nullptr), "cuEventRecord");
+    if (st.ok()) st = launch();
+    if (st.ok()) st = d->check(d->cuEventRecord(e1, nullptr), "cuEventRecord");
+    if (st.ok()) st = d->check(d->cuEventSynchronize(e1), "cuEventSynchronize");
+    float ms = 0;
+    if (st.ok()) st = d->check(d->cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+    times.push_back(ms);
+  }
+  d->cuEventDestroy(e0);
+  if (e1 != nullptr) d->cuEventDestroy(e1);
+  if (!st.ok()) return st;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOptions& o) {
   KILN_RETURN_IF_ERROR(rt.device_status());
   KILN_ASSIGN_OR_RETURN(const Driver* d, Driver::get());
@@ -135,7 +158,11 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
         continue;
       }
       if (!std::isfinite(v) && std::isfinite(ref_v)) {
-        ++r.nonfinite;
+        // An f16 output overflows to +-Inf exactly where the reference rounds past f16's range
+        // (|x| >= 65520 rounds to Inf under RNE): that is the right answer, not an error.
+        const bool f16_overflow = spec.out.format == Format::kF16 && std::isinf(v) && std::fabs(ref_v) >= 65520.0 &&
+                                  (v > 0) == (ref_v > 0);
+        if (!f16_overflow) ++r.nonfinite;
         continue;
       }
       double e = std::fabs(v - ref_v);
@@ -153,24 +180,8 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
   }
 
   if (o.time) {
-    CUevent e0, e1;
-    KILN_RETURN_IF_ERROR(d->check(d->cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate"));
-    KILN_RETURN_IF_ERROR(d->check(d->cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate"));
-    for (int i = 0; i < o.warmup; ++i) KILN_RETURN_IF_ERROR(plan.run(ops, nullptr, 0, nullptr));
-    std::vector<double> times;
-    for (int i = 0; i < std::max(1, o.repeats); ++i) {
-      KILN_RETURN_IF_ERROR(d->check(d->cuEventRecord(e0, nullptr), "cuEventRecord"));
-      KILN_RETURN_IF_ERROR(plan.run(ops, nullptr, 0, nullptr));
-      KILN_RETURN_IF_ERROR(d->check(d->cuEventRecord(e1, nullptr), "cuEventRecord"));
-      KILN_RETURN_IF_ERROR(d->check(d->cuEventSynchronize(e1), "cuEventSynchronize"));
-      float ms = 0;
-      KILN_RETURN_IF_ERROR(d->check(d->cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime"));
-      times.push_back(ms);
-    }
-    d->cuEventDestroy(e0);
-    d->cuEventDestroy(e1);
-    std::sort(times.begin(), times.end());
-    r.median_ms = times[times.size() / 2];
+    KILN_ASSIGN_OR_RETURN(r.median_ms,
+                          median_event_ms([&] { return plan.run(ops, nullptr, 0, nullptr); }, o.warmup, o.repeats));
     r.tflops = 2.0 * rows * n * k / (r.median_ms * 1e-3) / 1e12;
     double bytes = static_cast<double>(h.a.bytes.size() + h.b.bytes.size() + h.a_scale.bytes.size() +
                                        h.b_scale.bytes.size()) +

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct CheckReport {
 };
 
 StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOptions& opts);
+// Median of `repeats` CUDA-event timings (ms) of launch() on the default stream, after `warmup` untimed
+// calls (shared by run_check and run_quantize_check).
+StatusOr<double> median_event_ms(const std::function<Status()>& launch, int warmup, int repeats);
 // Tolerance on rel_fro_err for a spec (output rounding + accumulation order).
 double check_tolerance(const KernelSpec& spec, int64_t k);
 

@@ -251,8 +251,23 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
   if (b_plain) {
     h.b = tensor_of(random_codes(b.format, experts * n, k, s), b_shape, dtype_of(b.format));
   } else if (format_is_fp8(b.format)) {
-    if (grouped) return Unsupported("random_operands: grouped FP8 weights are not generated");
-    KILN_RETURN_IF_ERROR(fp8_scaled(b, n, k, s, h.b, h.b_scale, b_shape));
+    if (!grouped) {
+      KILN_RETURN_IF_ERROR(fp8_scaled(b, n, k, s, h.b, h.b_scale, b_shape));
+    } else {
+      // Each expert quantized on its own (its 128x128 blocks start at its row 0), then stacked.
+      for (int64_t e = 0; e < experts; ++e) {
+        HostTensor d, sc;
+        KILN_RETURN_IF_ERROR(fp8_scaled(b, n, k, s, d, sc, {n, k}));
+        h.b.bytes.insert(h.b.bytes.end(), d.bytes.begin(), d.bytes.end());
+        h.b_scale.bytes.insert(h.b_scale.bytes.end(), sc.bytes.begin(), sc.bytes.end());
+        h.b_scale.dtype = sc.dtype;
+        if (e == 0) h.b_scale.shape = lead(sc.shape);
+      }
+      h.b.shape = b_shape;
+      h.b.dtype = kU8;
+      // Per-channel scales travel as one [E * N] vector (runtime/operands.hpp).
+      if (b.scale == ScaleGranularity::kN) h.b_scale.shape = {experts * n};
+    }
   } else if (b.format == Format::kMxfp4 || b.format == Format::kMxfp8) {
     KILN_RETURN_IF_ERROR(mx_operand(spec, b.format, experts * n, k, s, h.b, h.b_scale, b_shape, lead({n, k / 32})));
   } else if (b.format == Format::kNvfp4) {
@@ -266,7 +281,12 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
     const float sa = a.scale == ScaleGranularity::kNone ? 1.f : 0.5f + std::fabs(uniform(s, 1.5f));
     const float sb = b.scale == ScaleGranularity::kNone ? 1.f : 0.5f + std::fabs(uniform(s, 1.5f));
     if (a.scale == ScaleGranularity::kTensor) h.a_scale = tensor_of(std::vector<float>{sa}, {1}, kF32);
-    if (b.scale == ScaleGranularity::kTensor) h.b_scale = tensor_of(std::vector<float>{sb}, {1}, kF32);
+    if (b.scale == ScaleGranularity::kTensor) {
+      // Grouped weights: one tensor scale per expert.
+      std::vector<float> sbs{sb};
+      for (int64_t e = 1; e < experts; ++e) sbs.push_back(0.5f + std::fabs(uniform(s, 1.5f)));
+      h.b_scale = tensor_of(sbs, {experts}, kF32);
+    }
   }
 
   // out: Y [rows, N] (masked: [E, max_m, N]).

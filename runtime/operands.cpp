@@ -1,5 +1,7 @@
 #include "runtime/operands.hpp"
 
+#include "compiler/plan/quantize_plan.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -344,7 +346,13 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
   const int64_t per_expert = batch >= 0 ? batch : 1;
   switch (op.scale) {
     case ScaleGranularity::kTensor: {
-      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, 1, device, "a tensor scale has exactly 1"));
+      // Grouped weights: one tensor scale per expert.
+      const int64_t count = is_a ? 1 : per_expert;
+      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device,
+                                                   count == 1 ? string("a tensor scale has exactly 1")
+                                                              : "grouped weights take one tensor scale per expert (" +
+                                                                    to_string(count) + ")"));
+      if (!is_a && batch >= 0) c.b_scale_expert_stride = 1;
       return Status::Ok();
     }
     case ScaleGranularity::kM:
@@ -511,6 +519,101 @@ int64_t bucket_rows(const KernelSpec& spec, const CheckedOperands& c) {
   if (spec.layout == GroupLayout::kMasked) return c.max_m;
   if (spec.layout == GroupLayout::kOffsets && c.experts > 0) return (c.m + c.experts - 1) / c.experts;
   return c.m;
+}
+
+StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const ProblemSizes& sizes,
+                                                  const Operands& ops) {
+  CheckedQuantize q;
+  if (ops.b != nullptr || ops.a_scale != nullptr || ops.b_scale != nullptr || ops.b_global != nullptr ||
+      ops.offsets != nullptr || ops.counts != nullptr)
+    return InvalidArgument("quantize takes a (the input), out, out_scale and (nvfp4) out_global; operand " +
+                           string(ops.b ? "b" : ops.a_scale ? "a_scale" : ops.b_scale ? "b_scale"
+                                          : ops.b_global ? "b_global" : ops.offsets ? "offsets" : "counts") +
+                           " was given");
+  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, -1, -1, sizes.k, "M", "K"));
+  q.device = ops.a->device.device_id;
+  q.m = a.rows;
+  q.in = a.data;
+  q.ld_in = a.ld;
+  if (q.m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(q.m) + " exceeds 2^31 - 1");
+  const QuantizeShape qs = quantize_shape(spec);
+  const bool transposed = qs.mode == QuantizeMode::kTransposed;
+  if (transposed && q.m % qs.block != 0)
+    return InvalidArgument("operand a: M = " + to_string(q.m) + " is not a multiple of " + to_string(qs.block) +
+                           "; transpose=true quantizes blocks of " + to_string(qs.block) + " rows");
+  // out: codes, written in 4-byte (mxfp4) or 8-byte chunks: rows and base aligned to that.
+  const int64_t out_rows = transposed ? sizes.k : q.m, out_cols = transposed ? q.m : sizes.k;
+  KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, -1, out_rows, out_cols,
+                                            transposed ? "K" : "M", transposed ? "M" : "K", /*vector_rows=*/false));
+  const int64_t chunk = spec.out.format == Format::kMxfp4 ? 4 : 8;
+  const int64_t row_bytes = format_bits(spec.out.format) == 4 ? o.ld / 2 : o.ld;
+  if (row_bytes % chunk != 0 || reinterpret_cast<uintptr_t>(o.data) % chunk != 0)
+    return InvalidArgument("operand out: row stride " + to_string(row_bytes) + " bytes at address 0x" +
+                           hex(reinterpret_cast<uintptr_t>(o.data)) + "; the quantize family stores " +
+                           to_string(chunk) + "-byte chunks, so rows must start on " + to_string(chunk) +
+                           "-byte boundaries");
+  if (ops.out->device.device_id != q.device)
+    return InvalidArgument("operands a and out must be on one device; found devices " + to_string(q.device) + ", " +
+                           to_string(ops.out->device.device_id));
+  q.out = const_cast<void*>(o.data);
+  q.ld_out = o.ld;
+
+  // out_scale.
+  const string n = "operand out_scale";
+  const string fmt = format_name(spec.out.format);
+  if (ops.out_scale == nullptr)
+    return InvalidArgument(n + ": missing; quantize writes the scales of out=" + fmt + " there");
+  switch (qs.mode) {
+    case QuantizeMode::kTensor: {
+      KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, 1, q.device,
+                                                             "a per-tensor scale has exactly 1 (written)"));
+      q.scale = const_cast<float*>(s);
+      q.ld_scale = 1;
+      break;
+    }
+    case QuantizeMode::kRow: {
+      KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, q.m, q.device,
+                                                             "per-token scales: one f32 per row of a (M = " +
+                                                                 to_string(q.m) + ")"));
+      q.scale = const_cast<float*>(s);
+      q.ld_scale = 1;
+      break;
+    }
+    default: {
+      int64_t rows = 0, cols = 0;
+      string meaning;
+      if (qs.mode == QuantizeMode::kBlock2d) {
+        rows = (q.m + 127) / 128;
+        cols = sizes.k / 128;
+        meaning = "one scale per 128 x 128 block";
+      } else if (transposed) {
+        rows = sizes.k;
+        cols = q.m / qs.block;
+        meaning = "transpose=true: one scale per column of a per " + to_string(qs.block) + " rows";
+      } else {
+        rows = q.m;
+        cols = sizes.k / qs.block;
+        meaning = "one scale per row per " + to_string(qs.block) + " K";
+      }
+      KILN_ASSIGN_OR_RETURN(ScaleView v, check_scale_matrix(n, ops.out_scale, spec.out.scale_type, -1, rows, cols,
+                                                            q.device, meaning));
+      q.scale = const_cast<float*>(v.data);
+      q.ld_scale = v.lds;
+      break;
+    }
+  }
+  const bool nvfp4 = spec.out.format == Format::kNvfp4;
+  if (!nvfp4 && ops.out_global != nullptr)
+    return InvalidArgument("operand out_global: given, but only out=nvfp4 writes a global scale (out=" + fmt + ")");
+  if (nvfp4) {
+    if (ops.out_global == nullptr)
+      return InvalidArgument("operand out_global: missing; out=nvfp4 writes its f32 global decode scale (amax / (6 * " +
+                             to_string(spec.e4m3_bound) + ")) to a device f32 [1]");
+    KILN_ASSIGN_OR_RETURN(const float* g, check_f32_vector("operand out_global", ops.out_global, 1, q.device,
+                                                           "the nvfp4 global scale is exactly 1 f32 (written)"));
+    q.global = const_cast<float*>(g);
+  }
+  return q;
 }
 
 }  // namespace kiln

@@ -49,6 +49,24 @@ struct CheckedOperands {
 
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops);
 
+// ---- quantize specs (formats issue): a = X [M, K] in, out = codes, out_scale / out_global written.
+//   out        [M, K] (fp8) or [M, K/2] bytes (mxfp4 / nvfp4); transpose=true: [K, M] (or [K, M/2])
+//   out_scale  e4m3:tensor f32 [1] | e4m3:m f32 [M] | e4m3:block1x128 [M, K/128] | block128x128
+//              [ceil(M/128), K/128] (f32 or E8M0 bytes) | mxfp8/mxfp4 E8M0 [M, K/32] | nvfp4 UE4M3
+//              [M, K/16]; transpose=true: [K, M/block]
+//   out_global out=nvfp4: f32 [1]
+struct CheckedQuantize {
+  int device = 0;
+  int64_t m = 0;
+  const void* in = nullptr;
+  void* out = nullptr;
+  void* scale = nullptr;
+  float* global = nullptr;
+  int64_t ld_in = 0, ld_out = 0, ld_scale = 0;  // elements; scale elements
+};
+StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const ProblemSizes& sizes,
+                                                  const Operands& ops);
+
 // The kernel arguments for checked operands (n and k from the plan's sizes).
 kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& sizes);
 

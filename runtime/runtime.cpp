@@ -10,6 +10,7 @@
 #include "compiler/nvrtc/nvrtc.hpp"
 #include "runtime/operands.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/quantize_launch.hpp"  // formats issue: the quantize family's phases
 #include "runtime/sm90_launch.hpp"    // Hopper issue: the sm90 family's launch
 #include "runtime/tuned_configs.hpp"  // tuner issue: Runtime::plan's tuned-configs block
 #include "templates/common/gemm_params.cuh"
@@ -237,8 +238,40 @@ Status Plan::prepare() const {
   return Status::Ok();
 }
 
+namespace {
+
+// The loaded kernel of `bucket`: loads it unless the stream is capturing (NOT_READY then).
+StatusOr<LoadedKernel*> bucket_kernel(const PlanImpl& p, const Driver* d, int bucket, int64_t m, CUstream_st* stream) {
+  LoadedKernel* k = p.kernels[bucket].load(std::memory_order_acquire);
+  if (k != nullptr) return k;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  KILN_RETURN_IF_ERROR(d->check(d->cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    return NotReady("Plan::run during CUDA-graph capture, but the kernel for M=" + std::to_string(m) +
+                    " is not loaded; call prepare() before capturing");
+  }
+  return p.kernel_for(bucket);
+}
+
+// formats issue: quantize specs (a -> out, out_scale, out_global), one launch per phase.
+Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream) {
+  KILN_ASSIGN_OR_RETURN(CheckedQuantize q, check_quantize_operands(p.spec, p.sizes, ops));
+  auto drv = p.rt->driver();
+  if (!drv.ok()) return drv.status().with_context("Plan::run");
+  const Driver* d = *drv;
+  ScopedContext ctx;
+  KILN_RETURN_IF_ERROR(ctx.enter(d, q.device));
+  const int bucket = bucket_index(q.m);
+  KILN_ASSIGN_OR_RETURN(LoadedKernel * k, bucket_kernel(p, d, bucket, q.m, stream));
+  KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, q.device));
+  return quantize_launch(*d, *k, p.spec, p.sizes.k, q, reinterpret_cast<CUstream>(stream));
+}
+
+}  // namespace
+
 Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_bytes*/, CUstream_st* stream) const {
   const PlanImpl& p = *impl_;
+  if (p.family == KernelFamily::kQuantize) return run_quantize(p, ops, stream);
   KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(p.spec, p.sizes, ops));
   auto drv = p.rt->driver();
   if (!drv.ok()) return drv.status().with_context("Plan::run");
@@ -248,16 +281,7 @@ Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_by
   KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
   // Grouped problems pick the bucket by the expected rows per expert (runtime/operands.hpp).
   int bucket = bucket_index(bucket_rows(p.spec, c));
-  LoadedKernel* k = p.kernels[bucket].load(std::memory_order_acquire);
-  if (k == nullptr) {
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    KILN_RETURN_IF_ERROR(d->check(d->cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
-    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-      return NotReady("Plan::run during CUDA-graph capture, but the kernel for M=" + std::to_string(c.m) +
-                      " is not loaded; call prepare() before capturing");
-    }
-    KILN_ASSIGN_OR_RETURN(k, p.kernel_for(bucket));
-  }
+  KILN_ASSIGN_OR_RETURN(LoadedKernel * k, bucket_kernel(p, d, bucket, c.m, stream));
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, c.device));
   kiln_dev::GemmParams gp = gemm_params(c, p.sizes);
   // ---- Hopper issue: the sm90 family takes TMA tensor maps and a persistent grid.
@@ -339,7 +363,8 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   }
   KILN_ASSIGN_OR_RETURN(KernelFamily fam, select_family(spec, a));
   ProblemSizes check = sizes;
-  if (check.m <= 0) check.m = 1;
+  // Quantize specs keep M = 0 ("any"): their M rules (transpose=true) are checked per call.
+  if (check.m <= 0 && spec.op != Op::kQuantize) check.m = 1;
   KILN_RETURN_IF_ERROR(can_implement(spec, a, check));
   auto impl = std::make_shared<PlanImpl>();
   impl->rt = impl_;

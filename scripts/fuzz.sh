@@ -7,6 +7,8 @@
 #   KILN_FUZZ_SECONDS    run time per target in seconds (default 60)
 #   KILN_FUZZ_CXX        the clang++ to use (default: the first of clang++, clang++-{19..14})
 #   KILN_JOBS            build jobs (default 2)
+#   KILN_FUZZ_INSTALL    0: never install clang or libFuzzer's runtime; exit 77 (skipped) when they
+#                        are missing (what scripts/test.sh uses; default 1: install what is missing)
 # Arguments go to the fuzzer: ./scripts/fuzz.sh -jobs=2 -workers=2, or reproduce a crash with
 #   ./build-fuzz/epilogue_fuzz crash-<sha1>
 set -euo pipefail
@@ -33,7 +35,17 @@ find_clang() {
   return 1
 }
 
-cxx=$(find_clang) || { apt_install clang; cxx=$(find_clang); }
+install=${KILN_FUZZ_INSTALL:-1}
+skip() {
+  echo "fuzz.sh: skipped: $* (KILN_FUZZ_INSTALL=0)"
+  exit 77
+}
+
+if ! cxx=$(find_clang); then
+  [[ $install == 0 ]] && skip "no clang++"
+  apt_install clang
+  cxx=$(find_clang)
+fi
 clang_major=$("$cxx" --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)
 echo "fuzz.sh: $("$cxx" --version | head -n1)"
 
@@ -46,6 +58,7 @@ probe() {
   "$cxx" -fsanitize=fuzzer,address,undefined "$probe_dir/probe.cpp" -o "$probe_dir/probe" >/dev/null 2>&1
 }
 if ! probe; then
+  [[ $install == 0 ]] && skip "$cxx cannot link -fsanitize=fuzzer (libclang-rt-${clang_major}-dev is missing)"
   apt_install "libclang-rt-${clang_major}-dev"
   probe || { echo "fuzz.sh: $cxx cannot link -fsanitize=fuzzer even with libclang-rt-${clang_major}-dev" >&2; exit 1; }
 fi

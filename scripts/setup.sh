@@ -3,15 +3,16 @@
 # sudo only when not root) — and checks for the CUDA toolkit, which kiln needs for its headers
 # (libcuda and NVRTC are dlopen'd at run time).
 #   ./scripts/setup.sh                      build dependencies
-#   ./scripts/setup.sh --with-python-tests  and python3 + pytest for python/tests
+#   ./scripts/setup.sh --with-python-tests  and python3, pytest, venv and wheel: python/tests run
+#                                           against `pip install -e python/` in a throwaway venv
 set -euo pipefail
 
 packages=(cmake make g++ libsqlite3-dev nlohmann-json3-dev libgtest-dev libdlpack-dev libssl-dev
           libcli11-dev libfmt-dev)
 for arg in "$@"; do
   case "$arg" in
-    --with-python-tests) packages+=(python3 python3-pytest) ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --with-python-tests) packages+=(python3 python3-pytest python3-venv python3-wheel) ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test tier: unit, nvrtc (compiles kernels with
 # the toolkit, no GPU needed) and gpu (each test skips itself without a device), then the Python
-# binding's tests. This is what CI runs (.ci/run).
+# binding's tests against `pip install -e python/` in a throwaway venv, then the epilogue parser's
+# libFuzzer target for a bounded time where clang is installed. This is what CI runs (.ci/run).
 #   KILN_BUILD_DIR, KILN_JOBS, KILN_CUDA_HOME: as for build.sh
-#   KILN_CTEST_ARGS  extra ctest arguments, e.g. "-L unit" or "-L gpu"
+#   KILN_CTEST_ARGS    extra ctest arguments, e.g. "-L unit" or "-L gpu"
+#   KILN_FUZZ          0: skip the libFuzzer session (default: run it when clang++ and libFuzzer's
+#                      runtime are installed; this script never installs them, see below)
+#   KILN_FUZZ_SECONDS  length of the libFuzzer session (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,10 +17,11 @@ jobs=${KILN_JOBS:-2}
 ./scripts/setup.sh --with-python-tests
 ./scripts/build.sh
 
-# Tests never touch the user's kernel cache.
+# Tests never touch the user's kernel cache; the venv and the rest go to a scratch directory.
 KILN_CACHE_DIR=$(mktemp -d)
 export KILN_CACHE_DIR
-trap 'rm -rf "$KILN_CACHE_DIR"' EXIT
+scratch=$(mktemp -d)
+trap 'rm -rf "$KILN_CACHE_DIR" "$scratch"' EXIT
 
 # Run every suite even when one fails, so one CI log shows all failures; fail at the end.
 failed=0
@@ -27,11 +32,50 @@ case "$build_dir" in
   /*) lib="$build_dir/capi/libkiln.so" ;;
   *) lib="$PWD/$build_dir/capi/libkiln.so" ;;
 esac
-# The Debian python3 has the pytest that setup.sh installed; another python3 first on PATH
-# (pyenv, conda) may not.
+
+# The Python binding, installed the way users install it (pip install -e python/) into a throwaway
+# venv: Debian 12's python3 is externally managed (PEP 668), so no --user or system install.
+# --system-site-packages lets the venv see Debian's pytest and wheel (setup.sh installs them) and a
+# system torch if there is one; --no-build-isolation --no-index keep pip off the network. Debian's
+# python3 first: another python3 on PATH (pyenv, conda) may lack venv or pytest.
 py=python3
-if ! "$py" -c 'import pytest' 2>/dev/null && [[ -x /usr/bin/python3 ]]; then py=/usr/bin/python3; fi
-KILN_LIBRARY="$lib" "$py" -m pytest -q python/tests || failed=1
+if [[ -x /usr/bin/python3 ]]; then py=/usr/bin/python3; fi
+venv="$scratch/venv"
+if "$py" -m venv --system-site-packages "$venv" &&
+   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --no-index \
+     -e python/; then
+  # From outside the checkout, so the import can only resolve through the install.
+  (cd "$scratch" && KILN_LIBRARY="$lib" "$venv/bin/python" -c \
+    'import kiln; print("test.sh: kiln", kiln.__version__, "installed at", kiln.__file__, "over", kiln.library_path())') ||
+    failed=1
+  KILN_PYTEST_REQUIRE_INSTALLED=1 KILN_LIBRARY="$lib" "$venv/bin/python" -m pytest -q python/tests || failed=1
+else
+  echo "test.sh: pip install -e python/ into a venv failed (python3-venv and python3-wheel installed?)" >&2
+  failed=1
+fi
+
+# Fuzzing. Where clang++ and libFuzzer's runtime are already installed, the epilogue parser's
+# libFuzzer target (ASan + UBSan) runs for KILN_FUZZ_SECONDS from its seed corpus and must find
+# nothing. This script does not install clang: on a clean Debian 12 that adds minutes of apt and a
+# sanitizer build to a CI run that must stay under 20; there, the deterministic driver
+# (unit_epilogue_fuzz_test: 50,000 generated and mutated inputs plus the seed corpus, checked against
+# the same invariants) in the unit tier above is CI's fuzzing. ./scripts/fuzz.sh installs clang and
+# fuzzes for as long as you ask.
+if [[ ${KILN_FUZZ:-1} != 0 ]]; then
+  # libFuzzer logs every new input: keep the CI log to the verdict unless something was found.
+  fuzz_rc=0
+  fuzz_log="$scratch/fuzz.log"
+  KILN_FUZZ_INSTALL=0 KILN_FUZZ_SECONDS=${KILN_FUZZ_SECONDS:-60} ./scripts/fuzz.sh >"$fuzz_log" 2>&1 || fuzz_rc=$?
+  if ((fuzz_rc == 77)); then
+    tail -n 1 "$fuzz_log"
+    echo "test.sh: libFuzzer session skipped (no clang with libFuzzer); the deterministic fuzz driver ran in the unit tier"
+  elif ((fuzz_rc != 0)); then
+    cat "$fuzz_log"
+    failed=1
+  else
+    grep -E '^(fuzz\.sh:|Done |stat::number_of_executed_units|stat::new_units_added)' "$fuzz_log"
+  fi
+fi
 
 if ((failed)); then
   echo "test.sh: FAILED (see above)" >&2

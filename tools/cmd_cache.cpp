@@ -51,6 +51,7 @@ nlohmann::json stats_json(const CacheStats& s) {
   return {{"path", s.path},
           {"kernels", s.kernels},
           {"cubin_bytes", s.cubin_bytes},
+          {"max_cubin_bytes", s.max_cubin_bytes},
           {"file_bytes", s.file_bytes},
           {"schema_version", s.user_version},
           {"journal_mode", s.journal_mode}};
@@ -67,6 +68,12 @@ int cache_stats(KernelCache& cache, const CacheArgs& args) {
   fmt::print("  {:<10} {}\n", "path", s->path);
   fmt::print("  {:<10} {}\n", "kernels", s->kernels);
   fmt::print("  {:<10} {} ({} B)\n", "cubins", human_bytes(s->cubin_bytes), s->cubin_bytes);
+  if (s->max_cubin_bytes > 0) {
+    fmt::print("  {:<10} {} (KILN_CACHE_MAX_MB; least recently used kernels evicted past it)\n", "cap",
+               human_bytes(s->max_cubin_bytes));
+  } else {
+    fmt::print("  {:<10} none (KILN_CACHE_MAX_MB=0)\n", "cap");
+  }
   fmt::print("  {:<10} {} ({} B)\n", "file", human_bytes(s->file_bytes), s->file_bytes);
   fmt::print("  {:<10} {}\n", "schema", s->user_version);
   fmt::print("  {:<10} {}\n", "journal", s->journal_mode);

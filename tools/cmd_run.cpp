@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "runtime/check.hpp"
+#include "runtime/quantize_check.hpp"
 #include "tools/cli.hpp"
 
 namespace kiln::cli {
@@ -66,12 +67,49 @@ int run_without_gpu(const RunArgs& args, Runtime& rt, const KernelSpec& spec, co
   return kExitNoGpu;
 }
 
+// Quantize specs: every code and scale compared bitwise with the CPU reference; GB/s moved.
+int run_quantize(const RunArgs& args, Runtime& runtime, const Plan& plan, const CompileReport& report) {
+  constexpr const char* kCmd = "run";
+  QuantizeCheckOptions opts;
+  opts.m = args.m;
+  opts.seed = args.seed;
+  opts.check = args.check;
+  opts.time = true;
+  opts.warmup = args.warmup;
+  opts.repeats = args.repeats;
+  StatusOr<QuantizeCheckReport> result = run_quantize_check(runtime, plan, opts);
+  if (!result.ok()) return report_error(kCmd, result.status());
+  const QuantizeCheckReport& r = *result;
+  const std::string line =
+      !r.checked ? std::string("not checked (pass --check to compare with the reference, bitwise)")
+                 : fmt::format("{}: {} of {} code bytes and {} of {} scales differ from the reference{}{}",
+                               r.passed ? "PASSED" : "FAILED", r.code_mismatches, r.codes, r.scale_mismatches,
+                               r.scales, r.global_mismatch ? "; the global scale differs" : "",
+                               r.first_mismatch.empty() ? "" : " (first: " + r.first_mismatch + ")");
+  if (args.json) {
+    nlohmann::json j;
+    j["gpu"] = true;
+    j["plan"] = parse_json_or_string(plan.describe_json());
+    j["compile"] = compile_report_json(report);
+    j["check"] = parse_json_or_string(r.to_json());
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    std::string out = fmt::format("kiln run\n{}", format_compile_report(report));
+    out += fmt::format("  {:<10} {}\n", "seed", r.seed);
+    out += fmt::format("  {:<10} {}\n", "check", line);
+    out += fmt::format("  {:<10} median {:.4f} ms over {} runs: {:.1f} GB/s (X read, codes and scales written)\n",
+                       "time", r.median_ms, args.repeats, r.gbps);
+    fmt::print("{}", out);
+  }
+  if (r.checked && !r.passed) {
+    fmt::print(stderr, "kiln run: check FAILED (seed {}): {}\n", r.seed, line);
+    return kExitError;
+  }
+  return kExitOk;
+}
+
 int run_run(const RunArgs& args, const GlobalOptions& global) {
   constexpr const char* kCmd = "run";
-  if (args.m < 1 || args.n < 1 || args.k < 1) {
-    return report_error(kCmd, InvalidArgument(fmt::format("sizes must be positive (got --m {} --n {} --k {})",
-                                                          args.m, args.n, args.k)));
-  }
   if (args.repeats < 1 || args.warmup < 0) {
     return report_error(kCmd, InvalidArgument(fmt::format("--repeats must be >= 1 and --warmup >= 0 "
                                                           "(got {} and {})",
@@ -81,6 +119,11 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
   if (!in.ok()) return report_error(kCmd, in.status());
   StatusOr<KernelSpec> spec = parse_spec_input(*in);
   if (!spec.ok()) return report_error(kCmd, spec.status());
+  // Quantize specs read X [M, K] only: --n does not apply to them.
+  if (args.m < 1 || args.k < 1 || (spec->op != Op::kQuantize && args.n < 1)) {
+    return report_error(kCmd, InvalidArgument(fmt::format("sizes must be positive (got --m {} --n {} --k {})",
+                                                          args.m, args.n, args.k)));
+  }
   StatusOr<std::shared_ptr<Runtime>> rt = make_runtime(global);
   if (!rt.ok()) return report_error(kCmd, rt.status());
   Runtime& runtime = **rt;
@@ -99,6 +142,8 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
   if (!plan.ok()) return report_error(kCmd, plan.status());
   StatusOr<CompileReport> report = compile_plan(runtime, *plan, sizes, "device", /*want_ptx=*/false);
   if (!report.ok()) return report_error(kCmd, report.status());
+
+  if (spec->op == Op::kQuantize) return run_quantize(args, runtime, *plan, *report);
 
   CheckOptions opts;
   opts.m = args.m;
@@ -146,7 +191,7 @@ Command register_run(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("spec", args->spec, "spec text, a file holding one (comments with #), or - for stdin")
       ->required();
   cmd->add_option("--m", args->m, "rows of X and Y")->required();
-  cmd->add_option("--n", args->n, "columns of Y, rows of W")->required();
+  cmd->add_option("--n", args->n, "columns of Y, rows of W (required except for quantize specs)");
   cmd->add_option("--k", args->k, "reduction length")->required();
   cmd->add_flag("--check", args->check, "compare the output with kiln's reference GEMM");
   cmd->add_flag("--json", args->json, "print the report as JSON");

@@ -18,6 +18,8 @@
 
 #include <string>
 
+#include "compiler/emit/quantize_emit.hpp"  // formats issue
+#include "compiler/plan/quantize_plan.hpp"
 #include "compiler/emit/sm90_emit.hpp"  // Hopper issue
 #include "compiler/plan/sm80_formats.hpp"  // formats issue
 
@@ -26,6 +28,7 @@ namespace {
 
 using emit_internal::constant;
 using emit_internal::device_format;
+using emit_internal::device_scale_type;
 
 using std::string;
 using std::to_string;
@@ -45,15 +48,6 @@ const char* device_scale(ScaleGranularity g) {
   return "kiln_dev::Scale::kNone";
 }
 
-const char* device_scale_type(ScaleType t) {
-  switch (t) {
-    case ScaleType::kNone: return "kiln_dev::ScaleType::kNone";
-    case ScaleType::kF32: return "kiln_dev::ScaleType::kF32";
-    case ScaleType::kUe8m0: return "kiln_dev::ScaleType::kUe8m0";
-    case ScaleType::kUe4m3: return "kiln_dev::ScaleType::kUe4m3";
-  }
-  return "kiln_dev::ScaleType::kNone";
-}
 
 const char* device_grouping(GroupLayout l) {
   switch (l) {
@@ -130,6 +124,10 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       return k;
     }
     case KernelFamily::kSm90Gemm: return emit_sm90_kernel(spec, cfg, arch);  // Hopper issue
+    case KernelFamily::kQuantize: {  // formats issue: no tile config (compiler/plan/quantize_plan.hpp)
+      KILN_RETURN_IF_ERROR(quantize_check_config(cfg));
+      return emit_quantize_kernel(spec, arch);
+    }
     case KernelFamily::kReferenceGemm: {
       // The reference takes no tile config: one thread per output, 16 x 16 per block.
       KILN_RETURN_IF_ERROR(check_reference_spec(spec, arch));

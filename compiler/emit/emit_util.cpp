@@ -16,6 +16,16 @@ const char* device_format(Format f) {
   return "kiln_dev::Format::kBf16";  // unreachable: the switch covers the enum
 }
 
+const char* device_scale_type(ScaleType t) {
+  switch (t) {
+    case ScaleType::kNone: return "kiln_dev::ScaleType::kNone";
+    case ScaleType::kF32: return "kiln_dev::ScaleType::kF32";
+    case ScaleType::kUe8m0: return "kiln_dev::ScaleType::kUe8m0";
+    case ScaleType::kUe4m3: return "kiln_dev::ScaleType::kUe4m3";
+  }
+  return "kiln_dev::ScaleType::kNone";  // unreachable: the switch covers the enum
+}
+
 std::string constant(const char* type, const char* name, const std::string& value) {
   return std::string("  static constexpr ") + type + " " + name + " = " + value + ";\n";
 }

@@ -10,6 +10,8 @@ namespace kiln::emit_internal {
 
 // Host format -> the device enumerator naming it (templates/common/types.cuh).
 const char* device_format(Format f);
+// Host scale type -> its device enumerator (kiln_dev::ScaleType).
+const char* device_scale_type(ScaleType t);
 // "  static constexpr TYPE NAME = VALUE;\n" for a generated config struct.
 std::string constant(const char* type, const char* name, const std::string& value);
 

@@ -18,6 +18,31 @@ using emit_internal::device_format;
 using std::string;
 using std::to_string;
 
+// The scale enumerators of templates/common/types.cuh the sm90 template takes (sm90_supports admits no
+// others; a gap here is an internal error, never user text).
+StatusOr<string> device_scale(const char* role, ScaleGranularity g) {
+  switch (g) {
+    case ScaleGranularity::kNone: return string("kiln_dev::Scale::kNone");
+    case ScaleGranularity::kTensor: return string("kiln_dev::Scale::kTensor");
+    case ScaleGranularity::kM:
+    case ScaleGranularity::kN: return string("kiln_dev::Scale::kRow");
+    case ScaleGranularity::kBlock1x128: return string("kiln_dev::Scale::kBlock1x128");
+    case ScaleGranularity::kBlock128x128: return string("kiln_dev::Scale::kBlock128x128");
+    default: break;
+  }
+  return Unsupported(string("emit: ") + role + " scale " + scale_granularity_name(g) + " has no sm90 form");
+}
+
+StatusOr<string> device_scale_type(const char* role, ScaleType t) {
+  switch (t) {
+    case ScaleType::kNone: return string("kiln_dev::ScaleType::kNone");
+    case ScaleType::kF32: return string("kiln_dev::ScaleType::kF32");
+    case ScaleType::kUe8m0: return string("kiln_dev::ScaleType::kUe8m0");
+    default: break;
+  }
+  return Unsupported(string("emit: ") + role + " scale type " + scale_type_name(t) + " has no sm90 form");
+}
+
 }  // namespace
 
 StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfig& cfg, const Arch& arch) {
@@ -42,6 +67,19 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
       return Unsupported(string("emit: ") + fld.role + "=" + format_name(fld.f) +
                          " has no sm90 element type yet");
     body += constant("kiln_dev::Format", fld.name, device_format(fld.f));
+  }
+  // Scales (the kernel's section 7): tensor / per-row factors in the epilogue, blocks per K tile.
+  const struct {
+    const char* role;
+    const char* scale;
+    const char* type;
+    const OperandSpec& op;
+  } scaled[] = {{"a", "kScaleA", "kScaleTypeA", spec.a}, {"b", "kScaleB", "kScaleTypeB", spec.b}};
+  for (const auto& sc : scaled) {
+    KILN_ASSIGN_OR_RETURN(string g, device_scale(sc.role, sc.op.scale));
+    KILN_ASSIGN_OR_RETURN(string t, device_scale_type(sc.role, sc.op.scale_type));
+    body += constant("kiln_dev::Scale", sc.scale, g);
+    body += constant("kiln_dev::ScaleType", sc.type, t);
   }
   body += constant("bool", "kPromote", sm90_promotes(spec, cfg) ? "true" : "false");
   body += constant("int", "kArch", to_string(arch.sm()));

@@ -11,8 +11,10 @@
 #include <string>
 
 #include "compiler/plan/sm80_formats.hpp"  // formats issue: the sm80 family's pairings
+#include "compiler/plan/quantize_plan.hpp"  // formats issue: quantize specs
 #include "compiler/plan/sm90_plan.hpp"  // Hopper issue: the sm90 family's rules
 #include "compiler/spec/spec.hpp"
+#include "templates/common/quantize_params.cuh"
 
 namespace kiln {
 namespace {
@@ -63,6 +65,7 @@ const char* family_name(KernelFamily f) {
     case KernelFamily::kSm80Gemm: return "sm80_gemm";
     case KernelFamily::kReferenceGemm: return "reference_gemm";
     case KernelFamily::kSm90Gemm: return "sm90_gemm";
+    case KernelFamily::kQuantize: return "quantize";
   }
   return "unknown";
 }
@@ -122,13 +125,18 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
 }
 
 StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
+  // formats issue: quantize specs have their own family (compiler/plan/quantize_plan.hpp).
+  if (spec.op == Op::kQuantize) {
+    KILN_RETURN_IF_ERROR(quantize_supported(spec, arch));
+    return KernelFamily::kQuantize;
+  }
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
   KILN_RETURN_IF_ERROR(sm80_pairing(spec).status());  // formats issue: compiler/plan/sm80_formats.hpp
   // ---- Hopper issue: the sm90 family (TMA + wgmma) where it applies, the portable family otherwise.
-  // (formats issue: row, block and MX scales, mixed inputs and grouped problems run on the portable
-  // family only; sm90_supports is consulted for dense per-tensor pairings.)
+  // sm90_supports names the pairings it takes: dense same-kind 16-bit or FP8 (tensor, row and DeepSeek
+  // block scales); MX, mixed inputs and grouped problems run on the portable family only.
   // KILN_FAMILY=sm80 (common/env.hpp) keeps the portable family.
-  if (!sm80_only(spec) && sm90_supports(spec, arch) && !sm90_disabled_by_env())
+  if (sm90_supports(spec, arch) && !sm90_disabled_by_env())
     return KernelFamily::kSm90Gemm;
   return KernelFamily::kSm80Gemm;
 }
@@ -136,6 +144,7 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
 Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
   KILN_RETURN_IF_ERROR(validate_spec(spec));
   KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
+  if (family == KernelFamily::kQuantize) return quantize_can_implement(spec, sizes);
   KILN_RETURN_IF_ERROR(validate_sizes(spec, sizes));  // also M >= 0, N >= 1, K >= 1
   // ---- Hopper issue: the sm90 family's own limits (on top of the checks below).
   if (family == KernelFamily::kSm90Gemm) KILN_RETURN_IF_ERROR(sm90_can_implement(spec, sizes));
@@ -188,6 +197,7 @@ Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& 
 Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily family, const TileConfig& cfg) {
   // ---- Hopper issue: the sm90 family reads TileConfig its own way (compiler/plan/sm90_plan.hpp).
   if (family == KernelFamily::kSm90Gemm) return sm90_check_config(spec, arch, cfg);
+  if (family == KernelFamily::kQuantize) return quantize_check_config(cfg);
   if (cfg.cluster_m != 1)
     return InvalidArgument("config " + cfg.to_string() + ": cluster_m=" + to_string(cfg.cluster_m) +
                            "; thread-block clusters exist in the sm90 family only (cluster_m 1)");
@@ -281,6 +291,7 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
                           const ProblemSizes& sizes) {
   // ---- Hopper issue: the sm90 family's heuristic (compiler/plan/sm90_plan.cpp).
   if (family == KernelFamily::kSm90Gemm) return sm90_default_config(spec, arch, sizes);
+  if (family == KernelFamily::kQuantize) return quantize_config();
   // Rough SM counts (A100, RTX 3090, RTX 4090 / L40, H100 / H200): only used to avoid launching far
   // fewer tiles than SMs; tuning replaces the heuristic where it matters.
   const int sms = arch.sm() == 90 ? 132 : arch.sm() == 89 ? 128 : arch.sm() == 86 ? 82 : 108;
@@ -360,6 +371,7 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
       break;
     }
     case KernelFamily::kSm90Gemm: return sm90_launch_shape(spec, cfg, sizes);  // Hopper issue
+    case KernelFamily::kQuantize: return quantize_launch_shape(spec, sizes, kiln_dev::kPhaseQuantize);
     case KernelFamily::kReferenceGemm: {
       ls.grid_x =
           static_cast<unsigned>(std::min<int64_t>((n + kReferenceTile - 1) / kReferenceTile, kMaxIndex));

@@ -25,8 +25,9 @@ enum class KernelFamily : uint8_t {
   kSm80Gemm,       // cp.async multi-stage + mma.sync; portable sm_80..sm_90
   kReferenceGemm,  // naive one-thread-per-output reference (tests, tuner checks)
   kSm90Gemm,       // TMA + warp-specialized wgmma, persistent; sm_90a (compiler/plan/sm90_plan.hpp)
+  kQuantize,       // quantize specs: FP8 / MX / NVFP4 quantizers, sm_80+ (compiler/plan/quantize_plan.hpp)
 };
-const char* family_name(KernelFamily f);  // "sm80_gemm", "reference_gemm", "sm90_gemm"
+const char* family_name(KernelFamily f);  // "sm80_gemm", "reference_gemm", "sm90_gemm", "quantize"
 
 // A tile configuration for the sm80 family. block_k is in K *elements* per pipeline stage.
 struct TileConfig {

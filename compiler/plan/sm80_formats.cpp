@@ -47,7 +47,7 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   const OperandSpec& a = spec.a;
   const OperandSpec& b = spec.b;
   const string pair = string("a=") + format_name(a.format) + " b=" + format_name(b.format);
-  const bool grouped = spec.op == Op::kGroupedGemm;
+  const bool grouped = spec.op == Op::kGroupedGemm;  // only bf16 x FP8 weights are dense-only
   if (a.format == Format::kF32 || b.format == Format::kF32)
     return Unsupported(pair + ": f32 operands are not supported (use bf16 or f16)");
 
@@ -84,8 +84,7 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   if (a.format == Format::kMxfp8 || b.format == Format::kMxfp8) {
     if (a.format != b.format)
       return Unsupported(pair + ": mxfp8 pairs with mxfp8 only (both E8M0 per 32 along K)");
-    if (grouped) return Unsupported("grouped_gemm a=mxfp8 b=mxfp8: grouped MX operands are not implemented yet");
-    return Sm80Mainloop::kSameFormat;
+    return Sm80Mainloop::kSameFormat;  // grouped: b's E8M0 scales [E, N, K/32]
   }
   if (is4(a.format))
     return Unsupported(string("a=") + format_name(a.format) +
@@ -96,10 +95,7 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   // Two FP8 operands.
   if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);
   if (string gap = fp8_scale_gap("b", b, false); !gap.empty()) return Unsupported(gap);
-  if (grouped)
-    return Unsupported(string("grouped_gemm ") + pair +
-                       ": grouped FP8 operands are not implemented yet (per-expert scales); grouped_gemm takes "
-                       "a=bf16 with b=bf16, mxfp4 or nvfp4, or a=b=f16");
+  // Grouped: b's scales per expert (tensor [E], n [E, N], block128x128 [E, ceil(N/128), K/128]).
   return Sm80Mainloop::kSameFormat;
 }
 

@@ -72,14 +72,24 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   const Format a = spec.a.format, b = spec.b.format, o = spec.out.format;
   const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b &&
                       spec.a.scale == ScaleGranularity::kNone && spec.b.scale == ScaleGranularity::kNone;
-  auto tensor_fp8 = [](const OperandSpec& op) {
-    return (op.format == Format::kE4m3 || op.format == Format::kE5m2) &&
-           op.scale == ScaleGranularity::kTensor && op.scale_type == ScaleType::kF32;
+  // FP8 scales (the kernel's section 7): tensor or per-row f32 factors in the epilogue, DeepSeek blocks
+  // (f32 or ue8m0) promoted per 128-K tile; a: tensor | m | block1x128, b: tensor | n | block128x128.
+  auto fp8_scale_ok = [](const OperandSpec& op, bool is_a) {
+    if (!format_is_fp8(op.format)) return false;
+    const ScaleGranularity row = is_a ? ScaleGranularity::kM : ScaleGranularity::kN;
+    const ScaleGranularity block = is_a ? ScaleGranularity::kBlock1x128 : ScaleGranularity::kBlock128x128;
+    if (op.scale == ScaleGranularity::kTensor || op.scale == row) return op.scale_type == ScaleType::kF32;
+    if (op.scale == block) return op.scale_type == ScaleType::kF32 || op.scale_type == ScaleType::kUe8m0;
+    return false;
   };
-  const bool fp8 = tensor_fp8(spec.a) && tensor_fp8(spec.b);
+  const bool fp8 = fp8_scale_ok(spec.a, true) && fp8_scale_ok(spec.b, false);
   const bool out_ok = (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
                       spec.out.scale == ScaleGranularity::kNone;
   return (same16 || fp8) && out_ok && spec.gate_up == GateUp::kNone;
+}
+
+bool sm90_block_scaled(const KernelSpec& spec) {
+  return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
 }
 
 bool sm90_disabled_by_env() {
@@ -110,8 +120,8 @@ bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (sm90_gemm): ";
   if (!sm90_supports(spec, arch))
-    return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16 or two FP8 operands (" +
-                       arch.name() + ")");
+    return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16 or two FP8 operands (FP8 "
+                       "scales: a tensor, m or block1x128; b tensor, n or block128x128) (" + arch.name() + ")");
   const struct {
     const char* field;
     int v, lo, hi;
@@ -150,6 +160,22 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            to_string(wg_n) + " needs " + to_string(acc_regs(cfg)) +
                            " f32 accumulators per thread; at most " + to_string(kMaxAccRegs) +
                            " (use two warpgroups or a smaller tile)");
+  // Block scales multiply each K tile's promoted partial (the kernel's section 7).
+  if (sm90_block_scaled(spec)) {
+    const string scales = string("a=") + format_name(spec.a.format) + ":" + scale_granularity_name(spec.a.scale) +
+                          " b=" + format_name(spec.b.format) + ":" + scale_granularity_name(spec.b.scale);
+    if (spec.b.scale == ScaleGranularity::kBlock128x128 && (wg_n > 128 || 128 % wg_n != 0))
+      return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " gives each consumer warpgroup " +
+                             to_string(wg_n) + " columns; with " + scales +
+                             " a warpgroup's columns must lie in one 128-column scale block (64 or 128 per "
+                             "warpgroup: block_n 64 or 128, or 256 over 2 warpgroups along N)");
+    if (!sm90_promotes(spec, cfg))
+      return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +
+                             to_string(wg_n) + " cannot be promoted (" + to_string(2 * acc_regs(cfg)) +
+                             " f32 registers for accumulators + partials, at most " + to_string(kMaxAccRegs) +
+                             "); " + scales + " scales are applied to each 128-K tile's promoted partial: use "
+                             "warpgroup tiles of at most 64x128 (e.g. 128x128 with warps 8x1)");
+  }
   const int smem = sm90_smem_bytes(spec, cfg);
   if (smem > arch.max_smem_per_block())
     return ResourceExhausted(
@@ -172,7 +198,9 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // v2: a fence in its remote arrive, since removed but not yet measured on a GPU).
   const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
   if (m > 64 && tiles(sizes, wide) >= kSms && sm90_check_config(spec, arch, wide).ok()) return wide;
-  // Medium: 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages.
+  // Medium, and every large block-scaled problem (block scales need the promoted path, which 128 x 256
+  // cannot hold: check_config refuses `wide` for them): 128 x 128, two warpgroups of 64 x 128 (FP8
+  // promoted), 7 stages.
   const TileConfig square = finish(make(spec, 128, 128, 8, 1));
   if (m > 64 && sm90_check_config(spec, arch, square).ok()) return square;
   // Small M: one consumer warpgroup of 64 rows; narrower N when that leaves SMs idle.
@@ -196,6 +224,9 @@ double sm90_check_tolerance(const KernelSpec& spec, const TileConfig& cfg, int64
   // A model of the truncated accumulator (bench/NOTES.md, 2026-12: e8m13, truncation, per k32 step)
   // on run_check's data gives ~1e-4 promoted at any K, and 2e-4 .. 1.8e-3 unpromoted for K = 272 ..
   // 7168 (growing ~linearly with K). Allow 5x the promoted figure, and K-proportional slack when not.
+  // Per-row and block scales change nothing here: the kernel applies them in the reference's order
+  // (acc * (row * col); fma(part, sa * sb, acc) per 128-K block, always promoted: check_config
+  // enforces it), so only the wgmma partial sums differ from the reference's.
   const double fp8 = sm90_promotes(spec, cfg) ? 5e-4 : 5e-4 + 5e-7 * static_cast<double>(k);
   return std::max(base, fp8);
 }

@@ -12,7 +12,9 @@
 //                     comes on top, so a block has 128 * (1 + warps_m / 4 * warps_n) threads
 //                     (sm90_threads; TileConfig::threads() counts the consumers only).
 //   group_m           grouped rasterization of the persistent tile walk
-// FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes).
+// FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes);
+// block-scaled FP8 (DeepSeek 1x128 x 128x128) needs it, so its configs are warpgroup tiles of at most
+// 64 x 128 (64 x 64 / 128 x 64) and its default is 128 x 128 over two consumer warpgroups.
 //
 //   if (sm90_supports(spec, arch)) ...                    // select_family's hook
 //   TileConfig c = sm90_default_config(spec, arch, sizes);
@@ -26,9 +28,13 @@
 
 namespace kiln {
 
-// Whether the sm90 family computes spec on arch: sm_90a, two bf16, two f16 or two FP8 operands (per
-// tensor scales), bf16/f16/f32 out. Assumes select_family's operand and problem checks passed.
+// Whether the sm90 family computes spec on arch: sm_90a, dense fprop, two bf16, two f16 or two FP8
+// operands, bf16/f16/f32 out. FP8 scales: a tensor | m | block1x128, b tensor | n | block128x128 (f32;
+// the blocks also ue8m0). Assumes select_family's operand and problem checks passed.
 bool sm90_supports(const KernelSpec& spec, const Arch& arch);
+// Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
+// each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).
+bool sm90_block_scaled(const KernelSpec& spec);
 // KILN_FAMILY=sm80 (common/env.hpp): select_family plans the portable family instead.
 bool sm90_disabled_by_env();
 // Problem sizes beyond the shared checks of can_implement (TMA: dimensions < 2^32, boxes <= 256 rows).

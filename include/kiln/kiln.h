@@ -78,6 +78,10 @@ typedef struct kiln_operands {
   const DLTensor* offsets;  /* grouped_gemm layout=offsets: int32 [E] cumulative row ends (device) */
   const DLTensor* counts;   /* grouped_gemm layout=masked: int32 [E] rows per expert (device) */
   const DLTensor* b_global; /* b=nvfp4: f32 global decode scale on the device, [1] or [E] */
+  /* kiln 0.3: quantize specs read a and write out (the codes), out_scale and, for out=nvfp4,
+   * out_global (f32 [1]); layouts in docs/formats.md ("Quantize"). */
+  DLTensor* out_scale;
+  DLTensor* out_global;
 } kiln_operands;
 
 const char* kiln_last_error(void);
@@ -96,6 +100,9 @@ kiln_status kiln_plan_create(kiln_runtime rt, const char* spec, const kiln_plan_
 void kiln_plan_destroy(kiln_plan plan);
 /* Compiles and loads every kernel the plan may run (call before CUDA-graph capture). */
 kiln_status kiln_plan_prepare(kiln_plan plan);
+/* Compiles (or finds in the kernel cache) the kernel run() uses for m rows (m >= 1) without loading
+ * it: no GPU needed (fill a cache on a build machine; check that a spec compiles). */
+kiln_status kiln_plan_compile(kiln_plan plan, int64_t m);
 /* Bytes of workspace run() needs for m rows (0 for the kernels of this release). */
 kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
 /* Writes a NUL-terminated JSON description (spec, family, config, arch) into buf. */

@@ -41,6 +41,9 @@ struct Operands {
   const DLTensor* offsets = nullptr;  // grouped layout=offsets: int32 [E] cumulative row ends
   const DLTensor* counts = nullptr;   // grouped layout=masked: int32 [E] rows per expert
   const DLTensor* b_global = nullptr; // nvfp4 b: f32 global decode scale, [1] or [E] (nvfp4_global=expert)
+  // quantize specs (a = X, out = the codes; compiler/plan/quantize_plan.hpp, docs/formats.md):
+  DLTensor* out_scale = nullptr;      // the written scales: f32 [1] | f32 [M] | [M, K/block] | transposed [K, M/block]
+  DLTensor* out_global = nullptr;     // out=nvfp4: f32 [1], written: the global decode scale amax / (6 * bound)
 };
 
 // Statistics a caller (tests, CLI, tuner) can read; counts are per Runtime.

@@ -8,10 +8,12 @@
     kiln.canonicalize("gemm a=e4m3 b=e4m3 out=bf16")   # no GPU, no torch needed
 
 torch is imported only by Plan.run; parsing, canonicalizing and planning need neither torch nor a GPU.
+Failures raise kiln.KilnError carrying kiln's status and message. Where libkiln.so is found:
+kiln._lib (KILN_LIBRARY, then the checkout's build tree, then the system loader); kiln.library_path().
 """
 
 from ._errors import KilnError, LibraryNotFoundError, Status
-from ._runtime import Plan, Runtime, canonicalize, version
+from ._runtime import Plan, Runtime, canonicalize, library_path, version
 
 __version__ = "0.1.0"
 
@@ -22,5 +24,6 @@ __all__ = [
     "Runtime",
     "Status",
     "canonicalize",
+    "library_path",
     "version",
 ]

@@ -103,6 +103,24 @@ class TensorView:
         return ctypes.pointer(self.dl)
 
 
+def as_torch(t, name):
+    """t itself when it is a torch tensor; any other DLPack producer (CuPy, JAX, NumPy, ...) as a
+    zero-copy torch view through torch.from_dlpack. Anything else is an INVALID_ARGUMENT naming the
+    operand."""
+    import torch
+
+    if isinstance(t, torch.Tensor):
+        return t
+    if hasattr(t, "__dlpack__"):
+        return torch.from_dlpack(t)
+    from ._errors import KilnError, Status
+
+    raise KilnError(
+        Status.INVALID_ARGUMENT,
+        f"operand {name}: expected a torch tensor or an object with __dlpack__, got {type(t).__name__}",
+    )
+
+
 def view(t, name):
-    """A TensorView for t, or None for None."""
-    return None if t is None else TensorView(t, name)
+    """A TensorView for t (a torch tensor or any DLPack producer), or None for None."""
+    return None if t is None else TensorView(as_torch(t, name), name)

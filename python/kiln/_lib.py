@@ -1,10 +1,16 @@
 """Loading libkiln.so and declaring the C API (include/kiln/kiln.h) for ctypes.
 
 The library is looked up, in order, at
-  1. $KILN_LIBRARY (a full path),
-  2. <repo>/build/capi/libkiln.so, relative to this package in a source checkout,
-  3. the system loader (libkiln.so.0, libkiln.so: LD_LIBRARY_PATH, ldconfig).
-It is loaded on first use, so ``import kiln`` works without it.
+  1. $KILN_LIBRARY (a full path; when set, it is the only candidate, so a wrong path is an error
+     rather than a silent fallback to another build),
+  2. the build tree of the checkout this package lives in (a source checkout on PYTHONPATH, or
+     `pip install -e python/`): <repo>/$KILN_BUILD_DIR/capi/libkiln.so when KILN_BUILD_DIR is set
+     (relative to <repo>, or absolute; scripts/build.sh reads the same variable), then
+     <repo>/build/capi/libkiln.so,
+  3. the system loader (libkiln.so.0, libkiln.so: LD_LIBRARY_PATH, ldconfig's cache), which is the
+     only way a regular (non-editable) install into site-packages finds it without KILN_LIBRARY.
+It is loaded on first use, so ``import kiln`` works without it; LibraryNotFoundError lists every
+place tried.
 """
 
 import ctypes
@@ -51,16 +57,38 @@ class Operands(ctypes.Structure):
         ("offsets", ctypes.POINTER(DLTensor)),
         ("counts", ctypes.POINTER(DLTensor)),
         ("b_global", ctypes.POINTER(DLTensor)),
+        # kiln 0.3: quantize specs write the codes to out and their scales to out_scale (and, for
+        # out=nvfp4, the global scale to out_global). A library built before these fields accepts
+        # the larger struct_size and ignores them.
+        ("out_scale", ctypes.POINTER(DLTensor)),
+        ("out_global", ctypes.POINTER(DLTensor)),
     ]
 
 
+def _repo_root():
+    """The checkout this package sits in (python/kiln/_lib.py -> <repo>), or None outside one."""
+    repo = Path(__file__).resolve().parent.parent.parent
+    return repo if (repo / "python" / "kiln").is_dir() else None
+
+
 def _candidates():
+    """(names to try in order, whether the first one is an explicit choice)."""
     env = os.environ.get("KILN_LIBRARY")
     if env:
         # An explicit choice is the only one: silently falling back would hide a wrong path.
         return [env], True
-    repo = Path(__file__).resolve().parent.parent.parent
-    return [str(repo / "build" / "capi" / "libkiln.so"), "libkiln.so.0", "libkiln.so"], False
+    names = []
+    repo = _repo_root()
+    if repo is not None:
+        build_dir = os.environ.get("KILN_BUILD_DIR")
+        if build_dir:
+            names.append(str(repo / build_dir / "capi" / "libkiln.so"))  # an absolute build_dir wins
+        names.append(str(repo / "build" / "capi" / "libkiln.so"))
+    return names + ["libkiln.so.0", "libkiln.so"], False
+
+
+# Entry points newer than the first release: the binding still loads a library without them.
+_OPTIONAL = {"kiln_plan_compile"}
 
 
 def _declare(lib):
@@ -80,6 +108,7 @@ def _declare(lib):
         ),
         "kiln_plan_destroy": (None, [c_handle]),
         "kiln_plan_prepare": (c_status, [c_handle]),
+        "kiln_plan_compile": (c_status, [c_handle, ctypes.c_int64]),
         "kiln_plan_workspace_size": (c_status, [c_handle, ctypes.c_int64, size_p]),
         "kiln_plan_describe": (c_status, [c_handle, ctypes.c_char_p, ctypes.c_size_t, size_p]),
         "kiln_plan_run": (
@@ -89,7 +118,11 @@ def _declare(lib):
         "kiln_spec_canonicalize": (c_status, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, size_p]),
     }
     for name, (restype, argtypes) in sigs.items():
-        fn = getattr(lib, name)
+        fn = getattr(lib, name, None)
+        if fn is None and name in _OPTIONAL:
+            continue  # an older libkiln.so: the wrapper that needs it raises UNSUPPORTED
+        if fn is None:
+            raise LibraryNotFoundError(f"kiln: {lib._name} has no {name}; it is not a kiln library of this version")
         fn.restype = restype
         fn.argtypes = argtypes
 
@@ -120,6 +153,11 @@ def lib():
             "kiln: could not load libkiln.so (build it with ./scripts/build.sh, or set KILN_LIBRARY "
             "to its path); tried: " + "; ".join(errors)
         )
+
+
+def loaded_name():
+    """What the loaded library was opened as (a path, or a soname the system loader resolved)."""
+    return lib()._name
 
 
 def last_error():

@@ -28,6 +28,27 @@ def version() -> str:
     return _lib.lib().kiln_version_string().decode()
 
 
+def library_path() -> str:
+    """Where libkiln.so was loaded from (loading it if needed; see kiln._lib for the search order)."""
+    return _lib.loaded_name()
+
+
+def _stream_handle(stream, a, torch):
+    """The CUstream to launch on: torch's current stream of a's device by default; a
+    torch.cuda.Stream, or a raw handle (int, e.g. from CuPy or cudaStreamCreate) when given."""
+    if stream is None:
+        return torch.cuda.current_stream(a.device).cuda_stream if a.is_cuda else 0
+    if isinstance(stream, int):
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    if handle is None:
+        raise KilnError(
+            Status.INVALID_ARGUMENT,
+            f"kiln.Plan.run: stream must be a torch.cuda.Stream or an int CUstream handle, got {type(stream).__name__}",
+        )
+    return handle
+
+
 class Runtime:
     """Owns the driver, the kernel cache and the loaded kernels.
 
@@ -114,6 +135,14 @@ class Plan:
         """Compiles and loads every kernel the plan may run (call before CUDA-graph capture)."""
         _lib.check(self._lib.kiln_plan_prepare(self._live()))
 
+    def compile(self, m: int = 1):
+        """Compiles (or finds in the kernel cache) the kernel run() uses for m rows, without loading
+        it: no GPU needed. Compile errors raise KilnError (COMPILE_ERROR with NVRTC's log)."""
+        fn = getattr(self._lib, "kiln_plan_compile", None)
+        if fn is None:
+            raise KilnError(Status.UNSUPPORTED, f"kiln.Plan.compile: {_lib.loaded_name()} predates kiln_plan_compile")
+        _lib.check(fn(self._live(), int(m)))
+
     def workspace_size(self, m: int) -> int:
         size = ctypes.c_size_t(0)
         _lib.check(self._lib.kiln_plan_workspace_size(self._live(), int(m), ctypes.byref(size)))
@@ -130,18 +159,29 @@ class Plan:
             )
         return dtype
 
-    def run(self, a, b, out=None, a_scale=None, b_scale=None, stream=None, offsets=None, counts=None,
-            b_global=None):
-        """Y[M, N] = X[M, K] . W[N, K]^T on torch tensors, launched on torch's current stream of
-        a's device (or on stream, a torch.cuda.Stream). Allocates out in the spec's output dtype
-        when it is None (shape: a's with the last dimension N). Returns out. Nothing synchronizes.
+    def run(self, a, b=None, out=None, a_scale=None, b_scale=None, stream=None, offsets=None, counts=None,
+            b_global=None, workspace=None, out_scale=None, out_global=None):
+        """Y[M, N] = X[M, K] . W[N, K]^T on torch tensors (or any DLPack producer, viewed through
+        torch.from_dlpack), launched on torch's current stream of a's device (or on stream: a
+        torch.cuda.Stream or an int CUstream). Allocates out in the spec's output dtype when it is
+        None (shape: a's with the last dimension N). Returns out. Nothing synchronizes.
+        workspace: a device tensor of at least workspace_size(M) bytes (0 for this release's kernels).
 
         Quantized operands and scales are passed as the spec describes them (packed FP4 weights as
         uint8 [.., K/2] or gpt-oss's [.., K/32, 16]; E8M0/UE4M3 scales as uint8). Grouped GEMMs take
         offsets= (layout=offsets: int32 [E] cumulative row ends) or counts= (layout=masked: int32
-        [E] rows per expert); b=nvfp4 takes b_global= (f32 [1], or [E] with nvfp4_global=expert)."""
+        [E] rows per expert); b=nvfp4 takes b_global= (f32 [1], or [E] with nvfp4_global=expert).
+        Quantize specs take a and write out (the codes; pass it) and out_scale (and out_global for
+        out=nvfp4), laid out as docs/formats.md says."""
         import torch
 
+        if a is not None and not isinstance(a, torch.Tensor):
+            a = _dlpack.as_torch(a, "a")
+        if out is None and self.spec.startswith("quantize"):
+            raise KilnError(
+                Status.INVALID_ARGUMENT,
+                f"kiln.Plan.run: '{self.spec}' writes codes and scales: pass out= and out_scale= (docs/formats.md)",
+            )
         if out is None:
             if not isinstance(a, torch.Tensor) or a.dim() < 1:
                 raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan.run: a must be a torch tensor [M, K]")
@@ -155,18 +195,23 @@ class Plan:
             "offsets": _dlpack.view(offsets, "offsets"),
             "counts": _dlpack.view(counts, "counts"),
             "b_global": _dlpack.view(b_global, "b_global"),
+            "out_scale": _dlpack.view(out_scale, "out_scale"),
+            "out_global": _dlpack.view(out_global, "out_global"),
         }
         ops = _lib.Operands()
         ops.struct_size = ctypes.sizeof(_lib.Operands)
         for name, v in views.items():
             if v is not None:
                 setattr(ops, name, v.pointer())
-        if stream is None:
-            stream_ptr = torch.cuda.current_stream(a.device).cuda_stream if a.is_cuda else 0
-        else:
-            stream_ptr = stream.cuda_stream
+        stream_ptr = _stream_handle(stream, a, torch)
+        ws_ptr, ws_bytes = None, 0
+        if workspace is not None:
+            workspace = _dlpack.as_torch(workspace, "workspace")
+            ws_ptr, ws_bytes = workspace.data_ptr(), workspace.numel() * workspace.element_size()
         _lib.check(
-            self._lib.kiln_plan_run(self._live(), ctypes.byref(ops), None, 0, ctypes.c_void_p(stream_ptr))
+            self._lib.kiln_plan_run(
+                self._live(), ctypes.byref(ops), ws_ptr, ws_bytes, ctypes.c_void_p(stream_ptr)
+            )
         )
         return out
 

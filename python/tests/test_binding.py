@@ -1,19 +1,20 @@
-"""Tests of the Python binding. Without a GPU: parsing, canonicalization, errors, planning.
-With torch and a CUDA GPU: bf16 and e4m3 GEMMs against a torch reference.
+"""Tests of the Python binding. Without a GPU: parsing, canonicalization, errors, planning, where
+the library is found. With torch but no GPU: operand errors. With torch and a CUDA GPU: bf16 and
+e4m3 GEMMs against a torch reference, on torch's current stream.
 
-Run from the repository root after ./scripts/build.sh:  python3 -m pytest python/tests -v
+Run from the repository root after ./scripts/build.sh, with the package installed
+(pip install -e python/; what scripts/test.sh does in a throwaway venv) or not (conftest.py then
+imports it from the checkout):  python3 -m pytest python/tests -v
 (the binding finds build/capi/libkiln.so; set KILN_LIBRARY to use another build).
 """
 
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import kiln  # noqa: E402
+import kiln
 
 BF16 = "gemm a=bf16 b=bf16 out=bf16"
 E4M3 = "gemm a=e4m3:tensor b=e4m3:tensor out=bf16"
@@ -43,12 +44,22 @@ def test_version_matches_package():
     assert kiln.version() == kiln.__version__
 
 
+def _python(code, **env):
+    """Runs code in a fresh interpreter that imports the same kiln as this one."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_parent(), full_env.get("PYTHONPATH")]))
+    full_env.update(env)
+    return subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True)
+
+
+def _package_parent():
+    return os.path.dirname(os.path.dirname(os.path.abspath(kiln.__file__)))
+
+
 def test_canonicalize_does_not_import_torch():
-    code = (
-        "import sys; sys.path.insert(0, %r); import kiln; kiln.canonicalize(%r); "
-        "assert 'torch' not in sys.modules, 'torch was imported'" % (str(Path(kiln.__file__).parent.parent), BF16)
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
+    code = "import sys, kiln; kiln.canonicalize(%r); assert 'torch' not in sys.modules, 'torch was imported'" % BF16
+    r = _python(code)
+    assert r.returncode == 0, r.stderr
 
 
 def test_plan_without_gpu():
@@ -66,6 +77,146 @@ def test_plan_rejects_bad_sizes():
         rt.plan(BF16, n=0, k=4096)
     assert info.value.status == kiln.Status.INVALID_ARGUMENT
     assert "options->n is 0" in info.value.message
+
+
+def test_plan_describe_and_spec():
+    with kiln.Runtime(disable_cache=True) as rt:
+        with rt.plan("gemm a=e4m3:tensor b=e4m3:tensor out=bf16", n=256, k=512) as plan:
+            d = plan.describe()
+            for field in ("spec", "family", "arch", "n", "k"):
+                assert field in d, d
+            assert plan.spec == "gemm a=e4m3 b=e4m3 out=bf16"
+            assert (plan.n, plan.k) == (256, 512)
+
+
+def test_plan_spec_error_is_a_kiln_error_with_the_position():
+    with kiln.Runtime(disable_cache=True) as rt:
+        with pytest.raises(kiln.KilnError) as info:
+            rt.plan("gemm a=bf16 b=bf16 out=bf17", n=128, k=128)
+    assert info.value.status == kiln.Status.INVALID_ARGUMENT
+    assert "bf17" in info.value.message
+    assert info.value.message.startswith("kiln_plan_create: ")
+
+
+def _kernel_rows(db):
+    import sqlite3
+
+    with sqlite3.connect(str(db)) as con:
+        return con.execute("SELECT count(*) FROM kernels").fetchone()[0]
+
+
+def test_compile_without_gpu_fills_the_cache(tmp_path):
+    """Plan.compile() runs NVRTC (no GPU needed) and stores the kernel; a second runtime on the same
+    cache finds it instead of compiling again."""
+    cache = tmp_path / "kc"
+    with kiln.Runtime(cache_dir=cache) as rt:
+        plan = rt.plan(BF16, n=128, k=128, m_hint=16)
+        plan.compile(16)
+        plan.compile(16)  # the same kernel: a cache hit
+    assert _kernel_rows(cache / "kiln.db") == 1
+    with kiln.Runtime(cache_dir=cache) as rt:
+        rt.plan(BF16, n=128, k=128).compile(16)
+    assert _kernel_rows(cache / "kiln.db") == 1
+
+
+def test_compile_rejects_bad_m():
+    with kiln.Runtime(disable_cache=True) as rt:
+        plan = rt.plan(BF16, n=128, k=128)
+        with pytest.raises(kiln.KilnError) as info:
+            plan.compile(0)
+    assert info.value.status == kiln.Status.INVALID_ARGUMENT
+    assert info.value.message == "kiln_plan_compile: m is 0; it must be >= 1"
+
+
+def test_used_after_close_is_an_error():
+    rt = kiln.Runtime(disable_cache=True)
+    plan = rt.plan(BF16, n=128, k=128)
+    plan.close()
+    with pytest.raises(kiln.KilnError) as info:
+        plan.describe()
+    assert info.value.status == kiln.Status.INVALID_ARGUMENT and "after close" in info.value.message
+    rt.close()
+    with pytest.raises(kiln.KilnError):
+        rt.plan(BF16, n=128, k=128)
+
+
+def test_bad_cache_dir_is_a_cache_error(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    with pytest.raises(kiln.KilnError) as info:
+        kiln.Runtime(cache_dir=not_a_dir)
+    assert info.value.status == kiln.Status.CACHE_ERROR
+    assert str(not_a_dir) in info.value.message
+
+
+def test_has_device_is_a_bool():
+    with kiln.Runtime(disable_cache=True) as rt:
+        assert rt.has_device in (True, False)
+
+
+def test_library_path_is_the_loaded_library():
+    path = kiln.library_path()
+    assert "libkiln.so" in path
+    if os.environ.get("KILN_LIBRARY"):
+        assert path == os.environ["KILN_LIBRARY"]
+
+
+def test_explicit_library_path_is_the_only_candidate(tmp_path):
+    missing = str(tmp_path / "nowhere" / "libkiln.so")
+    r = _python("import kiln; kiln.canonicalize('gemm a=bf16 b=bf16 out=bf16')", KILN_LIBRARY=missing)
+    assert r.returncode != 0
+    assert "LibraryNotFoundError" in r.stderr and missing in r.stderr
+
+
+def test_import_needs_no_library(tmp_path):
+    r = _python("import kiln; print(kiln.__version__)", KILN_LIBRARY=str(tmp_path / "missing.so"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == kiln.__version__
+
+
+def test_installed_metadata_matches_the_package():
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("kiln")
+    except metadata.PackageNotFoundError:
+        pytest.skip("kiln is not installed (running from the checkout)")
+    assert installed == kiln.__version__
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed")
+    return torch
+
+
+def test_cpu_tensors_are_rejected_naming_the_operand():
+    torch = _torch()
+    plan = kiln.Runtime(disable_cache=True).plan(BF16, n=128, k=256)
+    a = torch.zeros(64, 256, dtype=torch.bfloat16)
+    b = torch.zeros(128, 256, dtype=torch.bfloat16)
+    with pytest.raises(kiln.KilnError) as info:
+        plan.run(a, b)
+    assert info.value.status == kiln.Status.INVALID_ARGUMENT
+    assert "operand" in info.value.message
+
+
+def test_unmapped_dtype_is_rejected_before_the_call():
+    torch = _torch()
+    plan = kiln.Runtime(disable_cache=True).plan(BF16, n=128, k=256)
+    with pytest.raises(kiln.KilnError) as info:
+        plan.run(torch.zeros(4, 256, dtype=torch.float64), torch.zeros(128, 256, dtype=torch.bfloat16))
+    assert "operand a" in info.value.message and "float64" in info.value.message
+
+
+def test_non_tensor_operand_is_rejected():
+    _torch()
+    plan = kiln.Runtime(disable_cache=True).plan(BF16, n=128, k=256)
+    with pytest.raises(kiln.KilnError) as info:
+        plan.run([1, 2, 3], None)
+    assert "operand a" in info.value.message
 
 
 def _cuda():
@@ -130,3 +281,51 @@ def test_operand_error_names_the_operand():
         plan.run(a, b)
     assert info.value.status == kiln.Status.INVALID_ARGUMENT
     assert "operand b" in info.value.message
+
+
+def test_runs_on_torchs_current_stream():
+    torch = _cuda()
+    n, k, m = 128, 256, 64
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+    plan = kiln.Runtime().plan(BF16, n=n, k=k)
+    plan.prepare()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        # A long op queued first on the side stream: kiln's launch must queue behind it, on `side`.
+        torch.cuda._sleep(10_000_000)
+        out = plan.run(a, b)
+        event = torch.cuda.Event()
+        event.record(side)
+    side.synchronize()
+    assert event.query()
+    ref = a.float() @ b.float().T
+    assert _rel_fro(out, ref) < 1e-2
+    out2 = plan.run(a, b, stream=side.cuda_stream)  # a raw handle works too
+    side.synchronize()
+    assert torch.equal(out, out2)
+
+
+def test_dlpack_producers_are_accepted():
+    torch = _cuda()
+    n, k, m = 128, 256, 32
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+
+    class Producer:
+        """Any object with __dlpack__ / __dlpack_device__ (CuPy, JAX ...)."""
+
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None, **kwargs):
+            return self.t.__dlpack__(stream=stream, **kwargs)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    plan = kiln.Runtime().plan(BF16, n=n, k=k)
+    out = plan.run(Producer(a), Producer(b))
+    torch.cuda.synchronize()
+    assert torch.equal(out, plan.run(a, b))

@@ -75,8 +75,9 @@ __device__ __forceinline__ float decode_e5m2(u8 b) {
 __device__ __forceinline__ float decode_e2m1(u32 code) {
   const u32 mag = code & 0x7;
   const int e = int(mag >> 1);
-  // e == 0: m * 0.5 (0 or 0.5); else 2^(e - 1) * (1 + m / 2). Both exact in f32.
-  const float v = e == 0 ? 0.5f * float(int(mag & 1)) : pow2_f32(e - 1) * (1.0f + 0.5f * float(int(mag & 1)));
+  // e == 0: m * 0.5 (0 or 0.5); else 2^(e - 1) * (1 + m / 2), built from its bits (exact, and no
+  // floating-point op that NVRTC could contract into a neighbour's FMA).
+  const float v = e == 0 ? ((mag & 1) ? 0.5f : 0.0f) : f32_from_bits((u32(e - 1 + 127) << 23) | ((mag & 1) << 22));
   return (code & 0x8) ? -v : v;
 }
 

@@ -154,7 +154,7 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
     if constexpr (kSA == Scale::kRow) row_f = p.a_scale[m];
     float col_f = 1.0f;
     if constexpr (kSB == Scale::kTensor) {
-      if (p.b_scale != nullptr) col_f = *p.b_scale;
+      if (p.b_scale != nullptr) col_f = p.b_scale[i64(expert) * p.b_scale_expert_stride];  // grouped: per expert
     } else if constexpr (kSB == Scale::kRow) {
       col_f = reinterpret_cast<const float*>(b_scales)[n];
     }

@@ -43,7 +43,8 @@ struct Epilogue {
   static __device__ __forceinline__ float b_tensor(const GemmParams& p, int expert) {
     float s = 1.0f;
     if constexpr (kScaleB == Scale::kTensor) {
-      if (p.b_scale != nullptr) s = ldg_f32(p.b_scale);
+      // Grouped: one tensor scale per expert (b_scale_expert_stride 1); dense: stride 0.
+      if (p.b_scale != nullptr) s = ldg_f32(p.b_scale + (long long)expert * p.b_scale_expert_stride);
     }
     if constexpr (kGlobal) {
       if (p.b_global != nullptr) s *= ldg_f32(p.b_global + (Config::kGlobalPerExpert ? expert : 0));

@@ -2,9 +2,11 @@
 //
 //   Y[M, N] = (X[M, K] . W[N, K]^T) * sa * sb        (fprop; X = operand a, W = operand b)
 //
-// X and W are row-major with K contiguous, both bf16, both f16, or both FP8 (e4m3/e5m2 in any mix);
-// sa/sb are per-tensor f32 scales in device memory (FP8 only; null = 1). Y is bf16/f16/f32, row-major
-// with row stride ldc. sm_90a only (wgmma, setmaxnreg); the sm80 family is the portable fallback.
+// X and W are row-major with K contiguous, both bf16, both f16, or both FP8 (e4m3/e5m2 in any mix).
+// Y is bf16/f16/f32, row-major with row stride ldc. sm_90a only (wgmma, setmaxnreg); the sm80 family
+// is the portable fallback. Scales of FP8 operands (layouts: common/gemm_params.cuh; section 7):
+//   a: tensor (f32), m (f32 [M]) or block1x128 (f32 or E8M0 [M, ceil(K/128)], row stride lds_a);
+//   b: tensor (f32), n (f32 [N]) or block128x128 (f32 or E8M0 [ceil(N/128), ceil(K/128)], lds_b).
 //
 // Design (DESIGN.md "Kernel families"; numbers are PTX ISA 9.0 sections):
 //
@@ -52,14 +54,34 @@
 //    cluster tiles (kClusterM tile rows x 1 tile column) by cluster id; a CTA whose tile row falls
 //    past M still loads (from the last row of X: see produce) and multicasts its half of B, and
 //    stores nothing. A cluster-wide barrier follows the mbarrier inits and precedes exit.
+// 7. Scales, the same semantics as the portable family and the reference kernel
+//    (kernels/sm80_promotion.cuh, sm80_epilogue.cuh, reference_gemm.cuh; NUMERICS.md §5.1):
+//      Y[m, n] = round_out( acc(m, n) * (row_factor(m) * col_factor(n)) ),
+//    row_factor = a's tensor scale or a_scale[m]; col_factor = b's tensor scale or b_scale[n]; 1 for a
+//    block-scaled operand. Per-row factors are loaded when a tile starts (their latency hides behind
+//    its mainloop), per-column ones in the epilogue, column pair by column pair. Block scales vary
+//    along K and are applied to the promoted partial of every K tile: an FP8 K tile is 128 elements,
+//    exactly one scale block, so K tile kt is scale column kb = kt and
+//      acc = fma(part, sa[m, kb] * sb[n / 128, kb], acc)     (the reference's order and rounding)
+//    with sa or sb alone when only one operand is block-scaled. Block scales therefore need the
+//    promoted path (the planner refuses block scales on a tile too wide to promote), and a consumer
+//    warpgroup's columns lie in one 128-column block of b's scales (kWgTileN divides 128 and tiles
+//    start at multiples of it): one sb per thread and K block, two sa (rows g, g + 8) per m64 slab.
+//    They are plain read-only global loads (tiny, L2-resident tensors), issued one K tile ahead into
+//    registers — across tiles too: the last K tile of a tile prefetches the next tile's first — so
+//    their latency hides behind a K tile's TMA wait and wgmmas. Rows >= M and columns >= N read the
+//    last valid row / column's scales (their products are never stored). A K tail (K % 128 != 0) is a
+//    zero-filled partial K tile with its own scale column: ceil(K / 128) blocks.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
-// K * elem_bytes a multiple of 16, M, N, K < 2^31. Any M >= 1, N >= 1, K >= 0 is computed (K = 0
-// writes zeros).
+// K * elem_bytes a multiple of 16, M, N, K < 2^31; with block scales a promoted config (see 7) and
+// K % 128 == 0 (the spec's rule: compiler/spec/sizes.cpp; the kernel itself reads ceil(K / 128) scale
+// columns). Any M >= 1, N >= 1, K >= 0 is computed (K = 0 writes zeros).
 //
 // Instantiated by generated code (compiler/emit/sm90_emit.cpp) as:
-//   struct KilnConfig { static constexpr int kBlockM = 128; ...; static constexpr bool kPromote = ...; };
+//   struct KilnConfig { static constexpr int kBlockM = 128; ...; static constexpr bool kPromote = ...;
+//                       static constexpr kiln_dev::Scale kScaleA = ...; kScaleTypeA, kScaleB, kScaleTypeB };
 //   extern "C" __global__ void [__cluster_dims__(2, 1, 1)] __launch_bounds__(384, 1)
 //   kiln_sm90_gemm(const __grid_constant__ kiln_dev::TmaDesc tma_a,
 //                  const __grid_constant__ kiln_dev::TmaDesc tma_b, kiln_dev::GemmParams p) {
@@ -74,10 +96,12 @@
 #include "common/raster.cuh"
 #include "common/sm90_tma_desc.cuh"
 #include "common/types.cuh"
+#include "dequant/block_scale.cuh"
 #include "epilogue/store.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/cvt.cuh"
+#include "ptx/ld.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
@@ -116,6 +140,16 @@ struct Gemm {
   static constexpr int kBoxRowsB = kBlockN / kCluster;  // rows of B each CTA of a cluster loads
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = kConsumers == 1 ? 240 : 232;
+  // Scales (section 7).
+  static constexpr Scale kScaleA = Config::kScaleA;
+  static constexpr Scale kScaleB = Config::kScaleB;
+  static constexpr ScaleType kScaleTypeA = Config::kScaleTypeA;
+  static constexpr ScaleType kScaleTypeB = Config::kScaleTypeB;
+  static constexpr bool kRowA = kScaleA == Scale::kRow;             // a_scale[m] in the epilogue
+  static constexpr bool kRowB = kScaleB == Scale::kRow;             // b_scale[n] in the epilogue
+  static constexpr bool kBlockA = kScaleA == Scale::kBlock1x128;    // sa[m, kb] per K tile
+  static constexpr bool kBlockB = kScaleB == Scale::kBlock128x128;  // sb[n / 128, kb] per K tile
+  static constexpr bool kBlockScaled = kBlockA || kBlockB;
 
   static_assert(Config::kArch == 90, "sm90_gemm needs sm_90a: wgmma and setmaxnreg exist only there");
 #if defined(__CUDA_ARCH__)
@@ -148,6 +182,23 @@ struct Gemm {
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
   static_assert((kBoxRowsB * kRowBytes) % 1024 == 0,
                 "each CTA's share of the B box starts on a 1024-byte boundary (the swizzle period)");
+  static_assert(format_is_fp8(kA) || (kScaleA == Scale::kNone && kScaleB == Scale::kNone),
+                "16-bit operands take no scales");
+  static_assert(kScaleA == Scale::kNone || kScaleA == Scale::kTensor || kRowA || kBlockA,
+                "a takes tensor, per-row (m) or block1x128 scales");
+  static_assert(kScaleB == Scale::kNone || kScaleB == Scale::kTensor || kRowB || kBlockB,
+                "b takes tensor, per-row (n) or block128x128 scales");
+  static_assert((kBlockA ? (kScaleTypeA == ScaleType::kF32 || kScaleTypeA == ScaleType::kUe8m0)
+                         : (kScaleA == Scale::kNone || kScaleTypeA == ScaleType::kF32)) &&
+                    (kBlockB ? (kScaleTypeB == ScaleType::kF32 || kScaleTypeB == ScaleType::kUe8m0)
+                             : (kScaleB == Scale::kNone || kScaleTypeB == ScaleType::kF32)),
+                "block scales are f32 or E8M0 bytes; tensor and per-row scales are f32");
+  static_assert(!kBlockScaled || kPromote,
+                "block scales multiply each K tile's partial sum: they need the promoted path");
+  static_assert(!kBlockScaled || kBlockK == 128,
+                "one K tile is exactly one 128-wide K block of scales (FP8: 128 elements = 128 bytes)");
+  static_assert(!kBlockB || (kWgTileN <= 128 && 128 % kWgTileN == 0),
+                "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block");
 
   struct Smem {
     u32 a;      // A boxes, stage s at a + s * kTileBytesA
@@ -272,15 +323,98 @@ struct Gemm {
     store_out_pair<kOut>(p.out, p.ldc, p.n, paired_ok, row, col, v0, v1);
   }
 
+  // ---- scales (section 7) -----------------------------------------------------------------------
+
+  // The scale rows one consumer thread reads for a tile: the X rows of its accumulators (row g and
+  // g + 8 of each m64 slab, clamped to M - 1) and the 128-column block of W its warpgroup's columns
+  // lie in (the first column clamped to N - 1, over 128).
+  struct ScaleRows {
+    int a[kMmaM][2];
+    int b;
+  };
+  // One K block's block scales for this thread (unused members stay unread).
+  struct BlockScales {
+    float a[kMmaM][2];
+    float b;
+  };
+
+  static __device__ __forceinline__ ScaleRows scale_rows(const GemmParams& p, const TileCoord& tile, int wg_m,
+                                                         int wg_n, int warp, int lane) {
+    ScaleRows r;
+    const int row0 = tile.m * kBlockM + wg_m * kWgTileM + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + mi * 64 + h * 8;
+        r.a[mi][h] = row < p.m ? row : p.m - 1;
+      }
+    }
+    const int col = tile.n * kBlockN + wg_n * kWgTileN;
+    r.b = (col < p.n ? col : p.n - 1) / 128;
+    return r;
+  }
+
+  // Element kb of row `row` of a 2-D scale tensor (row stride lds scale elements), as f32.
+  template <ScaleType kType>
+  static __device__ __forceinline__ float block_scale(const float* base, int row, long long lds, int kb) {
+    const u8* r = reinterpret_cast<const u8*>(base) + i64(row) * lds * (kType == ScaleType::kF32 ? 4 : 1);
+    return load_scale_f32<kType>(r, kb);
+  }
+
+  static __device__ __forceinline__ void load_block_scales(const GemmParams& p, const ScaleRows& r, int kb,
+                                                           BlockScales& s) {
+    if constexpr (kBlockA) {
+#pragma unroll
+      for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) s.a[mi][h] = block_scale<kScaleTypeA>(p.a_scale, r.a[mi][h], p.lds_a, kb);
+      }
+    }
+    if constexpr (kBlockB) s.b = block_scale<kScaleTypeB>(p.b_scale, r.b, p.lds_b, kb);
+  }
+
+  // acc = fma(part, sa * sb, acc) for block scales (the reference's order: one f32 product of the
+  // two scales, one fma.rn); acc += part otherwise. Register i of slab mi is row half (i / 2) % 2.
+  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAccRegs], const float (&part)[kMmaM][kAccRegs],
+                                                 const BlockScales& s) {
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float f = 1.0f;
+        if constexpr (kBlockA && kBlockB) {
+          f = s.a[mi][h] * s.b;
+        } else if constexpr (kBlockA) {
+          f = s.a[mi][h];
+        } else if constexpr (kBlockB) {
+          f = s.b;
+        }
+#pragma unroll
+        for (int j = 0; j < kAccRegs / 4; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = 4 * j + 2 * h + e;
+            if constexpr (kBlockScaled) {
+              acc[mi][i] = fma_rn(part[mi][i], f, acc[mi][i]);
+            } else {
+              acc[mi][i] += part[mi][i];
+            }
+          }
+        }
+      }
+    }
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const Smem& sm, const Walk& w,
                                                  int k_tiles, int consumer) {
-    // Scales first: their latency hides behind the first K tile. Only FP8 operands are scaled.
-    float scale = 1.0f;
-    if constexpr (format_is_fp8(kA)) {
-      if (p.a_scale != nullptr) scale = *p.a_scale;
+    // Per-tensor scales first: their latency hides behind the first K tile.
+    float a_t = 1.0f, b_t = 1.0f;
+    if constexpr (kScaleA == Scale::kTensor) {
+      if (p.a_scale != nullptr) a_t = ldg_f32(p.a_scale);
     }
-    if constexpr (format_is_fp8(kB)) {
-      if (p.b_scale != nullptr) scale *= *p.b_scale;
+    if constexpr (kScaleB == Scale::kTensor) {
+      if (p.b_scale != nullptr) b_t = ldg_f32(p.b_scale);
     }
     const int wg_m = consumer % kWgsM;
     const int wg_n = consumer / kWgsM;
@@ -301,10 +435,42 @@ struct Gemm {
       for (int i = 0; i < kAccRegs; ++i) acc[mi][i] = 0.0f;
     }
 
+    // The walk's next tile and its scale rows; block scales of the next K block to be promoted
+    // (loaded one K tile ahead, across tiles as well).
+    TileCoord tile_next{};
+    ScaleRows rows_next{};
+    BlockScales bs_next{};
+    if (w.first < w.count) {
+      tile_next = tile_of(w, w.first);
+      rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
+      if constexpr (kBlockScaled) {
+        if (k_tiles > 0) load_block_scales(p, rows_next, 0, bs_next);
+      }
+    }
+
     int stage = 0;
     u32 phase = 0;
     for (int ct = w.first; ct < w.count; ct += w.step) {
-      const TileCoord tile = tile_of(w, ct);
+      const TileCoord tile = tile_next;
+      const ScaleRows rows = rows_next;
+      const bool more = ct + w.step < w.count;
+      if (more) {
+        tile_next = tile_of(w, ct + w.step);
+        rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
+      }
+      // Per-row factors of a (per-token scales, or the tensor scale).
+      float row_f[kMmaM][2];
+#pragma unroll
+      for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (kRowA) {
+            row_f[mi][h] = ldg_f32(p.a_scale + rows.a[mi][h]);
+          } else {
+            row_f[mi][h] = a_t;
+          }
+        }
+      }
       if constexpr (kPromote) {
 #pragma unroll
         for (int mi = 0; mi < kMmaM; ++mi) {
@@ -321,6 +487,17 @@ struct Gemm {
 
       int prev_stage = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
+        // This K block's scales arrived during the previous K tile; fetch the next block's now (the
+        // next tile's first after the last one), before waiting for the stage.
+        BlockScales bs{};
+        if constexpr (kBlockScaled) {
+          bs = bs_next;
+          if (kt + 1 < k_tiles) {
+            load_block_scales(p, rows, kt + 1, bs_next);
+          } else if (more) {
+            load_block_scales(p, rows_next, 0, bs_next);
+          }
+        }
         mbar_wait(sm.full + 8 * stage, phase);
         const u32 a_base = sm.a + stage * kTileBytesA + a_off;
         const u32 b_base = sm.b + stage * kTileBytesB + b_off;
@@ -332,11 +509,7 @@ struct Gemm {
           wgmma_wait<0>();
           fence_all(part);
           release(sm, stage, lane);
-#pragma unroll
-          for (int mi = 0; mi < kMmaM; ++mi) {
-#pragma unroll
-            for (int i = 0; i < kAccRegs; ++i) acc[mi][i] += part[mi][i];
-          }
+          promote(acc, part, bs);
         } else {
           fence_all(acc);
           wgmma_fence();
@@ -358,22 +531,28 @@ struct Gemm {
         if (k_tiles > 0) release(sm, prev_stage, lane);
       }
 
-      // Epilogue. Accumulator register i of slab mi: row 16 * warp + g + 8 * ((i / 2) % 2),
-      // column 8 * (i / 4) + 2 * t + (i % 2) of the warpgroup tile (ptx/wgmma.cuh).
+      // Epilogue: acc * (row_factor * col_factor). Accumulator register i of slab mi: row 16 * warp + g
+      // + 8 * ((i / 2) % 2), column 8 * (i / 4) + 2 * t + (i % 2) of the warpgroup tile
+      // (ptx/wgmma.cuh). Column pairs outermost, so per-column scales are loaded once per pair.
       const int row0 = tile.m * kBlockM + wg_m * kWgTileM + warp * 16 + (lane >> 2);
       const int col0 = tile.n * kBlockN + wg_n * kWgTileN + 2 * (lane & 3);
 #pragma unroll
-      for (int mi = 0; mi < kMmaM; ++mi) {
+      for (int j = 0; j < kAccRegs / 4; ++j) {
+        const int col = col0 + 8 * j;
+        if (col < p.n) {
+          float col_f0 = b_t, col_f1 = b_t;
+          if constexpr (kRowB) {
+            col_f0 = ldg_f32(p.b_scale + col);
+            col_f1 = ldg_f32(p.b_scale + (col + 1 < p.n ? col + 1 : col));
+          }
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = row0 + mi * 64 + half * 8;
-          if (row < p.m) {
+          for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
-            for (int j = 0; j < kAccRegs / 4; ++j) {
-              const int col = col0 + 8 * j;
-              if (col < p.n) {
-                store_pair(p, paired_ok, row, col, acc[mi][4 * j + 2 * half] * scale,
-                           acc[mi][4 * j + 2 * half + 1] * scale);
+            for (int half = 0; half < 2; ++half) {
+              const int row = row0 + mi * 64 + half * 8;
+              if (row < p.m) {
+                store_pair(p, paired_ok, row, col, acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0),
+                           acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1));
               }
             }
           }

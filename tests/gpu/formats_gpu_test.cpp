@@ -92,6 +92,15 @@ std::vector<Case> all_cases() {
       {"grouped_gemm[experts=4,layout=offsets] a=bf16 b=nvfp4 out=f32", 100, 129, 256, {}},
       {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", 1, 203, 264, {0, 0, 0, 1, 0, 0, 0, 0}},
       {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32", 150, 96, 128, {}},
+      // Grouped FP8 x FP8 and MXFP8 x MXFP8: per-expert weight scales (tensor [E], n [E * N], 128x128
+      // blocks [E, ceil(N/128), K/128], E8M0 [E, N, K/32]); activations' scales per row.
+      {"grouped_gemm[experts=8,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16", 300, 203, 512, {}},
+      {"grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=f32", 300, 203, 528, {0, 1, 0, 57, 1, 0, 240, 1}},
+      {"grouped_gemm[experts=4,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 200, 256, 512, {}},
+      {"grouped_gemm[experts=4,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32", 40, 129, 384,
+       {}},
+      {"grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", 300, 203, 1056, {}},
+      {"grouped_gemm[experts=6,layout=masked] a=mxfp8 b=mxfp8 out=f32", 33, 70, 96, {}},
       // Grouped, masked layout (counts per expert, rows past them untouched).
       {"grouped_gemm[experts=8,layout=masked] a=bf16 b=mxfp4 out=f32", 40, 129, 1056, {}},
       {"grouped_gemm[experts=8,layout=masked] a=bf16 b=mxfp4 out=bf16", 40, 129, 1056, {0, 1, 40, 3, 0, 17, 40, 2}},

@@ -2,7 +2,9 @@
 // Every operand pairing x every output with the default configs at M = 1, odd M, N and K tails; every
 // shape of the config space pinned on tail shapes and on a multi-wave persistent shape; repeat runs
 // bitwise equal; and a timing table at 4096 x 7168 x 7168 (TFLOP/s, with the portable family timed in
-// the same run) for the lead to set against cuBLAS. Skips without a device or on anything but sm_90.
+// the same run) for the lead to set against cuBLAS. v3 adds FP8 per-row scales and DeepSeek block
+// scales (f32 and ue8m0; ScaledDefaultConfigs / ScaledPinnedConfigs, BlockScaledRepeatRunsAreBitwiseEqual,
+// Sm90GemmTiming.PrintsBlockScaled4096x7168 at K = 7168 and 16384). Skips without a device or on anything but sm_90.
 //
 // All kernels are compiled up front, in parallel, into one shared Runtime (a global test
 // environment), so the tests themselves only load and run.
@@ -107,7 +109,10 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {128, 256, 4, 4, 2, 2},
                      // timing only: the default's rasterization group
                      {128, 256, 4, 8, 1, 2, 4},
-                     {128, 256, 4, 8, 1, 2, 16}};
+                     {128, 256, 4, 8, 1, 2, 16},
+                     // v3 (block scales): two warpgroups of 64 x 128 side by side along N
+                     {64, 256, 5, 4, 2},
+                     {64, 256, 5, 4, 2, 2}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -161,6 +166,78 @@ std::vector<Case> pinned_cases() {
   return cases;
 }
 
+// ---- v3: per-row and DeepSeek block scales -------------------------------------------------------
+// Block scales need K % 128 == 0 (the spec's rule, compiler/spec/sizes.cpp: a scale block is never
+// partial), so their K "tails" are K = 128 * k with k odd or not a multiple of the stages; per-row
+// scales take the K tails of 16-byte rows (272, 1040) like the tensor-scaled pairings.
+const char* const kBlockPairs[] = {"a=e4m3:block1x128 b=e4m3:block128x128",
+                                   "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0",
+                                   "a=e4m3:block1x128 b=e4m3:n",
+                                   "a=e4m3:tensor b=e4m3:block128x128:ue8m0"};
+const char* const kRowPairs[] = {"a=e4m3:m b=e4m3:n", "a=e5m2:m b=e4m3:tensor", "a=e4m3:tensor b=e5m2:n"};
+
+std::vector<Case> scaled_default_cases() {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // M = 1, odd M and N, N not a multiple of 128 (the last scale block of W is partial in N), one K
+  // block, an odd number of K blocks, and a multi-wave persistent shape.
+  const Shape block_shapes[] = {{1, 256, 512},  {77, 200, 384},     {300, 129, 128},
+                                {257, 383, 1152}, {1024, 2048, 2048}};
+  const Shape row_shapes[] = {{1, 256, 512}, {77, 200, 528}, {300, 129, 272}, {257, 384, 1040}, {1024, 2048, 2048}};
+  std::vector<Case> cases;
+  for (const char* o : kOuts) {
+    for (const char* p : kBlockPairs) {
+      for (const Shape& sh : block_shapes)
+        cases.push_back({std::string("gemm ") + p + " out=" + o, sh.m, sh.n, sh.k, -1});
+    }
+    for (const char* p : kRowPairs) {
+      for (const Shape& sh : row_shapes) cases.push_back({std::string("gemm ") + p + " out=" + o, sh.m, sh.n, sh.k, -1});
+    }
+  }
+  return cases;
+}
+
+// The promotable pins (block scales refuse the others: sm90_check_config), on tails and a
+// multi-wave shape; clustered pins with a single tile row too.
+const int kBlockPins[] = {1, 4, 6, 8, 9, 12, 13, 17, 18};
+const char* const kBlockPinSpecs[] = {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                                      "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"};
+
+std::vector<Case> scaled_pinned_cases() {
+  std::vector<Case> cases;
+  for (const char* s : kBlockPinSpecs) {
+    for (int i : kBlockPins) {
+      cases.push_back({s, 513, 1000, 1152, i});  // tails in M and N, 9 K blocks
+      cases.push_back({s, 2000, 3000, 768, i});  // more tiles than SMs: the walk wraps (and prefetches across)
+      if (kPins[i].cluster > 1) cases.push_back({s, 77, 3000, 768, i});
+    }
+  }
+  // Per-row scales on the fast (unpromoted) 128 x 256 tile and the promoted 128 x 128 one.
+  for (int i : {0, 1}) {
+    cases.push_back({"gemm a=e4m3:m b=e4m3:n out=bf16", 513, 1000, 1040, i});
+    cases.push_back({"gemm a=e4m3:m b=e4m3:n out=f32", 2000, 3000, 784, i});
+  }
+  return cases;
+}
+
+// The block path's timing rows: the DeepSeek-V3 shapes 4096 x 7168 x 7168 and x 16384.
+struct TimedShape {
+  const char* spec;
+  int64_t k;
+  int pin;  // -1: default
+};
+const TimedShape kTimedScaled[] = {
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, -1},
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, -1},
+    {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 7168, -1},
+    {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 16384, -1},
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 17},  // 64 x 256, 2 WGs along N
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 12},  // 128 x 128 in clusters of 2
+    {"gemm a=e4m3:m b=e4m3:n out=bf16", 7168, -1},
+    {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 7168, 1},  // promoted, no scales: the block path's floor
+};
+
 // The timing table: 4096 x 7168 x 7168, default configs and the alternatives worth knowing.
 struct Timed {
   const char* spec;
@@ -205,6 +282,19 @@ class PrecompileEnvironment : public testing::Environment {
       jobs.push_back({ref, KernelFamily::kReferenceGemm, TileConfig{}});
     };
     for (const Case& c : default_cases()) add_plan_configs(spec_of(c.spec), {c.m, c.n, c.k});
+    for (const Case& c : scaled_default_cases()) add_plan_configs(spec_of(c.spec), {c.m, c.n, c.k});
+    for (const Case& c : scaled_pinned_cases()) {
+      const KernelSpec s = spec_of(c.spec);
+      jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
+    }
+    for (const TimedShape& t : kTimedScaled) {
+      const KernelSpec s = spec_of(t.spec);
+      if (t.pin >= 0) {
+        jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[t.pin])});
+      } else {
+        add_plan_configs(s, {kTm, kTn, t.k});
+      }
+    }
     for (const Case& c : pinned_cases()) {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
@@ -289,6 +379,10 @@ TEST_P(Sm90GemmGpuTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(DefaultConfigs, Sm90GemmGpuTest, testing::ValuesIn(default_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(PinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn(pinned_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ScaledDefaultConfigs, Sm90GemmGpuTest, testing::ValuesIn(scaled_default_cases()),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(ScaledPinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn(scaled_pinned_cases()),
+                         case_name);
 
 // Deterministic: the same inputs give bitwise the same output (no atomics, fixed order).
 TEST(Sm90GemmRepeatTest, RepeatRunsAreBitwiseEqual) {
@@ -299,6 +393,19 @@ TEST(Sm90GemmRepeatTest, RepeatRunsAreBitwiseEqual) {
   ASSERT_TRUE(r1.ok() && r2.ok());
   EXPECT_EQ(r1->max_abs_err, r2->max_abs_err);
   EXPECT_EQ(r1->rel_fro_err, r2->rel_fro_err);
+}
+
+TEST(Sm90GemmRepeatTest, BlockScaledRepeatRunsAreBitwiseEqual) {
+  KILN_REQUIRE_SM90();
+  for (const char* s : kBlockPinSpecs) {
+    const Case c{s, 2000, 3000, 768, 1};
+    auto r1 = check_case(c, 777);
+    auto r2 = check_case(c, 777);
+    ASSERT_TRUE(r1.ok() && r2.ok()) << s;
+    EXPECT_EQ(r1->max_abs_err, r2->max_abs_err) << s;
+    EXPECT_EQ(r1->rel_fro_err, r2->rel_fro_err) << s;
+    EXPECT_TRUE(r1->passed) << s;
+  }
 }
 
 // Not a pass/fail test of speed: prints the table bench/NOTES.md records (median of 20 CUDA-event
@@ -314,6 +421,30 @@ TEST(Sm90GemmTiming, Prints4096x7168x7168Clusters) {
   KILN_REQUIRE_SM90();
   for (const Timed& t : kTimedClusters)
     timing_row(t.spec, "sm90_gemm", check_case({t.spec, kTm, kTn, kTk, t.pin}, 1, true));
+}
+
+// v3: DeepSeek block scales (and per-row scales) at 4096 x 7168 x {7168, 16384}, with the portable
+// family's block path in the same run.
+TEST(Sm90GemmTiming, PrintsBlockScaled4096x7168) {
+  KILN_REQUIRE_SM90();
+  std::printf("[ timing ] %-44s %-32s %9s %9s %s\n", "spec (k)", "config", "ms", "TFLOP/s", "check");
+  for (const TimedShape& t : kTimedScaled) {
+    const std::string label = std::string(t.spec) + " k=" + std::to_string(t.k);
+    timing_row(label, "sm90_gemm", check_case({t.spec, kTm, kTn, t.k, t.pin}, 1, true));
+  }
+  for (int64_t k : {int64_t{7168}, int64_t{16384}}) {
+    const char* s = "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16";
+    setenv("KILN_FAMILY", "sm80", 1);
+    auto plan = runtime().plan(spec_of(s), {kTm, kTn, k});
+    unsetenv("KILN_FAMILY");
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    EXPECT_EQ(plan->family(), KernelFamily::kSm80Gemm);
+    CheckOptions o;
+    o.m = kTm;
+    o.seed = 1;
+    o.time = true;
+    timing_row(std::string(s) + " k=" + std::to_string(k), "sm80_gemm", run_check(runtime(), *plan, o));
+  }
 }
 
 TEST(Sm90GemmTiming, Prints4096x7168x7168) {

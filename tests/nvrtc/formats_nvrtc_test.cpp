@@ -86,7 +86,9 @@ TEST(FormatsNvrtcTest, DefaultConfigsCompileWithoutSpills) {
       const Arch arch = *parse_arch(kArches[ai]);
       std::vector<int64_t> ms = full ? std::vector<int64_t>{4096, 256, 64, 16, 1} : std::vector<int64_t>{4096, 1};
       for (int64_t m : ms) {
-        const TileConfig cfg = default_config(s, arch, {m, 5760, 2944});
+        // The portable family's default (on sm_90a the planner picks sm90 for FP8 row and block scales;
+        // tests/nvrtc/sm90_gemm_nvrtc_test.cpp compiles those).
+        const TileConfig cfg = default_config(s, arch, KernelFamily::kSm80Gemm, {m, 5760, 2944});
         compile_ok(s, KernelFamily::kSm80Gemm, cfg, arch,
                    std::string(text) + " m=" + std::to_string(m) + " " + cfg.to_string() + " on " + arch.name());
       }
@@ -103,7 +105,7 @@ TEST(FormatsNvrtcTest, HeaviestPathsCompileOnEveryArch) {
     const KernelSpec s = spec_of(text);
     for (const char* a : kArches) {
       const Arch arch = *parse_arch(a);
-      const TileConfig cfg = default_config(s, arch, {4096, 7168, 7168});
+      const TileConfig cfg = default_config(s, arch, KernelFamily::kSm80Gemm, {4096, 7168, 7168});
       compile_ok(s, KernelFamily::kSm80Gemm, cfg, arch, std::string(text) + " " + cfg.to_string() + " on " + a);
     }
   }
@@ -131,7 +133,8 @@ TEST(FormatsNvrtcTest, UsesTheDesignedInstructions) {
   for (const Case& c : cases) {
     const KernelSpec s = spec_of(c.spec);
     const Arch a = *parse_arch(c.arch);
-    const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm, default_config(s, a, {256, 256, 256}), a,
+    const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm,
+                                       default_config(s, a, KernelFamily::kSm80Gemm, {256, 256, 256}), a,
                                        std::string(c.spec) + " on " + c.arch, /*want_ptx=*/true);
     for (const char* e : c.expect) EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec << " on " << c.arch;
   }

@@ -1,5 +1,6 @@
 // nvrtc tier: the sm90 family compiles with NVRTC alone (templates/ as the only headers) for sm_90a,
-// for every operand pairing and output format, with no register spills and no stack; the PTX holds
+// for every operand pairing (FP8 tensor, per-row and DeepSeek block scales included) and output format,
+// with no register spills and no stack; the PTX holds
 // the instructions the design names (wgmma.mma_async, cp.async.bulk.tensor, mbarrier, setmaxnreg) and
 // ptxas neither ignores setmaxnreg (C7508) nor serializes the wgmmas. Needs the CUDA toolkit's NVRTC,
 // no GPU.
@@ -32,6 +33,12 @@ const Pairing kPairings[] = {
     {"e4m3_e5m2", "a=e4m3:tensor b=e5m2:tensor"},
     {"e5m2_e4m3", "a=e5m2:tensor b=e4m3:tensor"},
     {"e5m2_e5m2", "a=e5m2:tensor b=e5m2:tensor"},
+    // v3: per-row scales in the epilogue, DeepSeek block scales on the promoted partials.
+    {"e4m3_row", "a=e4m3:m b=e4m3:n"},
+    {"e5m2_row_e4m3_tensor", "a=e5m2:m b=e4m3:tensor"},
+    {"e4m3_block_f32", "a=e4m3:block1x128 b=e4m3:block128x128"},
+    {"e4m3_block_ue8m0", "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0"},
+    {"e4m3_block1x128_row_n", "a=e4m3:block1x128 b=e4m3:n"},
 };
 
 Arch sm90a() { return *parse_arch("sm_90a"); }
@@ -168,6 +175,123 @@ TEST(Sm90GemmPtxTest, ClustersMulticastBAndSynchronizeTheCluster) {
   const CompileResult r = compile_ok(s, single, "bf16 " + single.to_string(), /*want_ptx=*/true);
   EXPECT_THAT(r.ptx, Not(HasSubstr("multicast")));
   EXPECT_THAT(r.ptx, Not(HasSubstr("barrier.cluster")));
+}
+
+// ---- v3: block and per-row scales ---------------------------------------------------------------
+
+// Every promotable shape of the block-scaled config space compiles without spills (f32 and ue8m0
+// scales); the PTX promotes with fma.rn.f32 and reads the scales with read-only global loads.
+TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
+  struct Case {
+    const char* spec;
+    const char* scale_load;
+  };
+  const Case cases[] = {{"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "ld.global.nc.f32"},
+                        {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32", "ld.global.nc.u8"}};
+  for (const Case& c : cases) {
+    const KernelSpec s = spec_of(c.spec);
+    std::string seen;
+    int compiled = 0;
+    for (const TileConfig& cfg : sm90_config_space(s, sm90a())) {
+      EXPECT_TRUE(sm90_promotes(s, cfg)) << c.spec << " " << cfg.to_string();
+      const std::string shape = std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + "w" +
+                                std::to_string(cfg.warps_m) + "x" + std::to_string(cfg.warps_n) + "c" +
+                                std::to_string(cfg.cluster_m) + ";";
+      if (seen.find(shape) != std::string::npos) continue;
+      seen += shape;
+      const CompileResult r = compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
+      std::cout << "[ registers ] " << c.spec << " " << cfg.to_string() << ": " << r.registers << "\n";
+      for (const char* e : {"wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d", "fma.rn.f32", c.scale_load})
+        EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec << " " << cfg.to_string();
+      ++compiled;
+    }
+    // 64x64, 64x128, 128x64, 128x128 (w8x1 and w4x2), 64x256 over 2 warpgroups; each in clusters too.
+    EXPECT_GE(compiled, 10) << c.spec;
+  }
+}
+
+// What `kiln compile --arch sm_90a --emit ptx examples/specs/fp8_block_gemm.kiln` shows: the default
+// config at the DeepSeek shape, its resource report and the instructions.
+TEST(Sm90BlockScaleNvrtcTest, DefaultBlockConfigUsesWgmmaTmaAndPromotes) {
+  for (const char* out : {"bf16", "f16", "f32"}) {
+    const KernelSpec s = spec_of(std::string("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=") + out);
+    const TileConfig cfg = default_config(s, sm90a(), {4096, 7168, 7168});
+    EXPECT_EQ(cfg.to_string(), "bm128_bn128_bk128_s7_w8x1_g8");
+    const CompileResult r = compile_ok(s, cfg, std::string("block out=") + out + " " + cfg.to_string(),
+                                       /*want_ptx=*/true);
+    std::cout << "[ registers ] block out=" << out << " " << cfg.to_string() << ": " << r.registers
+              << " registers, " << r.spill_stores << " spill stores, " << r.spill_loads << " spill loads, "
+              << r.compile_ms << " ms\n";
+    for (const char* e : {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "cp.async.bulk.tensor.2d",
+                          "mbarrier.try_wait.parity", "setmaxnreg.inc", "fma.rn.f32", "ld.global.nc.f32"}) {
+      EXPECT_THAT(r.ptx, HasSubstr(e)) << out;
+    }
+    EXPECT_THAT(r.ptx, Not(HasSubstr("mma.sync"))) << out;
+  }
+}
+
+TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
+  const KernelSpec block = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
+  const KernelSpec row = spec_of("gemm a=e4m3:m b=e4m3:n out=bf16");
+  EXPECT_TRUE(sm90_block_scaled(block));
+  EXPECT_TRUE(sm90_block_scaled(spec_of("gemm a=e4m3:tensor b=e4m3:block128x128 out=f32")));
+  EXPECT_FALSE(sm90_block_scaled(row));
+  // Defaults: promoted 128 x 128 over two consumer warpgroups for large problems; 64-row tiles for small M.
+  const TileConfig big = default_config(block, sm90a(), {4096, 7168, 7168});
+  EXPECT_EQ(big.block_m, 128);
+  EXPECT_EQ(big.block_n, 128);
+  EXPECT_EQ(big.warps_m, 8);
+  EXPECT_EQ(big.warps_n, 1);
+  EXPECT_TRUE(sm90_promotes(block, big));
+  for (int64_t m : {1, 16, 64, 65, 300, 4096}) {
+    for (int64_t n : {129, 2112, 7168}) {
+      const TileConfig c = default_config(block, sm90a(), {m, n, 7168});
+      EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << m << "x" << n << " " << c.to_string();
+      EXPECT_TRUE(sm90_promotes(block, c)) << c.to_string();
+    }
+  }
+  // Per-row scales keep the fast 128 x 256 tile (epilogue only).
+  const TileConfig row_big = default_config(row, sm90a(), {4096, 7168, 7168});
+  EXPECT_EQ(row_big.block_n, 256);
+  EXPECT_FALSE(sm90_promotes(row, row_big));
+  // 128 x 256 over one warpgroup along N: 256 columns span two 128-column scale blocks.
+  Status st = sm90_check_config(block, sm90a(), row_big);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("128-column scale block"));
+  // 256 x 128: warpgroup tiles of 128 x 128 cannot hold a partial.
+  TileConfig tall = big;
+  tall.block_m = 256;
+  tall.stages = 4;
+  st = sm90_check_config(block, sm90a(), tall);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("cannot be promoted"));
+  // 64 x 256 over two warpgroups along N: each warpgroup owns one 128-column block.
+  TileConfig split = big;
+  split.block_m = 64;
+  split.block_n = 256;
+  split.warps_m = 4;
+  split.warps_n = 2;
+  split.stages = 5;
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), split).ok()) << sm90_check_config(block, sm90a(), split).to_string();
+  // Sizes: block scales need K % 128 == 0 (the spec's rule); per-row scales take K tails.
+  EXPECT_THAT(can_implement(block, sm90a(), {257, 384, 1040}).message(), HasSubstr("K=1040"));
+  EXPECT_TRUE(can_implement(block, sm90a(), {257, 384, 1152}).ok());
+  EXPECT_TRUE(can_implement(row, sm90a(), {257, 384, 1040}).ok());
+  // The emitted unit names the scales.
+  auto k = emit_kernel(spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"),
+                       KernelFamily::kSm90Gemm, big, sm90a());
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  for (const char* line : {"kScaleA = kiln_dev::Scale::kBlock1x128;", "kScaleTypeA = kiln_dev::ScaleType::kUe8m0;",
+                           "kScaleB = kiln_dev::Scale::kBlock128x128;", "kScaleTypeB = kiln_dev::ScaleType::kUe8m0;",
+                           "kPromote = true;"}) {
+    EXPECT_THAT(k->source, HasSubstr(line));
+  }
+  // Tolerances: promoted (block) is K-independent; fast accumulation (row, 128 x 256) grows with K.
+  EXPECT_DOUBLE_EQ(sm90_check_tolerance(block, big, 16384, 1e-5), 5e-4);
+  EXPECT_GT(sm90_check_tolerance(row, row_big, 16384, 1e-5), sm90_check_tolerance(row, row_big, 1024, 1e-5));
+  // MX and mixed inputs stay on the portable family.
+  EXPECT_FALSE(sm90_supports(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), sm90a()));
+  EXPECT_FALSE(sm90_supports(spec_of("gemm a=bf16 b=e4m3:n out=bf16"), sm90a()));
 }
 
 // ---- the dispatcher -----------------------------------------------------------------------------

@@ -224,6 +224,19 @@ TEST(CApiPlanTest, CreatesAndDescribesWithoutGpu) {
   kiln_plan_destroy(plan);
 }
 
+// kiln_plan_compile's arguments (the compile itself needs NVRTC: python/tests, nvrtc tier).
+TEST(CApiPlanTest, CompileRejectsNullPlanAndBadM) {
+  EXPECT_EQ(kiln_plan_compile(nullptr, 16), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "kiln_plan_compile: plan is NULL");
+  kiln_runtime rt = make_runtime();
+  kiln_plan plan = make_plan(rt, "gemm a=bf16 b=bf16 out=bf16");
+  EXPECT_EQ(kiln_plan_compile(plan, 0), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "kiln_plan_compile: m is 0; it must be >= 1");
+  EXPECT_EQ(kiln_plan_compile(plan, -3), KILN_ERROR_INVALID_ARGUMENT);
+  kiln_plan_destroy(plan);
+  kiln_runtime_destroy(rt);
+}
+
 TEST(CApiPlanTest, RunRejectsNullAndSmallOperands) {
   kiln_runtime rt = make_runtime();
   kiln_plan plan = make_plan(rt, "gemm a=bf16 b=bf16 out=bf16");

@@ -9,11 +9,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/emit/emit.hpp"
 #include "compiler/plan/plan.hpp"
 #include "compiler/plan/sm80_formats.hpp"
+#include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
 
 namespace kiln {
@@ -59,8 +61,11 @@ TEST(FormatsPlanTest, Sm80FamilyForEveryNewPairingOnEveryArch) {
     for (const std::string& text : new_pairings()) {
       auto f = select_family(spec_of(text), arch_of(a));
       ASSERT_TRUE(f.ok()) << text << " on " << a << ": " << f.status().to_string();
-      // Row, block and MX scales, mixed inputs and grouped problems never go to the sm90 family.
-      EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << text << " on " << a;
+      // MX scales, mixed inputs and grouped problems never go to the sm90 family; dense FP8 x FP8 with
+      // row and DeepSeek block scales (the specs starting "gemm a=e") does on sm_90a (sm90_supports).
+      const bool sm90 = sm90_supports(spec_of(text), arch_of(a));
+      EXPECT_EQ(sm90, std::string_view(a) == "sm_90a" && text.rfind("gemm a=e", 0) == 0) << text << " on " << a;
+      EXPECT_EQ(*f, sm90 ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << text << " on " << a;
       EXPECT_TRUE(check_reference_spec(spec_of(text), arch_of(a)).ok()) << text;
     }
   }
@@ -93,8 +98,15 @@ TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
   EXPECT_THAT(unsupported("gemm a=nvfp4 b=nvfp4 out=bf16"), HasSubstr("4-bit activations"));
   EXPECT_THAT(unsupported("grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:n out=bf16"),
               HasSubstr("grouped FP8 weights"));
-  EXPECT_THAT(unsupported("grouped_gemm[experts=4,layout=offsets] a=mxfp8 b=mxfp8 out=bf16"),
-              HasSubstr("grouped MX"));
+  // Grouped FP8 x FP8 and MXFP8 x MXFP8 plan (per-expert weight scales); bf16 x FP8 weights do not.
+  for (const char* g : {"grouped_gemm[experts=4,layout=offsets] a=mxfp8 b=mxfp8 out=bf16",
+                        "grouped_gemm[experts=4,layout=masked] a=e4m3:block1x128 b=e4m3:block128x128 out=f32",
+                        "grouped_gemm[experts=4,layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
+                        "grouped_gemm[experts=4,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16"}) {
+    auto f = select_family(spec_of(g), arch_of("sm_90a"));
+    ASSERT_TRUE(f.ok()) << g << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << g;
+  }
   EXPECT_THAT(unsupported("gemm a=e4m3:tensor b=e4m3:block1x128 out=bf16 pass=wgrad"), HasSubstr("pass=wgrad"));
 }
 
@@ -137,12 +149,15 @@ TEST(FormatsPlanTest, ConfigRules) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("block_k=32"));
   EXPECT_TRUE(check_config(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), a, config(128, 128, 64, 4, 2, 4)).ok());
-  // Promotion doubles the accumulators: 64 x 64 warp tiles are out.
-  s = check_config(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), a, config(128, 256, 64, 4, 2, 4));
+  // Promotion doubles the accumulators: 64 x 64 warp tiles are out (the portable family's rules; on
+  // sm_90a select_family plans the sm90 family for these specs).
+  s = check_config(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), a, KernelFamily::kSm80Gemm,
+                   config(128, 256, 64, 4, 2, 4));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("promoted"));
   // block128x128 b: a warp tile's width must divide 128.
-  s = check_config(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), a, config(64, 96, 64, 4, 2, 2));
+  s = check_config(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), a, KernelFamily::kSm80Gemm,
+                   config(64, 96, 64, 4, 2, 2));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("warp tile width 48"));
   // Shared memory of the mixed mainloop: 128-byte A rows, K/2-byte FP4 rows.
@@ -168,8 +183,10 @@ TEST(FormatsPlanTest, DefaultConfigsAreValid) {
 TEST(FormatsPlanTest, PromotedDefaultsKeepWarpTilesAt32x32) {
   const KernelSpec s = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
   for (const char* a : kArches) {
-    EXPECT_EQ(default_config(s, arch_of(a), {4096, 7168, 7168}).to_string(), "bm128_bn64_bk64_s4_w4x2_g8") << a;
-    const TileConfig small = default_config(s, arch_of(a), {64, 7168, 7168});
+    EXPECT_EQ(default_config(s, arch_of(a), KernelFamily::kSm80Gemm, {4096, 7168, 7168}).to_string(),
+              "bm128_bn64_bk64_s4_w4x2_g8")
+        << a;
+    const TileConfig small = default_config(s, arch_of(a), KernelFamily::kSm80Gemm, {64, 7168, 7168});
     EXPECT_LE((small.block_m / small.warps_m) * (small.block_n / small.warps_n), 32 * 32) << a;
   }
 }
@@ -190,7 +207,8 @@ TEST(FormatsPlanTest, GroupedLaunchCoversEveryExpertsTiles) {
 TEST(FormatsPlanTest, ExampleSpecFilesPlan) {
   const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "specs";
   for (const char* name : {"fp8_block_gemm.kiln", "fp8_row_gemm.kiln", "gpt_oss_mxfp4_experts.kiln",
-                           "nvfp4_experts.kiln", "mxfp8_gemm.kiln"}) {
+                           "nvfp4_experts.kiln", "mxfp8_gemm.kiln", "quantize_fp8_block.kiln",
+                           "quantize_nvfp4.kiln"}) {
     std::ifstream in(dir / name);
     ASSERT_TRUE(in) << name;
     std::stringstream text;

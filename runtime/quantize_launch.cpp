@@ -1,0 +1,38 @@
+// runtime/quantize_launch.cpp — the quantize family's launches (quantize_launch.hpp).
+#include "runtime/quantize_launch.hpp"
+
+#include <string>
+
+#include "compiler/plan/quantize_plan.hpp"
+#include "templates/common/quantize_params.cuh"
+
+namespace kiln {
+
+Status quantize_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, int64_t k_cols,
+                       const CheckedQuantize& q, CUstream stream) {
+  kiln_dev::QuantizeParams p{};
+  p.in = q.in;
+  p.out = q.out;
+  p.scale = q.scale;
+  p.global = q.global;
+  p.ld_in = q.ld_in;
+  p.ld_out = q.ld_out;
+  p.ld_scale = q.ld_scale;
+  p.m = static_cast<int>(q.m);
+  p.k = static_cast<int>(k_cols);
+  const ProblemSizes sizes{q.m, 0, k_cols};
+  for (int phase : quantize_phases(spec)) {
+    // M = 0: nothing to read or write, but a tensor-scale spec still gets its scale (amax 0).
+    if (q.m == 0 && (phase == kiln_dev::kPhaseAmax || phase == kiln_dev::kPhaseQuantize)) continue;
+    p.phase = phase;
+    const LaunchShape ls = quantize_launch_shape(spec, sizes, phase);
+    void* args[] = {&p};
+    KILN_RETURN_IF_ERROR(d.check(d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, ls.grid_y,
+                                                  ls.grid_z, ls.block_x, 1, 1, ls.dynamic_smem, stream, args,
+                                                  nullptr),
+                                 ("cuLaunchKernel(quantize phase " + std::to_string(phase) + ")").c_str()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kiln
