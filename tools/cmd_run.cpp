@@ -119,7 +119,10 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
   if (!in.ok()) return report_error(kCmd, in.status());
   StatusOr<KernelSpec> spec = parse_spec_input(*in);
   if (!spec.ok()) return report_error(kCmd, spec.status());
-  // Quantize specs read X [M, K] only: --n does not apply to them.
+  // Quantize specs read X [M, K] only: --n does not apply to them; every GEMM needs it.
+  if (spec->op != Op::kQuantize && args.n == 0)
+    return report_error(kCmd, InvalidArgument(fmt::format("--n is required for {} specs (columns of Y, rows of W)",
+                                                          op_name(spec->op))));
   if (args.m < 1 || args.k < 1 || (spec->op != Op::kQuantize && args.n < 1)) {
     return report_error(kCmd, InvalidArgument(fmt::format("sizes must be positive (got --m {} --n {} --k {})",
                                                           args.m, args.n, args.k)));

@@ -111,9 +111,34 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
     c.erase(keep_end, c.end());
   }
 
-  // Rank by the model; ties broken by the config text so the order is reproducible.
-  std::sort(c.begin(), c.end(), [](const PrunedCandidate& a, const PrunedCandidate& b) {
-    if (a.estimate.est_us != b.estimate.est_us) return a.estimate.est_us < b.estimate.est_us;
+  // Rank by the model. The model cannot tell apart the variants of one tile shape (pipeline depth,
+  // raster group, cluster): they tie, and a cap on the candidates would otherwise spend itself on the
+  // alphabetically first of them (the shallowest rings). Within a tie (estimates in the same 1% bin), order by
+  // how unusual a variant is: the deepest ring that fits the shape (measured on the H200: 7 vs 4
+  // stages is worth ~10% at 128 x 128, bench/NOTES.md) first, then shallower rings, then other raster
+  // groups and clusters (which moved times by a few percent at most); then the config
+  // text, so the order is reproducible. The heuristic's own config always stays (below).
+  std::map<std::string, int> deepest;  // tile shape (block and warps) -> most stages among the candidates
+  auto shape_of = [](const TileConfig& t) {
+    return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "x" + std::to_string(t.block_k) + "w" +
+           std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n);
+  };
+  for (const PrunedCandidate& p : c) {
+    int& d = deepest[shape_of(p.config)];
+    d = std::max(d, p.config.stages);
+  }
+  auto unusual = [&](const PrunedCandidate& p) {
+    const int depth_gap = deepest[shape_of(p.config)] - p.config.stages;
+    return std::min(depth_gap, 3) + (p.config.group_m != 8 ? 3 : 0) + (p.config.cluster_m != 1 ? 3 : 0);
+  };
+  // 1% bins of the estimate (a strict weak order, unlike "within 1% of each other").
+  auto bin = [](double us) { return std::isfinite(us) && us > 0 ? std::floor(std::log(us) / std::log(1.01)) : 1e18; };
+  std::sort(c.begin(), c.end(), [&](const PrunedCandidate& a, const PrunedCandidate& b) {
+    const double ea = a.estimate.est_us, eb = b.estimate.est_us;
+    if (bin(ea) != bin(eb)) return bin(ea) < bin(eb);
+    const int ua = unusual(a), ub = unusual(b);
+    if (ua != ub) return ua < ub;
+    if (ea != eb) return ea < eb;
     return a.config.to_string() < b.config.to_string();
   });
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {

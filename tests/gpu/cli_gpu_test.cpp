@@ -78,9 +78,12 @@ TEST_F(CliTest, HelpAndVersionExitZero) {
 TEST_F(CliTest, BadUsageExitsTwo) {
   Result r = kiln("");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
-  r = kiln("run 'gemm a=bf16 b=bf16 out=bf16' --m 64");  // --n and --k are required
+  r = kiln("run 'gemm a=bf16 b=bf16 out=bf16' --m 64");  // --k is required
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--k"), std::string::npos) << r.err;
+  r = kiln("run 'gemm a=bf16 b=bf16 out=bf16' --m 64 --k 64");  // a GEMM needs --n (a quantize spec does not)
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--n is required"), std::string::npos) << r.err;
   r = kiln("compile 'gemm a=bf16 b=bf16 out=bf16' --emit cubin");  // binary needs --out FILE
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
