@@ -14,6 +14,9 @@ namespace kiln {
 
 // Bumped when emitted code changes meaning without the template tree changing.
 // 2: GemmParams grew the scale strides, NVFP4 global, grouped-GEMM fields (formats issue).
+// Not bumped for the epilogue vector operands appended to GemmParams (epilogues issue): that header is
+// in the template tree, so kernel cache keys changed with it, and tunings (keyed by this version) stay
+// valid because the mainloops did not change.
 inline constexpr int kCodegenVersion = 2;
 
 std::string sha256_hex(std::string_view bytes);

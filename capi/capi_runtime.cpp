@@ -24,7 +24,9 @@ constexpr size_t kPlanOptionsV1 = sizeof(kiln_plan_options);
 constexpr size_t kOperandsV1 = offsetof(kiln_operands, offsets);
 constexpr size_t kOperandsV2 = offsetof(kiln_operands, out_scale);
 // ... and out_scale, out_global (quantize specs, kiln 0.3).
-constexpr size_t kOperandsV3 = sizeof(kiln_operands);
+constexpr size_t kOperandsV3 = offsetof(kiln_operands, bias);
+// ... and the epilogue's vectors bias .. up_bias (epilogues issue, kiln 0.4).
+constexpr size_t kOperandsV4 = sizeof(kiln_operands);
 
 }  // namespace
 
@@ -159,6 +161,15 @@ kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* w
     if (operands->struct_size >= kOperandsV3) {
       ops.out_scale = operands->out_scale;
       ops.out_global = operands->out_global;
+    }
+    if (operands->struct_size >= kOperandsV4) {
+      ops.bias = operands->bias;
+      ops.scale = operands->scale;
+      ops.colscale = operands->colscale;
+      ops.expert_scale = operands->expert_scale;
+      ops.residual = operands->residual;
+      ops.gate_bias = operands->gate_bias;
+      ops.up_bias = operands->up_bias;
     }
     return plan->plan.run(ops, workspace, workspace_bytes, stream);
   });

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/numerics/fp8.hpp"
 #include "compiler/plan/sm90_plan.hpp"  // Hopper issue: the sm90 family's FP8 accumulation tolerance
 #include "runtime/check_inputs.hpp"
@@ -110,8 +112,17 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
 
   if (o.check) {
     // Reference: kiln's naive GPU kernel, same spec and operands but an f32 output (no rounding).
+    // Epilogues issue: the reference computes the plain GEMM (all N columns); the epilogue is applied
+    // to its f32 result below by the host evaluator (compiler/epilogue evaluate_epilogue), which is
+    // independent of the device functor and of the kernels' gate|up pairing.
     KernelSpec ref_spec = spec;
     ref_spec.out = OperandSpec{Format::kF32, ScaleGranularity::kNone, ScaleType::kNone};
+    ref_spec.epilogue.clear();
+    ref_spec.gate_up = GateUp::kNone;
+    KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
+    const int64_t n_out = output_columns(spec, n);
+    const bool masked = spec.layout == GroupLayout::kMasked;
+    std::vector<int64_t> ref_shape = masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n};
     KILN_ASSIGN_OR_RETURN(LoadedKernel * ref,
                           rt.impl()->load(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, plan.arch()));
     KILN_ASSIGN_OR_RETURN(DeviceBuffer dref, DeviceBuffer::alloc(static_cast<size_t>(std::max<int64_t>(rows * n * 4, 16))));
@@ -119,7 +130,9 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     DLTensor tref = dev.out_tensor();
     tref.data = dref.data();
     tref.dtype = {kDLFloat, 32, 1};
-    KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(ref_spec, plan.sizes(), dev.operands_with_out(&tref)));
+    tref.shape = ref_shape.data();
+    KILN_ASSIGN_OR_RETURN(CheckedOperands c,
+                          check_operands(ref_spec, plan.sizes(), dev.operands_with_out(&tref, /*with_epilogue=*/false)));
     kiln_dev::GemmParams gp = gemm_params(c, plan.sizes());
     LaunchShape ls = launch_shape(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, {rows, n, k});
     void* args[] = {&gp};
@@ -130,7 +143,7 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
                                   "cuLaunchKernel(reference)"));
     KILN_RETURN_IF_ERROR(d->check(d->cuCtxSynchronize(), "reference kernel execution"));
 
-    std::vector<uint8_t> hout(static_cast<size_t>(rows * n * ob));
+    std::vector<uint8_t> hout(static_cast<size_t>(rows * n_out * ob));
     std::vector<float> href(static_cast<size_t>(rows * n));
     KILN_RETURN_IF_ERROR(dev.out().download(hout.data(), hout.size()));
     KILN_RETURN_IF_ERROR(dref.download(href.data(), href.size() * 4));
@@ -143,11 +156,48 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
       const auto* ends = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
       for (int64_t i = 0; i < rows; ++i) owned[static_cast<size_t>(i)] = i < ends[experts - 1];
     }
+    // epilogues issue: the expected output, [rows, n_out]: the epilogue of the reference's f32 values.
+    if (program) {
+      std::vector<int32_t> expert_of(static_cast<size_t>(rows), 0);
+      if (spec.layout == GroupLayout::kMasked) {
+        for (int64_t i = 0; i < rows; ++i) expert_of[static_cast<size_t>(i)] = static_cast<int32_t>(i / m);
+      } else if (spec.layout == GroupLayout::kOffsets) {
+        const auto* ends = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
+        int e = 0;
+        for (int64_t i = 0; i < rows; ++i) {
+          while (e < experts - 1 && i >= ends[e]) ++e;
+          expert_of[static_cast<size_t>(i)] = e;
+        }
+      }
+      std::vector<float> expect(static_cast<size_t>(rows * n_out));
+      std::vector<float> vals(program->operands.size());
+      const bool glu = spec.gate_up != GateUp::kNone;
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t e = expert_of[static_cast<size_t>(i)];
+        const float* ref_row = href.data() + i * n;
+        for (int64_t j = 0; j < n_out; ++j) {
+          for (size_t sl = 0; sl < vals.size(); ++sl) vals[sl] = host_epilogue_value(h, sl, i, j, e, n_out);
+          EpilogueValues ev;
+          ev.operands = vals.data();
+          if (!glu) {
+            ev.acc = ref_row[j];
+          } else if (spec.gate_up == GateUp::kInterleaved) {
+            ev.gate = ref_row[2 * j];
+            ev.up = ref_row[2 * j + 1];
+          } else {  // stacked: gate in the first N / 2 columns, up in the last
+            ev.gate = ref_row[j];
+            ev.up = ref_row[n / 2 + j];
+          }
+          expect[static_cast<size_t>(i * n_out + j)] = evaluate_epilogue(*program, ev);
+        }
+      }
+      href = std::move(expect);
+    }
     double num = 0, den = 0;
-    for (int64_t i = 0; i < rows * n; ++i) {
+    for (int64_t i = 0; i < rows * n_out; ++i) {
       bool poisoned = ob == 2 ? reinterpret_cast<uint16_t*>(hout.data())[i] == 0xFFFF
                               : reinterpret_cast<uint32_t*>(hout.data())[i] == 0xFFFFFFFFu;
-      if (!owned[static_cast<size_t>(i / n)]) {
+      if (!owned[static_cast<size_t>(i / n_out)]) {
         if (!poisoned) ++r.overwritten;
         continue;
       }
@@ -185,7 +235,7 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     r.tflops = 2.0 * rows * n * k / (r.median_ms * 1e-3) / 1e12;
     double bytes = static_cast<double>(h.a.bytes.size() + h.b.bytes.size() + h.a_scale.bytes.size() +
                                        h.b_scale.bytes.size()) +
-                   static_cast<double>(rows * n * ob);
+                   static_cast<double>(rows * output_columns(spec, n) * ob);
     r.gbps = bytes / (r.median_ms * 1e-3) / 1e9;
   }
   return r;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "compiler/numerics/fp8.hpp"
@@ -289,10 +290,11 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
     }
   }
 
-  // out: Y [rows, N] (masked: [E, max_m, N]).
+  // out: Y [rows, N] (masked: [E, max_m, N]); N / 2 columns for a gate|up GLU.
   const int ob = format_bits(spec.out.format) / 8;
-  h.out.bytes.assign(static_cast<size_t>(rows * n * ob), 0xFF);
-  h.out.shape = masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n};
+  const int64_t n_out = spec.gate_up != GateUp::kNone ? n / 2 : n;
+  h.out.bytes.assign(static_cast<size_t>(rows * n_out * ob), 0xFF);
+  h.out.shape = masked ? std::vector<int64_t>{experts, m, n_out} : std::vector<int64_t>{rows, n_out};
   h.out.dtype = dtype_of(spec.out.format);
 
   if (grouped) {
@@ -312,7 +314,68 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
     }
     h.group_rows = tensor_of(counts, {experts}, kI32);
   }
+
+  // epilogues issue: the epilogue's vectors, drawn last so specs without one draw what they did.
+  KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
+  if (program) {
+    h.ep_operands = program->operands;
+    for (const EpilogueOperand& eo : program->operands) {
+      std::vector<int64_t> shape;
+      switch (eo.index) {
+        case EpIndex::kM: shape = masked ? std::vector<int64_t>{experts, m} : std::vector<int64_t>{rows}; break;
+        case EpIndex::kN: shape = {n_out}; break;
+        case EpIndex::kE: shape = {experts}; break;
+        case EpIndex::kEN: shape = {experts, n_out}; break;
+        case EpIndex::kMN:
+          shape = masked ? std::vector<int64_t>{experts, m, n_out} : std::vector<int64_t>{rows, n_out};
+          break;
+      }
+      int64_t count = 1;
+      for (int64_t d : shape) count *= d;
+      std::vector<float> v(static_cast<size_t>(count));
+      bool as_bf16 = false;
+      switch (eo.vector) {
+        case EpVector::kScale:
+          for (auto& x : v) x = 0.05f + 0.95f * std::fabs(uniform(s, 1.0f));
+          break;
+        case EpVector::kColScale:
+        case EpVector::kExpertScale:
+          for (auto& x : v) x = 0.5f + std::fabs(uniform(s, 1.5f));
+          break;
+        case EpVector::kResidual:
+          for (auto& x : v) x = uniform(s, 2.0f);
+          as_bf16 = true;
+          break;
+        default:  // bias, gate_bias, up_bias
+          for (auto& x : v) x = uniform(s, 1.0f);
+          as_bf16 = true;
+          break;
+      }
+      if (as_bf16) {
+        std::vector<uint16_t> b(v.size());
+        for (size_t i = 0; i < v.size(); ++i) b[i] = numerics::bf16_from_float(v[i]);
+        h.ep.push_back(tensor_of(b, shape, {kDLBfloat, 16, 1}));
+      } else {
+        h.ep.push_back(tensor_of(v, shape, kF32));
+      }
+    }
+  }
   return h;
+}
+
+float host_epilogue_value(const HostOperands& h, size_t slot, int64_t row, int64_t col, int64_t expert,
+                          int64_t n_out) {
+  const HostTensor& t = h.ep[slot];
+  int64_t i = 0;
+  switch (h.ep_operands[slot].index) {
+    case EpIndex::kM: i = row; break;
+    case EpIndex::kN: i = col; break;
+    case EpIndex::kE: i = expert; break;
+    case EpIndex::kEN: i = expert * n_out + col; break;
+    case EpIndex::kMN: i = row * n_out + col; break;
+  }
+  if (t.dtype.code == kDLBfloat) return numerics::bf16_to_float(reinterpret_cast<const uint16_t*>(t.bytes.data())[i]);
+  return reinterpret_cast<const float*>(t.bytes.data())[i];
 }
 
 StatusOr<DeviceOperands> DeviceOperands::upload(const HostOperands& h) {
@@ -340,11 +403,41 @@ StatusOr<DeviceOperands> DeviceOperands::upload(const HostOperands& h) {
       d.bufs_[i] = std::move(buf);
     }
   }
+  // epilogues issue: the epilogue's vectors (row-major, so strides stay null).
+  d.ep_shapes_.reserve(h.ep.size());
+  d.ep_t_.resize(h.ep.size());
+  for (size_t i = 0; i < h.ep.size(); ++i) {
+    const size_t bytes = std::max<size_t>(h.ep[i].bytes.size(), 16);
+    KILN_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::alloc(bytes));
+    if (!h.ep[i].bytes.empty()) KILN_RETURN_IF_ERROR(buf.upload(h.ep[i].bytes.data(), h.ep[i].bytes.size()));
+    d.ep_shapes_.push_back(h.ep[i].shape);
+    DLTensor& t = d.ep_t_[i];
+    t.data = buf.data();
+    t.device = {kDLCUDA, 0};
+    t.ndim = static_cast<int>(d.ep_shapes_[i].size());
+    t.shape = d.ep_shapes_[i].data();
+    t.strides = nullptr;
+    t.dtype = h.ep[i].dtype;
+    d.ep_bufs_.push_back(std::move(buf));
+    d.ep_vectors_.push_back(h.ep_operands[i].vector);
+  }
   return d;
 }
 
-Operands DeviceOperands::operands_with_out(DLTensor* out) {
+Operands DeviceOperands::operands_with_out(DLTensor* out, bool with_epilogue) {
   Operands ops;
+  for (size_t i = 0; with_epilogue && i < ep_t_.size(); ++i) {
+    const DLTensor* t = &ep_t_[i];
+    switch (ep_vectors_[i]) {
+      case EpVector::kBias: ops.bias = t; break;
+      case EpVector::kScale: ops.scale = t; break;
+      case EpVector::kColScale: ops.colscale = t; break;
+      case EpVector::kExpertScale: ops.expert_scale = t; break;
+      case EpVector::kResidual: ops.residual = t; break;
+      case EpVector::kGateBias: ops.gate_bias = t; break;
+      case EpVector::kUpBias: ops.up_bias = t; break;
+    }
+  }
   ops.a = &t_[0];
   ops.b = &t_[1];
   ops.out = out;

@@ -6,7 +6,10 @@
 // compiler/numerics (fp8_block_quantize for e4m3 row / block scales, mx_quantize for mxfp8 / mxfp4,
 // nvfp4_quantize with the spec's bound and four-over-six choice). Per-tensor FP8 and e5m2 row scales
 // take random codes and a random positive f32 scale. Grouped problems get a random split of the rows
-// over the experts (a quarter of them empty) unless the caller gives one.
+// over the experts (a quarter of them empty) unless the caller gives one. Specs with an epilogue get
+// its vectors (epilogues issue): per-token scale[m] in (0.05, 1] like router weights, positive
+// colscale / expert_scale factors, biases in [-1, 1) and residuals in [-2, 2) as bf16; the masked
+// layout's [m] and [m,n] vectors in their [E, max_m, ..] form.
 //
 //   uint64_t seed = 42;
 //   KILN_ASSIGN_OR_RETURN(HostOperands h, random_operands(spec, m, n, k, {}, seed));
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "compiler/epilogue/epilogue.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/device_buffer.hpp"
 
@@ -35,7 +39,15 @@ struct HostOperands {
   int64_t rows = 0;   // rows of X and Y: M, or experts * max_m (masked)
   int64_t max_m = 0;  // masked layout
   HostTensor a, b, out, a_scale, b_scale, b_global, group_rows;
+  // epilogues issue: the epilogue's vectors in slot order (ep[s] is operand ep_operands[s]), row-major.
+  std::vector<EpilogueOperand> ep_operands;
+  std::vector<HostTensor> ep;
 };
+
+// Value of epilogue vector slot s of h at output element (row, col) of expert e (row-major data;
+// [m] and [m,n] count Y's rows as the kernels do).
+float host_epilogue_value(const HostOperands& h, size_t slot, int64_t row, int64_t col, int64_t expert,
+                          int64_t n_out);
 
 // m: rows of X (dense, offsets: the total; masked: max_m per expert). group_rows: per-expert rows
 // (offsets layout: counts that sum to m; masked: counts <= m); empty for a random split.
@@ -47,8 +59,9 @@ class DeviceOperands {
  public:
   static StatusOr<DeviceOperands> upload(const HostOperands& h);
   Operands operands();
-  // The same operands with an f32 output of the same shape (the reference kernel's).
-  Operands operands_with_out(DLTensor* out);
+  // The same operands with another output (the reference kernel's f32 one); with_epilogue = false
+  // leaves out the epilogue's vectors (the reference computes the plain GEMM).
+  Operands operands_with_out(DLTensor* out, bool with_epilogue = true);
   DeviceBuffer& out() { return out_; }
   const DLTensor& out_tensor() const { return t_[2]; }
 
@@ -59,6 +72,10 @@ class DeviceOperands {
   std::vector<int64_t> shapes_[7];
   bool present_[7] = {};
   GroupLayout layout_ = GroupLayout::kDense;
+  std::vector<DeviceBuffer> ep_bufs_;  // epilogues issue: vectors in slot order
+  std::vector<DLTensor> ep_t_;
+  std::vector<std::vector<int64_t>> ep_shapes_;
+  std::vector<EpVector> ep_vectors_;
 };
 
 }  // namespace kiln

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -29,11 +31,22 @@ string dtype_name(DLDataType t) {
     case kDLFloat8E4m3fn: return "float8_e4m3fn";
     case kDLFloat8E5m2: return "float8_e5m2";
     case kDLFloat8E8m0fnu: return "float8_e8m0fnu";
-    case kDLFloat4E2m1fn: return t.lanes == 1 ? "float4_e2m1fn" : "float4_e2m1fn_x" + to_string(t.lanes);
+    case kDLFloat4E2m1fn: {
+      // Built by appending: GCC 12 at -O3 reports a false -Wrestrict on `"literal" + std::string`.
+      string name = "float4_e2m1fn";
+      if (t.lanes != 1) {
+        name += "_x";
+        name += to_string(t.lanes);
+      }
+      return name;
+    }
     default: base = "code" + to_string(t.code) + "_"; break;
   }
   string s = base + to_string(t.bits);
-  if (t.lanes != 1) s += "x" + to_string(t.lanes);
+  if (t.lanes != 1) {
+    s += 'x';
+    s += to_string(t.lanes);
+  }
   return s;
 }
 
@@ -395,9 +408,151 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
   return Status::Ok();
 }
 
+
+// ---- epilogues issue: the epilogue's vector operands ----
+
+string shape_text(const DLTensor* t) {
+  string s = "[";
+  for (int i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + to_string(t->shape[i]);
+  return s + "]";
+}
+
+string dims_text(const std::vector<int64_t>& d) {
+  string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + to_string(d[i]);
+  return s + "]";
+}
+
+int64_t stride_of(const DLTensor* t, int dim) {
+  if (t->strides != nullptr) return t->strides[dim];
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i > dim; --i) s *= t->shape[i];
+  return s;
+}
+
+// One epilogue vector: its device, dtype and shape for the index the epilogue reads it with, and its
+// element strides (kiln_dev::EpilogueVector). rows: Y's rows (M, or E * max_m); masked: the [E, max_m]
+// forms of [m] and [m,n] are accepted when the two leading dimensions flatten.
+StatusOr<kiln_dev::EpilogueVector> check_epilogue_vector(const EpilogueOperand& eo, const DLTensor* t,
+                                                         int64_t rows, int64_t n_out, int64_t experts, int64_t max_m,
+                                                         bool masked, int device) {
+  const string name = ep_vector_name(eo.vector);
+  const string n = "operand " + name;
+  const string read = name + ep_index_name(eo.index);
+  std::vector<int64_t> want;
+  switch (eo.index) {
+    case EpIndex::kM: want = {rows}; break;
+    case EpIndex::kN: want = {n_out}; break;
+    case EpIndex::kE: want = {experts}; break;
+    case EpIndex::kEN: want = {experts, n_out}; break;
+    case EpIndex::kMN: want = {rows, n_out}; break;
+  }
+  string want_text = dims_text(want);
+  if (masked && (eo.index == EpIndex::kM || eo.index == EpIndex::kMN))
+    want_text += " (or " + dims_text(eo.index == EpIndex::kM ? std::vector<int64_t>{experts, max_m}
+                                                            : std::vector<int64_t>{experts, max_m, n_out}) + ")";
+  if (t == nullptr)
+    return InvalidArgument(n + ": missing; the spec's epilogue reads " + read + ": a " + want_text +
+                           " tensor (float32, bfloat16 or float16) on the device");
+  KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
+  kiln_dev::EpilogueVector v{};
+  const DLDataType d = t->dtype;
+  if (d.lanes == 1 && d.code == kDLFloat && d.bits == 32) {
+    v.dtype = kiln_dev::kEpF32;
+  } else if (d.lanes == 1 && d.code == kDLBfloat && d.bits == 16) {
+    v.dtype = kiln_dev::kEpBf16;
+  } else if (d.lanes == 1 && d.code == kDLFloat && d.bits == 16) {
+    v.dtype = kiln_dev::kEpF16;
+  } else {
+    return InvalidArgument(n + ": dtype " + dtype_name(d) + "; the epilogue's " + read +
+                           " takes float32, bfloat16 or float16");
+  }
+  // The masked layout's [E, max_m, ..] form: the two leading dimensions become one when rows of
+  // consecutive experts are one stride apart.
+  const bool two_level = masked && (eo.index == EpIndex::kM || eo.index == EpIndex::kMN) &&
+                         t->ndim == static_cast<int>(want.size()) + 1;
+  bool shape_ok = t->ndim == static_cast<int>(want.size()) || two_level;
+  if (shape_ok && two_level) {
+    shape_ok = t->shape[0] == experts && t->shape[1] == max_m &&
+               (eo.index == EpIndex::kM || t->shape[2] == n_out);
+  } else if (shape_ok) {
+    for (size_t i = 0; i < want.size(); ++i) shape_ok = shape_ok && t->shape[i] == want[i];
+  }
+  if (!shape_ok)
+    return InvalidArgument(n + ": shape " + shape_text(t) + " but the spec's epilogue reads " + read +
+                           ", which needs " + want_text);
+  if (two_level) {
+    const int64_t s0 = stride_of(t, 0), s1 = stride_of(t, 1);
+    if (experts > 1 && max_m > 1 && s0 != max_m * s1)
+      return InvalidArgument(n + ": strides (" + to_string(s0) + ", " + to_string(s1) +
+                             ") of the [E, max_m] dimensions do not flatten to one row index (stride(0) must be "
+                             "max_m * stride(1) = " + to_string(max_m * s1) + ")");
+    v.stride0 = max_m > 1 ? s1 : s0;
+    v.stride1 = eo.index == EpIndex::kMN ? stride_of(t, 2) : 0;
+  } else {
+    v.stride0 = stride_of(t, 0);
+    v.stride1 = want.size() == 2 ? stride_of(t, 1) : 0;
+  }
+  if (v.stride0 < 0 || v.stride1 < 0)
+    return InvalidArgument(n + ": negative strides are not accepted");
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  const unsigned eb = d.bits / 8;
+  if (addr % eb != 0)
+    return InvalidArgument(n + ": data address 0x" + hex(addr) + " is not " + to_string(eb) + "-byte aligned");
+  v.data = reinterpret_cast<const void*>(addr);
+  return v;
+}
+
+Status check_epilogue_operands(const KernelSpec& spec, const std::vector<EpilogueOperand>& epilogue,
+                               const Operands& ops, int64_t n_out, CheckedOperands& c) {
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  const int64_t experts = spec.op == Op::kGroupedGemm ? spec.experts : 1;
+  for (int vi = 0; vi < kEpVectorCount; ++vi) {
+    const EpVector vec = static_cast<EpVector>(vi);
+    const DLTensor* t = epilogue_tensor(ops, vec);
+    const EpilogueOperand* use = nullptr;
+    for (const EpilogueOperand& eo : epilogue) {
+      if (eo.vector == vec) use = &eo;
+    }
+    if (use == nullptr) {
+      if (t != nullptr)
+        return InvalidArgument("operand " + string(ep_vector_name(vec)) + ": given, but " +
+                               (spec.epilogue.empty() ? string("the spec has no epilogue")
+                                                      : "the spec's epilogue does not read " +
+                                                            string(ep_vector_name(vec))));
+      continue;
+    }
+    if (use->slot < 0 || use->slot >= kiln_dev::kMaxEpilogueOperands)
+      return Internal("epilogue operand slot " + to_string(use->slot) + " out of range");
+    KILN_ASSIGN_OR_RETURN(c.ep[use->slot], check_epilogue_vector(*use, t, c.m, n_out, experts, c.max_m, masked,
+                                                                 c.device));
+  }
+  return Status::Ok();
+}
 }  // namespace
 
+int64_t output_columns(const KernelSpec& spec, int64_t n) { return spec.gate_up != GateUp::kNone ? n / 2 : n; }
+
+const DLTensor* epilogue_tensor(const Operands& ops, EpVector v) {
+  switch (v) {
+    case EpVector::kBias: return ops.bias;
+    case EpVector::kScale: return ops.scale;
+    case EpVector::kColScale: return ops.colscale;
+    case EpVector::kExpertScale: return ops.expert_scale;
+    case EpVector::kResidual: return ops.residual;
+    case EpVector::kGateBias: return ops.gate_bias;
+    case EpVector::kUpBias: return ops.up_bias;
+  }
+  return nullptr;
+}
+
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops) {
+  KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
+  return check_operands(spec, sizes, ops, program ? program->operands : std::vector<EpilogueOperand>{});
+}
+
+StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
+                                         const std::vector<EpilogueOperand>& epilogue) {
   CheckedOperands c;
   const bool grouped = spec.op == Op::kGroupedGemm;
   const bool masked = spec.layout == GroupLayout::kMasked;
@@ -428,9 +583,11 @@ StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSi
   c.b = b.data;
   c.b_expert_stride = grouped ? b.batch_stride : 0;
 
-  // out: [M, N]; masked: [E, max_m, N].
+  // out: [M, N]; masked: [E, max_m, N]; N / 2 columns for a gate|up GLU (epilogues issue).
+  const int64_t n_out = output_columns(spec, sizes.n);
   KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, masked ? experts : -1,
-                                            masked ? a.rows : c.m, sizes.n, masked ? "max_m" : "M", "N",
+                                            masked ? a.rows : c.m, n_out, masked ? "max_m" : "M",
+                                            spec.gate_up != GateUp::kNone ? "N/2 (gate_up)" : "N",
                                             /*vector_rows=*/false));
   if (masked && a.rows > 0 && o.batch_stride != o.rows * o.ld)
     return InvalidArgument("operand out: expert stride " + to_string(o.batch_stride) +
@@ -488,6 +645,7 @@ StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSi
                                                          "rows per expert"));
   }
   c.experts = grouped ? spec.experts : 0;
+  KILN_RETURN_IF_ERROR(check_epilogue_operands(spec, epilogue, ops, n_out, c));  // epilogues issue
   return c;
 }
 
@@ -512,6 +670,7 @@ kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& s
   gp.b_scale_expert_stride = c.b_scale_expert_stride;
   gp.experts = c.experts;
   gp.max_m = c.max_m;
+  for (int i = 0; i < kiln_dev::kMaxEpilogueOperands; ++i) gp.ep[i] = c.ep[i];
   return gp;
 }
 
@@ -524,6 +683,11 @@ int64_t bucket_rows(const KernelSpec& spec, const CheckedOperands& c) {
 StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const ProblemSizes& sizes,
                                                   const Operands& ops) {
   CheckedQuantize q;
+  for (int vi = 0; vi < kEpVectorCount; ++vi) {
+    if (epilogue_tensor(ops, static_cast<EpVector>(vi)) != nullptr)
+      return InvalidArgument("operand " + string(ep_vector_name(static_cast<EpVector>(vi))) +
+                             ": given, but quantize specs have no epilogue");
+  }
   if (ops.b != nullptr || ops.a_scale != nullptr || ops.b_scale != nullptr || ops.b_global != nullptr ||
       ops.offsets != nullptr || ops.counts != nullptr)
     return InvalidArgument("quantize takes a (the input), out, out_scale and (nvfp4) out_global; operand " +

@@ -17,6 +17,9 @@
 //   b_global nvfp4 only: f32 [1] (nvfp4_global=tensor) or [E] (expert), the decode value on the device
 //   offsets  layout=offsets: int32 [E] cumulative row ends (torch _grouped_mm)
 //   counts   layout=masked:  int32 [E] rows per expert
+//   (epilogues issue) out has N_out = N / 2 columns with gate_up (else N); the epilogue's vectors
+//   (bias, scale, colscale, expert_scale, residual, gate_bias, up_bias) as kiln.hpp Operands says,
+//   f32 / bf16 / f16, any strides; a vector the epilogue does not read must be absent.
 //
 //   KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(spec, sizes, ops));
 //   kiln_dev::GemmParams gp = gemm_params(c, sizes);
@@ -24,6 +27,9 @@
 
 #include <cstdint>
 
+#include <vector>
+
+#include "compiler/epilogue/epilogue.hpp"
 #include "kiln/kiln.hpp"
 #include "templates/common/gemm_params.cuh"
 
@@ -45,9 +51,19 @@ struct CheckedOperands {
   int64_t b_expert_stride = 0, b_scale_expert_stride = 0;
   int experts = 0;
   int max_m = 0;
+  // epilogues issue: the epilogue's vectors by slot (null data past the epilogue's operands)
+  kiln_dev::EpilogueVector ep[kiln_dev::kMaxEpilogueOperands] = {};
 };
 
+// epilogue: the spec's epilogue operands in slot order (spec_epilogue_program(spec)->operands; Plan
+// keeps them so that a run parses nothing). The three-argument form derives them from the spec.
+StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
+                                         const std::vector<EpilogueOperand>& epilogue);
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops);
+// Columns of Y: N, or N / 2 for a gate|up GLU.
+int64_t output_columns(const KernelSpec& spec, int64_t n);
+// The Operands field of an epilogue vector (bias -> ops.bias, ...).
+const DLTensor* epilogue_tensor(const Operands& ops, EpVector v);
 
 // ---- quantize specs (formats issue): a = X [M, K] in, out = codes, out_scale / out_global written.
 //   out        [M, K] (fp8) or [M, K/2] bytes (mxfp4 / nvfp4); transpose=true: [K, M] (or [K, M/2])

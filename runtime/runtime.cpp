@@ -272,7 +272,7 @@ Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream)
 Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_bytes*/, CUstream_st* stream) const {
   const PlanImpl& p = *impl_;
   if (p.family == KernelFamily::kQuantize) return run_quantize(p, ops, stream);
-  KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(p.spec, p.sizes, ops));
+  KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(p.spec, p.sizes, ops, p.epilogue_operands));
   auto drv = p.rt->driver();
   if (!drv.ok()) return drv.status().with_context("Plan::run");
   const Driver* d = *drv;
@@ -373,6 +373,9 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   impl->sizes = sizes;
   impl->arch = a;
   impl->family = fam;
+  // Epilogues issue: the epilogue's vector operands, so that run() checks them without parsing.
+  KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
+  if (program) impl->epilogue_operands = program->operands;
   for (size_t b = 0; b < kMBuckets.size(); ++b) {
     ProblemSizes s = sizes;
     s.m = kMBuckets[b];

@@ -15,8 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "cache/kernel_cache.hpp"
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/nvrtc/nvrtc.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/driver/driver.hpp"
@@ -69,6 +71,7 @@ class PlanImpl {
   Arch arch;
   KernelFamily family;
   std::array<TileConfig, kMBuckets.size()> configs;
+  std::vector<EpilogueOperand> epilogue_operands;  // epilogues issue: the spec's vectors in slot order
   mutable std::array<std::atomic<LoadedKernel*>, kMBuckets.size()> kernels{};
 
   StatusOr<LoadedKernel*> kernel_for(int bucket) const;

@@ -106,11 +106,14 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
                    const kiln_dev::GemmParams& gp, int device, CUstream stream) {
   CUtensorMap map_a;  // aligned as cuda.h declares it (cuTensorMapEncodeTiled needs 64 bytes at least)
   CUtensorMap map_b;
+  // A box is one 128-byte swizzle atom of K; a stage of block_k = 256 bytes (two atoms, bench/NOTES.md v4)
+  // takes two boxes of each operand.
+  const int box_k = sm90_atom_k(spec);
   KILN_RETURN_IF_ERROR(
-      sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, cfg.block_m, cfg.block_k, &map_a));
+      sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, cfg.block_m, box_k, &map_a));
   // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
   KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb,
-                                           cfg.block_n / cfg.cluster_m, cfg.block_k, &map_b));
+                                           cfg.block_n / cfg.cluster_m, box_k, &map_b));
   KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device));
   LaunchShape ls = sm90_launch_shape(spec, cfg, ProblemSizes{gp.m, gp.n, gp.k});
   if (cfg.cluster_m == 1) {

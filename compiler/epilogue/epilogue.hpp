@@ -36,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -201,5 +202,14 @@ struct EpilogueValues {
   const float* operands = nullptr;  // program.operands.size() values
 };
 float evaluate_epilogue(const EpilogueProgram& program, const EpilogueValues& values);
+
+// ---- epilogues attached to a spec (KernelSpec::epilogue; docs/epilogue.md "In a spec") ----
+// The spec's epilogue parsed in its context and lowered; nullopt when the spec has none. The
+// kernel families, the runtime's operand checks and the host reference all use this one program,
+// so they agree on the operand slots.
+StatusOr<std::optional<EpilogueProgram>> spec_epilogue_program(const KernelSpec& spec);
+// How many vector operands a kernel's parameter block can carry (templates/common/gemm_params.cuh
+// kMaxEpilogueOperands): one per EpVector, as an epilogue reads each vector in one index form.
+inline constexpr int kMaxEpilogueOperands = 8;
 
 }  // namespace kiln

@@ -46,15 +46,29 @@ Status check_problem_kind(const KernelSpec& spec, const Arch& arch) {
     return Unsupported(
         string("pass=") + pass_name(spec.pass) +
         ": the sm80 family implements fprop only so far (dgrad/wgrad need transposed operands)");
-  if (spec.gate_up != GateUp::kNone)
+  // Epilogues issue: a GLU spec computes (gate, up) column pairs that only an epilogue can combine.
+  if (spec.gate_up != GateUp::kNone && spec.epilogue.empty())
     return Unsupported(string("gate_up=") + gate_up_name(spec.gate_up) +
-                       ": fused gate|up epilogues are not implemented yet");
+                       ": the GEMM's (gate, up) column pairs must be combined into one output column by an "
+                       "epilogue; add e.g. epilogue=\"out = silu(gate) * up\"");
   const Format o = spec.out.format;
   if (o != Format::kBf16 && o != Format::kF16 && o != Format::kF32)
     return Unsupported(string("out=") + format_name(o) +
                        ": quantized outputs are not implemented yet; out must be bf16, f16 or f32");
   if (spec.out.scale != ScaleGranularity::kNone)
     return Unsupported(operand_text("out", spec.out) + ": scaled outputs are not implemented yet");
+  return Status::Ok();
+}
+
+bool has_epilogue(const KernelSpec& spec) { return !spec.epilogue.empty() || spec.gate_up != GateUp::kNone; }
+
+// Epilogues issue: what the portable family's epilogue (kernels/sm80_epilogue.cuh) and its stacked
+// gate|up row mapping (epilogue/glu.cuh) take beyond check_problem_kind.
+Status check_sm80_epilogue(const KernelSpec& spec) {
+  if (spec.gate_up == GateUp::kStacked && spec.b.scale == ScaleGranularity::kBlock128x128)
+    return Unsupported(string("gate_up=stacked with ") + operand_text("b", spec.b) +
+                       ": the stacked halves put two 128-row scale blocks into one warp tile; use "
+                       "gate_up=interleaved (W rows in gpt-oss order) or per-channel (n) weight scales");
   return Status::Ok();
 }
 
@@ -132,11 +146,13 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
   }
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
   KILN_RETURN_IF_ERROR(sm80_pairing(spec).status());  // formats issue: compiler/plan/sm80_formats.hpp
+  KILN_RETURN_IF_ERROR(check_sm80_epilogue(spec));    // epilogues issue
   // ---- Hopper issue: the sm90 family (TMA + wgmma) where it applies, the portable family otherwise.
   // sm90_supports names the pairings it takes: dense same-kind 16-bit or FP8 (tensor, row and DeepSeek
   // block scales); MX, mixed inputs and grouped problems run on the portable family only.
   // KILN_FAMILY=sm80 (common/env.hpp) keeps the portable family.
-  if (sm90_supports(spec, arch) && !sm90_disabled_by_env())
+  // Epilogues issue: epilogues and gate|up GLUs run on the portable family only, on sm_90a too.
+  if (!has_epilogue(spec) && sm90_supports(spec, arch) && !sm90_disabled_by_env())
     return KernelFamily::kSm90Gemm;
   return KernelFamily::kSm80Gemm;
 }
@@ -173,6 +189,12 @@ Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSize
 
 Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
+  // Epilogues issue: the reference computes the plain GEMM (all N columns); run_check applies the
+  // epilogue to its f32 output on the host (compiler/epilogue evaluate_epilogue).
+  if (has_epilogue(spec))
+    return Unsupported(
+        "the reference kernel computes the plain GEMM; strip epilogue and gate_up and apply the epilogue to its "
+        "f32 output (runtime/check.cpp does)");
   const struct {
     const char* role;
     const OperandSpec& o;
@@ -196,7 +218,11 @@ Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& 
 
 Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily family, const TileConfig& cfg) {
   // ---- Hopper issue: the sm90 family reads TileConfig its own way (compiler/plan/sm90_plan.hpp).
-  if (family == KernelFamily::kSm90Gemm) return sm90_check_config(spec, arch, cfg);
+  if (family == KernelFamily::kSm90Gemm) {
+    if (has_epilogue(spec))  // epilogues issue
+      return Unsupported("sm90_gemm: epilogues and gate_up run on the portable family (sm80_gemm) only");
+    return sm90_check_config(spec, arch, cfg);
+  }
   if (family == KernelFamily::kQuantize) return quantize_check_config(cfg);
   if (cfg.cluster_m != 1)
     return InvalidArgument("config " + cfg.to_string() + ": cluster_m=" + to_string(cfg.cluster_m) +

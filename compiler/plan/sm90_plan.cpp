@@ -26,6 +26,9 @@ int elem_bytes(Format f) { return std::max(1, format_bits(f) / 8); }
 
 int consumers(const TileConfig& c) { return (c.warps_m / 4) * c.warps_n; }
 
+// 128-byte swizzle atoms of K per stage (1 or 2 for a valid config).
+int atoms(const KernelSpec& spec, const TileConfig& c) { return c.block_k * elem_bytes(spec.a.format) / kRowBytes; }
+
 // Accumulator registers per consumer thread: (block_m / wgs_m) x (block_n / wgs_n) over 128 threads.
 int acc_regs(const TileConfig& c) {
   const int wgs_m = std::max(1, c.warps_m / 4), wgs_n = std::max(1, c.warps_n);
@@ -53,11 +56,11 @@ int max_stages(const KernelSpec& spec, const Arch& arch, const TileConfig& c) {
   return t.stages;
 }
 
-TileConfig make(const KernelSpec& spec, int bm, int bn, int warps_m, int warps_n) {
+TileConfig make(const KernelSpec& spec, int bm, int bn, int warps_m, int warps_n, int atoms = 1) {
   TileConfig c;
   c.block_m = bm;
   c.block_n = bn;
-  c.block_k = kRowBytes / elem_bytes(spec.a.format);
+  c.block_k = atoms * kRowBytes / elem_bytes(spec.a.format);
   c.warps_m = warps_m;
   c.warps_n = warps_n;
   c.group_m = 8;
@@ -110,11 +113,20 @@ int sm90_threads(const TileConfig& cfg) { return 128 * (1 + consumers(cfg)); }
 
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int row_bytes = cfg.block_k * elem_bytes(spec.a.format);
-  return cfg.stages * (cfg.block_m + cfg.block_n) * row_bytes + kBarrierBytes * cfg.stages + kAlignSlack;
+  // Staged block scales: per stage and atom, one word per tile row + 4 (b's words, padded).
+  const int scale_slot = sm90_staged_scales(spec, cfg) ? atoms(spec, cfg) * 4 * (cfg.block_m + 4) : 0;
+  return cfg.stages * ((cfg.block_m + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
+         kAlignSlack;
 }
 
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
   return format_is_fp8(spec.a.format) && 2 * acc_regs(cfg) <= kMaxAccRegs;
+}
+
+int sm90_atom_k(const KernelSpec& spec) { return kRowBytes / elem_bytes(spec.a.format); }
+
+bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg) {
+  return sm90_block_scaled(spec) && (atoms(spec, cfg) == 2 || consumers(cfg) == 3);
 }
 
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
@@ -126,7 +138,7 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     const char* field;
     int v, lo, hi;
   } ranges[] = {{"block_m", cfg.block_m, 64, 256}, {"block_n", cfg.block_n, 64, 256},
-                {"warps_m", cfg.warps_m, 4, 8},    {"warps_n", cfg.warps_n, 1, 2},
+                {"warps_m", cfg.warps_m, 4, 12},   {"warps_n", cfg.warps_n, 1, 2},
                 {"stages", cfg.stages, 2, 16},     {"group_m", cfg.group_m, 1, 64},
                 {"cluster_m", cfg.cluster_m, 1, 2}};
   for (const auto& r : ranges) {
@@ -135,18 +147,20 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                              ".." + to_string(r.hi) + ")");
   }
   const int eb = elem_bytes(spec.a.format);
-  if (cfg.block_k * eb != kRowBytes)
+  if (cfg.block_k * eb != kRowBytes && cfg.block_k * eb != 2 * kRowBytes)
     return InvalidArgument(
         name + "block_k=" + to_string(cfg.block_k) + " is " + to_string(cfg.block_k * eb) +
-        " bytes of K; the TMA/wgmma ring takes exactly one 128-byte swizzle atom (block_k " +
-        to_string(kRowBytes / eb) + " for " + format_name(spec.a.format) + ")");
+        " bytes of K; a stage of the TMA/wgmma ring holds one or two 128-byte swizzle atoms (block_k " +
+        to_string(kRowBytes / eb) + " or " + to_string(2 * kRowBytes / eb) + " for " + format_name(spec.a.format) +
+        ")");
   if (cfg.warps_m % 4 != 0)
     return InvalidArgument(name + "warps_m=" + to_string(cfg.warps_m) +
                            " is not a multiple of 4: consumer warps come in warpgroups stacked along M");
   const int n_consumers = consumers(cfg);
-  if (n_consumers < 1 || n_consumers > 2)
-    return InvalidArgument(name + to_string(n_consumers) +
-                           " consumer warpgroups (warps_m / 4 * warps_n); the kernel takes 1 or 2");
+  if (n_consumers < 1 || n_consumers > 3 || (n_consumers == 3 && cfg.warps_n != 1))
+    return InvalidArgument(name + to_string(n_consumers) + " consumer warpgroups (warps_m / 4 * warps_n = " +
+                           to_string(cfg.warps_m) + " / 4 * " + to_string(cfg.warps_n) +
+                           "); the kernel takes 1 or 2, or 3 stacked along M (warps 12x1)");
   const int wgs_m = cfg.warps_m / 4, wgs_n = cfg.warps_n;
   if (cfg.block_m % (64 * wgs_m) != 0)
     return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " is not a multiple of 64 * " +
@@ -160,6 +174,20 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            to_string(wg_n) + " needs " + to_string(acc_regs(cfg)) +
                            " f32 accumulators per thread; at most " + to_string(kMaxAccRegs) +
                            " (use two warpgroups or a smaller tile)");
+  // Three consumer warpgroups have 160 registers each (the kernel's section 8).
+  if (n_consumers == 3 && (acc_regs(cfg) > 64 || atoms(spec, cfg) != 1))
+    return InvalidArgument(name + "3 consumer warpgroups of " + to_string(cfg.block_m / wgs_m) + "x" +
+                           to_string(wg_n) + " with block_k=" + to_string(cfg.block_k) +
+                           ": their 160 registers hold warpgroup tiles of at most 64x128 (64 accumulators + 64 "
+                           "partials) and one 128-byte atom per stage");
+  // Two-atom stages alternate two promoted partials (the kernel's section 8).
+  if (atoms(spec, cfg) == 2 && (!sm90_promotes(spec, cfg) || 3 * acc_regs(cfg) > 192))
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
+                           " (two 128-byte atoms per stage) alternates two promoted FP8 partials: it needs FP8 "
+                           "operands and warpgroup tiles of at most 64x128 (accumulators + 2 partials <= 192 "
+                           "registers), not " + format_name(spec.a.format) + " at " +
+                           to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) + " (use block_k " +
+                           to_string(kRowBytes / eb) + ")");
   // Block scales multiply each K tile's promoted partial (the kernel's section 7).
   if (sm90_block_scaled(spec)) {
     const string scales = string("a=") + format_name(spec.a.format) + ":" + scale_granularity_name(spec.a.scale) +
@@ -201,6 +229,19 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // Medium, and every large block-scaled problem (block scales need the promoted path, which 128 x 256
   // cannot hold: check_config refuses `wide` for them): 128 x 128, two warpgroups of 64 x 128 (FP8
   // promoted), 7 stages.
+  // Large block-scaled problems with f32 scales: 128 x 128 with two 128-K atoms per stage (the second
+  // atom's wgmmas overlap the first's promotion) and scales staged in shared memory, in clusters of 2
+  // (B multicast). Measured on the H200 (2026-11-29, bench/NOTES.md v4): 1170 vs 967 TFLOP/s at
+  // 4096 x 7168 x 7168, 1120 vs 1016 at K = 16384. With ue8m0 scales it measured no faster (910 vs
+  // 923), so those keep the one-atom square below.
+  if (m > 64 && sm90_block_scaled(spec) && spec.a.scale_type != ScaleType::kUe8m0 &&
+      spec.b.scale_type != ScaleType::kUe8m0 && tiles(sizes, make(spec, 128, 128, 8, 1)) >= 2 * kSms) {
+    TileConfig overlapped = make(spec, 128, 128, 8, 1);
+    overlapped.block_k = 2 * overlapped.block_k;  // two atoms per stage
+    overlapped.cluster_m = 2;
+    overlapped = finish(overlapped);
+    if (sm90_check_config(spec, arch, overlapped).ok()) return overlapped;
+  }
   const TileConfig square = finish(make(spec, 128, 128, 8, 1));
   if (m > 64 && sm90_check_config(spec, arch, square).ok()) return square;
   // Small M: one consumer warpgroup of 64 rows; narrower N when that leaves SMs idle.
@@ -233,14 +274,20 @@ double sm90_check_tolerance(const KernelSpec& spec, const TileConfig& cfg, int64
 
 std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& arch) {
   std::vector<TileConfig> out;
-  const int shapes[][4] = {// block_m, block_n, warps_m, warps_n
-                           {64, 64, 4, 1},   {64, 128, 4, 1},  {64, 256, 4, 1},  {128, 64, 8, 1},
-                           {128, 128, 8, 1}, {128, 256, 8, 1}, {128, 128, 4, 1}, {128, 256, 4, 2},
-                           {256, 128, 8, 1}, {128, 128, 4, 2}};
+  const int shapes[][5] = {// block_m, block_n, warps_m, warps_n, atoms per stage
+                           {64, 64, 4, 1, 1},   {64, 128, 4, 1, 1},  {64, 256, 4, 1, 1},  {128, 64, 8, 1, 1},
+                           {128, 128, 8, 1, 1}, {128, 256, 8, 1, 1}, {128, 128, 4, 1, 1}, {128, 256, 4, 2, 1},
+                           {256, 128, 8, 1, 1}, {128, 128, 4, 2, 1},
+                           // v4 (the kernel's section 8), offered for block-scaled specs: two-atom stages
+                           // with overlapped promotion, and three consumer warpgroups.
+                           {128, 128, 8, 1, 2}, {64, 128, 4, 1, 2},  {64, 256, 4, 2, 2},  {192, 128, 12, 1, 1}};
+  const bool block = sm90_block_scaled(spec);
   for (const auto& s : shapes) {
+    const bool v4 = s[4] == 2 || s[2] == 12;
+    if (v4 && !block) continue;
     for (int cluster_m : {1, 2}) {
       for (int group_m : {4, 8, 16}) {
-        TileConfig c = make(spec, s[0], s[1], s[2], s[3]);
+        TileConfig c = make(spec, s[0], s[1], s[2], s[3], s[4]);
         c.group_m = group_m;
         c.cluster_m = cluster_m;
         const int deepest = max_stages(spec, arch, c);

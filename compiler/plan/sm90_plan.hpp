@@ -5,10 +5,13 @@
 // launch_shape call into this file for KernelFamily::kSm90Gemm; nothing here touches libcuda.
 //
 // How a TileConfig reads for this family (the fields are the sm80 family's, reinterpreted):
-//   block_m, block_n  the block tile; block_k = 128 bytes of K (64 bf16/f16, 128 FP8 elements)
+//   block_m, block_n  the block tile; block_k = K elements per stage: one 128-byte swizzle atom (64
+//                     bf16/f16, 128 FP8 elements), or two (256 FP8 elements: promoted FP8 only, the v4
+//                     mainloop that overlaps each atom's promotion with the next atom's wgmmas)
 //   stages            depth of the TMA ring
 //   warps_m, warps_n  the CONSUMER warps: warps_m / 4 warpgroups along M (a warpgroup's 4 warps stack
-//                     along M, 16 rows each) x warps_n warpgroups along N. One producer warpgroup
+//                     along M, 16 rows each) x warps_n warpgroups along N; 1..3 warpgroups (3 only as
+//                     warps 12 x 1 with warpgroup tiles of at most 64 x 128). One producer warpgroup
 //                     comes on top, so a block has 128 * (1 + warps_m / 4 * warps_n) threads
 //                     (sm90_threads; TileConfig::threads() counts the consumers only).
 //   group_m           grouped rasterization of the persistent tile walk
@@ -48,6 +51,12 @@ int sm90_threads(const TileConfig& cfg);
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
 // Whether the kernel adds each K tile's FP8 partial sum into f32 registers (see the kernel's header).
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg);
+// K elements of one 128-byte swizzle atom (a TMA box's width): 64 for bf16/f16, 128 for FP8.
+int sm90_atom_k(const KernelSpec& spec);
+// Whether block scales travel through shared memory, copied by a producer warp (the kernel's section 8:
+// block-scaled specs on two-atom stages or three consumer warpgroups); the other block-scaled configs
+// load them per consumer thread from global memory (section 7).
+bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg);
 // The relative Frobenius error run_check should allow for this family: wgmma's FP8 path accumulates in
 // a truncated ~e8m13 format (measured models: NVIDIA tensor-core studies, arXiv 2512.07004), so f32
 // and f16 outputs of FP8 products cannot meet the exact-accumulation tolerances; 16-bit operands

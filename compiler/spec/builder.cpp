@@ -1,6 +1,7 @@
 // SpecBuilder (spec.hpp): the C++ front end of the spec model. It records what the caller set,
 // and build() applies the same completion and rules as the DSL: required operands per op, implied
 // scales, validate_spec.
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/spec/implied.hpp"
 #include "compiler/spec/spec.hpp"
 
@@ -76,6 +77,11 @@ SpecBuilder& SpecBuilder::nvfp4_global(GlobalScale g) {
   return *this;
 }
 
+SpecBuilder& SpecBuilder::epilogue(std::string_view text) {
+  spec_.epilogue = std::string(text);
+  return *this;
+}
+
 StatusOr<KernelSpec> SpecBuilder::build() const {
   const bool has_b_role = spec_.op != Op::kQuantize;
   const std::string op = op_name(spec_.op);
@@ -90,6 +96,12 @@ StatusOr<KernelSpec> SpecBuilder::build() const {
   s.a = with_implied_scales(s.a);
   if (has_b_role) s.b = with_implied_scales(s.b);
   s.out = with_implied_scales(s.out);
+  if (!s.epilogue.empty()) {
+    // Canonical form, in the context of the finished spec; a parse error is reported by validate_spec
+    // ("epilogue: 1:7: unknown name ...").
+    StatusOr<Epilogue> ep = parse_epilogue(s.epilogue, EpilogueContext::of(s));
+    if (ep.ok()) s.epilogue = print_epilogue(*ep);
+  }
   KILN_RETURN_IF_ERROR(validate_spec(s));
   return s;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/spec/implied.hpp"
 #include "compiler/spec/internal/rules.hpp"
 #include "compiler/spec/names.hpp"
@@ -20,11 +21,11 @@ using std::string;
 
 constexpr const char* kTopFields =
     "op, pass, layout, experts, a, b, out, gate_up, transpose, mx_round, fp8_sat, four_over_six, "
-    "e4m3_bound, nvfp4_global";
+    "e4m3_bound, nvfp4_global, epilogue";
 
 bool is_top_field(const string& k) {
   for (const char* f : {"op", "pass", "layout", "experts", "a", "b", "out", "gate_up", "transpose",
-                        "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global"}) {
+                        "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue"}) {
     if (k == f) return true;
   }
   return false;
@@ -104,6 +105,8 @@ Status read_operand(const json& j, const string& path, OperandSpec& out) {
   return Status::Ok();
 }
 
+StatusOr<KernelSpec> finish(const KernelSpec& s);
+
 StatusOr<KernelSpec> from_json_impl(const json& j) {
   if (!j.is_object()) return at("$", string("expected a JSON object, got ") + j.type_name());
   for (const auto& item : j.items()) {
@@ -146,7 +149,26 @@ StatusOr<KernelSpec> from_json_impl(const json& j) {
   KILN_RETURN_IF_ERROR(read_int(j, "e4m3_bound", "$.e4m3_bound", s.e4m3_bound));
   KILN_RETURN_IF_ERROR(read_enum(j, "nvfp4_global", "$.nvfp4_global", "nvfp4_global value",
                                  global_scale_names(), global_scale_from_name, s.nvfp4_global));
-  if (auto v = spec_internal::find_violation(s)) return at(spec_internal::json_path(v->where), v->message);
+  // The epilogue: a string in the epilogue language ("" or null: none), stored in canonical form.
+  if (const auto it = j.find("epilogue"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return at("$.epilogue", string("expected a string (an epilogue program), got ") + it->type_name());
+    const string& text = it->get_ref<const string&>();
+    if (text.empty()) return finish(s);
+    StatusOr<Epilogue> ep = parse_epilogue(text, EpilogueContext::of(s));
+    s.epilogue = ep.ok() ? print_epilogue(*ep) : text;  // a parse error is reported below, positioned
+  }
+  return finish(s);
+}
+
+// Validation with JSON paths; epilogue errors keep their place in the epilogue text.
+StatusOr<KernelSpec> finish(const KernelSpec& s) {
+  if (auto v = spec_internal::find_violation(s)) {
+    if (v->inner_line > 0)
+      return at(spec_internal::json_path(v->where), std::to_string(v->inner_line) + ":" +
+                                                        std::to_string(v->inner_col) + ": " +
+                                                        v->message.substr(string("epilogue: ").size()));
+    return at(spec_internal::json_path(v->where), v->message);
+  }
   return s;
 }
 
@@ -168,6 +190,7 @@ json spec_to_json(const KernelSpec& s) {
   j["four_over_six"] = four_over_six_name(s.four_over_six);
   j["e4m3_bound"] = s.e4m3_bound;
   j["nvfp4_global"] = global_scale_name(s.nvfp4_global);
+  j["epilogue"] = s.epilogue;  // "" for none
   return j;
 }
 

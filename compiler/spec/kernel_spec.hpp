@@ -17,6 +17,15 @@
 //   gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16
 //     op=kGemm, a={kE4m3, kBlock1x128, kF32}, b={kE4m3, kBlock128x128, kF32}, out={kBf16}
 //   grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 gate_up=interleaved
+//       epilogue="out = silu(gate) * up"
+//     ..., gate_up=kInterleaved, epilogue="out = silu(gate) * up"
+//
+// The epilogue is the one field that is text: the canonical form of a program in kiln's closed
+// epilogue language (compiler/epilogue, docs/epilogue.md), which validation re-parses against the
+// spec's context (gate_up, grouped). It is never pasted into C++: the emitter generates the device
+// functor from the parsed program. Keeping the canonical text (not the parsed tree) keeps the spec a
+// plain value: equality, hashing, printing and the cache key stay exact, and every front end
+// (text, JSON, builder) canonicalizes before it stores it.
 //
 // Non-goals: the spec does not pick tiles (TileConfig does) and does not know the GPU (Arch does).
 #pragma once
@@ -91,6 +100,10 @@ struct KernelSpec {
   FourOverSix four_over_six = FourOverSix::kOff;
   int e4m3_bound = 448;                      // NVFP4 global-scale E4M3 bound: 448 or 256
   GlobalScale nvfp4_global = GlobalScale::kTensor;
+  // Epilogues issue: the fused epilogue in canonical text (print_epilogue), empty for none. With
+  // gate_up != none the GEMM computes N columns and the epilogue combines each (gate, up) pair into
+  // one of the output's N / 2 columns.
+  std::string epilogue;
 
   bool operator==(const KernelSpec&) const = default;
 };

@@ -30,6 +30,7 @@ std::string echo(std::string_view word) {
 std::string describe(const Token& t) {
   if (t.kind == Tok::kEnd) return "end of input";
   if (t.kind == Tok::kError) return "an invalid character";
+  if (t.kind == Tok::kString) return "a quoted string";
   // Built by appending: GCC 12 at -O3 reports a false -Wrestrict on `"'" + std::string(...)`.
   std::string quoted(1, '\'');
   quoted += t.kind == Tok::kWord ? echo(t.text) : std::string(t.text);
@@ -74,6 +75,21 @@ void Lexer::advance() {
     while (i_ < text_.size() && is_word_char(text_[i_])) bump(text_[i_]);
     next_.kind = Tok::kWord;
     next_.text = text_.substr(start, i_ - start);
+    end_ = pos_;
+    return;
+  }
+  if (c == '"') {
+    bump(c);
+    while (i_ < text_.size() && text_[i_] != '"') bump(text_[i_]);
+    if (i_ >= text_.size()) {
+      next_.kind = Tok::kError;
+      next_.error = "unterminated string: the '\"' here has no closing '\"'";
+      return;
+    }
+    next_.kind = Tok::kString;
+    next_.text = text_.substr(start + 1, i_ - start - 1);
+    bump('"');
+    end_ = pos_;
     return;
   }
   switch (c) {
@@ -101,7 +117,7 @@ void Lexer::advance() {
         next_.error = "unexpected byte " + hex_byte(u) + "; spec text is ASCII";
       } else {
         next_.error = std::string("unexpected character '") + c +
-                      "'; a spec is words, '=', ':', and [,] after grouped_gemm";
+                      "'; a spec is words, '=', ':', [,] after grouped_gemm, and a quoted epilogue=\"...\"";
       }
       bump(c);  // errors stop the parse; the position stays at the bad byte
       return;
@@ -109,13 +125,13 @@ void Lexer::advance() {
   }
   next_.text = text_.substr(start, 1);
   bump(c);
+  end_ = pos_;
 }
 
 Token Lexer::take() {
   Token t = next_;
   if (t.kind != Tok::kEnd && t.kind != Tok::kError) {
-    after_last_ = t.pos;
-    after_last_.col += static_cast<int>(t.text.size());
+    after_last_ = end_;
     advance();
   }
   return t;

@@ -4,15 +4,19 @@
 //   prop    := 'experts' '=' INT | 'layout' '=' ('offsets' | 'masked')      -- grouped_gemm only
 //   kv      := key '=' value
 //   operand := format [ ':' granularity ] [ ':' scale_type ]
+//   epilogue=STRING -- "..." in kiln's closed epilogue language (compiler/epilogue, docs/epilogue.md)
 //
 // One pass over a one-token lookahead lexer, no recursion, so hostile input (deep brackets, long
 // text) costs linear time and constant stack. Every error is "line:col: what; expected what".
 // After the syntax, implied scales are filled and the structural rules of validate.cpp run; their
-// violations are reported at the token of the field they name.
+// violations are reported at the token of the field they name. The epilogue string is parsed last,
+// in the context the whole spec gives it (gate_up, grouped_gemm), and stored in canonical form;
+// its errors are positioned inside the string ("1:52: epilogue: unknown name 'gat'; ...").
 #include <array>
 #include <optional>
 #include <string>
 
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/spec/implied.hpp"
 #include "compiler/spec/internal/lexer.hpp"
 #include "compiler/spec/internal/rules.hpp"
@@ -39,13 +43,15 @@ enum class Key : uint8_t {
   kFourOverSix,
   kE4m3Bound,
   kNvfp4Global,
+  kEpilogue,
   kCount,
 };
 constexpr std::array<const char*, static_cast<size_t>(Key::kCount)> kKeyNames = {
     "a",        "b",       "out",           "pass",       "gate_up",     "transpose",
-    "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global"};
+    "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue"};
 constexpr const char* kKeyList =
-    "a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, four_over_six, e4m3_bound, nvfp4_global";
+    "a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, four_over_six, e4m3_bound, nvfp4_global, "
+    "epilogue";
 
 std::optional<Key> key_from_name(std::string_view name) {
   for (size_t i = 0; i < kKeyNames.size(); ++i) {
@@ -117,7 +123,15 @@ class Parser {
   Lexer lex_;
   KernelSpec spec_;
   Positions pos_;
+  std::string_view epilogue_text_;  // as written (canonicalized once the whole spec is known)
 };
+
+// Where (line, col) of a string's contents is in the spec: the contents start one byte after the
+// opening quote at `quote`; line 1 continues the quote's line, later lines start at column 1.
+Pos inner_pos(Pos quote, int line, int col) {
+  if (line <= 1) return Pos{quote.line, quote.col + col};
+  return Pos{quote.line + line - 1, col};
+}
 
 StatusOr<Token> Parser::expect_word(const string& expected) {
   Token t = lex_.take();
@@ -188,6 +202,19 @@ StatusOr<KernelSpec> Parser::run() {
   spec_.a = with_implied_scales(spec_.a);
   if (has_b_role) spec_.b = with_implied_scales(spec_.b);
   spec_.out = with_implied_scales(spec_.out);
+  if (const auto& at = pos_.value[static_cast<size_t>(Key::kEpilogue)]; at) {
+    // Canonical form, parsed in the context of the whole spec (errors: validation below reports them
+    // at their place in the string, with the rules that come first in find_violation's order).
+    const EpilogueContext ctx = EpilogueContext::of(spec_);
+    if (StatusOr<Epilogue> ep = parse_epilogue(epilogue_text_, ctx); ep.ok()) {
+      spec_.epilogue = print_epilogue(*ep);
+    } else {
+      spec_.epilogue = string(epilogue_text_);
+    }
+    if (spec_.epilogue.empty())
+      return error(*at, "epilogue=\"\" is empty; write a program such as epilogue=\"out = silu(acc)\", or omit "
+                        "the key");
+  }
   if (auto v = find_violation(spec_)) return positioned(*v);
   return spec_;
 }
@@ -297,6 +324,16 @@ Status Parser::parse_kv(const Token& key_tok, Key key) {
       at = v.pos;
       return Status::Ok();
     }
+    case Key::kEpilogue: {
+      Token v = lex_.take();
+      if (v.kind == Tok::kError) return error(v.pos, v.error);
+      if (v.kind != Tok::kString)
+        return error(v.pos, "expected a quoted epilogue program after epilogue= (epilogue=\"out = silu(acc)\"), got " +
+                                describe(v));
+      epilogue_text_ = v.text;
+      at = v.pos;
+      return Status::Ok();
+    }
     case Key::kCount:
       break;
   }
@@ -384,6 +421,10 @@ Status Parser::positioned(const Violation& v) const {
       break;
     case Field::kNvfp4Global:
       at = value_of(Key::kNvfp4Global);
+      break;
+    case Field::kEpilogue:
+      at = value_of(Key::kEpilogue);
+      if (at && v.inner_line > 0) at = inner_pos(*at, v.inner_line, v.inner_col);
       break;
     case Field::kOperand: {
       const OperandPos& p = pos_.operand[static_cast<size_t>(v.where.role)];

@@ -1,5 +1,5 @@
 // Canonical text of a KernelSpec (print_spec). The form is a function of the value: fixed order
-// (op, [experts,layout], a, b, out, then attributes in declaration order), defaults omitted, and
+// (op, [experts,layout], a, b, out, then attributes in declaration order, the epilogue last), defaults omitted, and
 // each operand in the shortest spelling the parser maps back to the same OperandSpec.
 #include <string>
 
@@ -48,6 +48,9 @@ std::string print_spec(const KernelSpec& s) {
   if (s.e4m3_bound != d.e4m3_bound) text += " e4m3_bound=" + std::to_string(s.e4m3_bound);
   if (s.nvfp4_global != d.nvfp4_global)
     text += std::string(" nvfp4_global=") + global_scale_name(s.nvfp4_global);
+  // The canonical epilogue has no '"' (the epilogue language has no such character), so quoting
+  // needs no escapes.
+  if (!s.epilogue.empty()) text += " epilogue=\"" + s.epilogue + "\"";
   return text;
 }
 

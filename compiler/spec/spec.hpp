@@ -51,6 +51,9 @@ class SpecBuilder {
   SpecBuilder& four_over_six(FourOverSix f);
   SpecBuilder& e4m3_bound(int bound);
   SpecBuilder& nvfp4_global(GlobalScale g);
+  // An epilogue program in kiln's epilogue language (docs/epilogue.md); build() stores its canonical
+  // form and rejects text that does not parse in the spec's context. Empty: none.
+  SpecBuilder& epilogue(std::string_view text);
   // Fills implied scales (mxfp8 -> block1x32/ue8m0, fp8 without scale -> tensor/f32, ...) and validates.
   StatusOr<KernelSpec> build() const;
 

@@ -6,6 +6,7 @@
 // differ in a field the kernel ignores. Writing an attribute's *default* is always allowed.
 #include <string>
 
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/spec/implied.hpp"
 #include "compiler/spec/internal/rules.hpp"
 #include "compiler/spec/names.hpp"
@@ -147,6 +148,45 @@ bool involves_nvfp4(const KernelSpec& s) {
   return any_operand(s, [](const OperandSpec& o) { return o.format == Format::kNvfp4; });
 }
 
+// "3:14: rest" -> (3, 14, "rest"); messages of parse_epilogue always start so.
+bool split_position(const string& msg, int& line, int& col, string& rest) {
+  size_t i = 0;
+  auto number = [&](int& out) {
+    const size_t start = i;
+    long v = 0;
+    while (i < msg.size() && msg[i] >= '0' && msg[i] <= '9' && i - start < 9) v = v * 10 + (msg[i++] - '0');
+    out = static_cast<int>(v);
+    return i > start;
+  };
+  if (!number(line) || i >= msg.size() || msg[i] != ':') return false;
+  ++i;
+  if (!number(col) || i + 1 >= msg.size() || msg[i] != ':' || msg[i + 1] != ' ') return false;
+  rest = msg.substr(i + 2);
+  return true;
+}
+
+// The epilogue attribute: gemm / grouped_gemm only, valid in the spec's context (gate_up gives
+// gate/up instead of acc; grouped_gemm gives the per-expert vectors), and in canonical form (every
+// front end canonicalizes; a KernelSpec built by hand must too, or parse(print(s)) != s).
+std::optional<Violation> check_epilogue(const KernelSpec& s) {
+  if (s.epilogue.empty()) return std::nullopt;
+  if (s.op == Op::kQuantize)
+    return Violation{at(Field::kEpilogue), "epilogue applies to gemm and grouped_gemm, not quantize"};
+  StatusOr<Epilogue> ep = parse_epilogue(s.epilogue, EpilogueContext::of(s));
+  if (!ep.ok()) {
+    Violation v{at(Field::kEpilogue), "epilogue: " + ep.status().message()};
+    string rest;
+    if (split_position(ep.status().message(), v.inner_line, v.inner_col, rest)) v.message = "epilogue: " + rest;
+    return v;
+  }
+  const string canonical = print_epilogue(*ep);
+  if (canonical != s.epilogue)
+    return Violation{at(Field::kEpilogue),
+                     "epilogue text is not in canonical form; expected \"" + canonical +
+                         "\" (print_epilogue; the text, JSON and builder front ends canonicalize)"};
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Violation> find_violation(const KernelSpec& s) {
@@ -201,6 +241,7 @@ std::optional<Violation> find_violation(const KernelSpec& s) {
   if (s.gate_up != GateUp::kNone && s.op == Op::kQuantize)
     return Violation{at(Field::kGateUp), string("gate_up=") + gate_up_name(s.gate_up) +
                                              " applies to gemm and grouped_gemm, not quantize"};
+  if (auto v = check_epilogue(s)) return v;
   if (s.transpose && s.op != Op::kQuantize)
     return Violation{at(Field::kTranspose), "transpose=true applies to quantize only, not " + op +
                                                 "; omit it or write transpose=false"};
@@ -278,6 +319,8 @@ std::string json_path(const FieldRef& w) {
       return "$.e4m3_bound";
     case Field::kNvfp4Global:
       return "$.nvfp4_global";
+    case Field::kEpilogue:
+      return "$.epilogue";
     case Field::kOperand:
       break;
   }
@@ -301,7 +344,13 @@ std::string json_path(const FieldRef& w) {
 }  // namespace spec_internal
 
 Status validate_spec(const KernelSpec& spec) {
-  if (auto v = spec_internal::find_violation(spec)) return InvalidArgument(std::move(v->message));
+  if (auto v = spec_internal::find_violation(spec)) {
+    // An epilogue error keeps its place in the epilogue text: "epilogue: 1:7: unknown name ...".
+    if (v->inner_line > 0)
+      return InvalidArgument("epilogue: " + std::to_string(v->inner_line) + ":" + std::to_string(v->inner_col) +
+                             ": " + v->message.substr(std::string("epilogue: ").size()));
+    return InvalidArgument(std::move(v->message));
+  }
   return Status::Ok();
 }
 

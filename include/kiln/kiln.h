@@ -62,7 +62,7 @@ typedef struct kiln_plan_options {
 
 /* Shapes and dtypes per spec (packed FP4 as uint8 [.., K/2]; scale layouts in docs/formats.md):
  *   a  X [M, K]; grouped layout=masked: [E, max_m, K]      b  W [N, K]; grouped: [E, N, K]
- *   out Y like X with N columns
+ *   out Y like X with N columns (N/2 with gate_up: the GLU's output)
  *   a_scale / b_scale: tensor f32 [1]; m f32 [M]; n f32 [N]; block1x128 [M, K/128]; block128x128
  *     [ceil(N/128), K/128] (f32, or uint8 E8M0 with :ue8m0); mxfp8/mxfp4 E8M0 [rows, K/32]; nvfp4
  *     UE4M3 [N, K/16]; grouped weights' scales with a leading [E].
@@ -82,6 +82,17 @@ typedef struct kiln_operands {
    * out_global (f32 [1]); layouts in docs/formats.md ("Quantize"). */
   DLTensor* out_scale;
   DLTensor* out_global;
+  /* kiln 0.4 (epilogues): the vectors the spec's epilogue="..." reads, named as in the epilogue
+   * language (docs/epilogue.md); NULL when it does not read them. float32, bfloat16 or float16 on the
+   * device, any strides; shapes by the index read: [m] [M] (masked: [E*max_m] or [E, max_m]), [n]
+   * [N_out], [e] [E], [e,n] [E, N_out], [m,n] [M, N_out]; N_out = N/2 with gate_up, else N. */
+  const DLTensor* bias;         /* bias[n] | bias[e,n] */
+  const DLTensor* scale;        /* scale[m]: per-token factors (MoE router weights) */
+  const DLTensor* colscale;     /* colscale[n] | colscale[e,n] */
+  const DLTensor* expert_scale; /* expert_scale[e] */
+  const DLTensor* residual;     /* residual[m,n]; may not overlap out */
+  const DLTensor* gate_bias;    /* gate_bias[n] | gate_bias[e,n] (gate_up specs) */
+  const DLTensor* up_bias;      /* up_bias[n] | up_bias[e,n] (gate_up specs) */
 } kiln_operands;
 
 const char* kiln_last_error(void);

@@ -31,7 +31,7 @@ struct RuntimeOptions {
 };
 
 // Shapes and dtypes per spec: runtime/operands.hpp. Grouped problems: X [M_total, K] (offsets layout)
-// or [E, max_m, K] (masked), W [E, N, K], Y like X with N columns.
+// or [E, max_m, K] (masked), W [E, N, K], Y like X with N columns (N / 2 with gate_up: a GLU's output).
 struct Operands {
   const DLTensor* a = nullptr;        // X [M, K]
   const DLTensor* b = nullptr;        // W [N, K]
@@ -44,6 +44,20 @@ struct Operands {
   // quantize specs (a = X, out = the codes; compiler/plan/quantize_plan.hpp, docs/formats.md):
   DLTensor* out_scale = nullptr;      // the written scales: f32 [1] | f32 [M] | [M, K/block] | transposed [K, M/block]
   DLTensor* out_global = nullptr;     // out=nvfp4: f32 [1], written: the global decode scale amax / (6 * bound)
+  // Epilogues issue: the vectors the spec's epilogue reads, named as in the epilogue language
+  // (docs/epilogue.md). Each is f32, bf16 or f16 on the device, any strides (e.g. gpt-oss's
+  // interleaved [E, 2I] bias as the views bias[:, 0::2] / bias[:, 1::2]); shapes by the index the
+  // epilogue reads it with ([n] counts OUTPUT columns: N / 2 with gate_up):
+  //   [m] [M] (masked: [E * max_m] or [E, max_m])   [n] [N_out]   [e] [E]   [e,n] [E, N_out]
+  //   [m,n] [M, N_out] (masked: also [E, max_m, N_out]); residual may not overlap out.
+  // A vector the epilogue does not read must be NULL.
+  const DLTensor* bias = nullptr;          // bias[n] | bias[e,n]
+  const DLTensor* scale = nullptr;         // scale[m]: per-token factors (MoE router weights)
+  const DLTensor* colscale = nullptr;      // colscale[n] | colscale[e,n]
+  const DLTensor* expert_scale = nullptr;  // expert_scale[e]
+  const DLTensor* residual = nullptr;      // residual[m,n]
+  const DLTensor* gate_bias = nullptr;     // gate_bias[n] | gate_bias[e,n] (GLU)
+  const DLTensor* up_bias = nullptr;       // up_bias[n] | up_bias[e,n] (GLU)
 };
 
 // Statistics a caller (tests, CLI, tuner) can read; counts are per Runtime.

@@ -62,7 +62,19 @@ class Operands(ctypes.Structure):
         # the larger struct_size and ignores them.
         ("out_scale", ctypes.POINTER(DLTensor)),
         ("out_global", ctypes.POINTER(DLTensor)),
+        # Epilogues issue: the vectors a spec's epilogue="..." reads, named as in the epilogue language
+        # (docs/epilogue.md); NULL when it does not read them.
+        ("bias", ctypes.POINTER(DLTensor)),
+        ("scale", ctypes.POINTER(DLTensor)),
+        ("colscale", ctypes.POINTER(DLTensor)),
+        ("expert_scale", ctypes.POINTER(DLTensor)),
+        ("residual", ctypes.POINTER(DLTensor)),
+        ("gate_bias", ctypes.POINTER(DLTensor)),
+        ("up_bias", ctypes.POINTER(DLTensor)),
     ]
+
+# The epilogue vector fields of Operands, in their C order (kiln.h kiln_operands).
+EPILOGUE_OPERANDS = ("bias", "scale", "colscale", "expert_scale", "residual", "gate_bias", "up_bias")
 
 
 def _repo_root():

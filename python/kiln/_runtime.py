@@ -160,7 +160,8 @@ class Plan:
         return dtype
 
     def run(self, a, b=None, out=None, a_scale=None, b_scale=None, stream=None, offsets=None, counts=None,
-            b_global=None, workspace=None, out_scale=None, out_global=None):
+            b_global=None, workspace=None, out_scale=None, out_global=None, bias=None, scale=None,
+            colscale=None, expert_scale=None, residual=None, gate_bias=None, up_bias=None):
         """Y[M, N] = X[M, K] . W[N, K]^T on torch tensors (or any DLPack producer, viewed through
         torch.from_dlpack), launched on torch's current stream of a's device (or on stream: a
         torch.cuda.Stream or an int CUstream). Allocates out in the spec's output dtype when it is
@@ -172,7 +173,12 @@ class Plan:
         offsets= (layout=offsets: int32 [E] cumulative row ends) or counts= (layout=masked: int32
         [E] rows per expert); b=nvfp4 takes b_global= (f32 [1], or [E] with nvfp4_global=expert).
         Quantize specs take a and write out (the codes; pass it) and out_scale (and out_global for
-        out=nvfp4), laid out as docs/formats.md says."""
+        out=nvfp4), laid out as docs/formats.md says.
+
+        Specs with an epilogue="..." take the vectors it reads by their epilogue names: bias=, scale=
+        (per-token, e.g. router weights), colscale=, expert_scale=, residual=, gate_bias=, up_bias=
+        (f32, bf16 or f16, any strides: gpt-oss's interleaved [E, 2I] bias goes in as
+        gate_bias=b[:, 0::2], up_bias=b[:, 1::2]). With gate_up the output has N / 2 columns."""
         import torch
 
         if a is not None and not isinstance(a, torch.Tensor):
@@ -185,7 +191,7 @@ class Plan:
         if out is None:
             if not isinstance(a, torch.Tensor) or a.dim() < 1:
                 raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan.run: a must be a torch tensor [M, K]")
-            out = torch.empty((*a.shape[:-1], self.n), dtype=self._out_dtype(torch), device=a.device)
+            out = torch.empty((*a.shape[:-1], self._out_columns()), dtype=self._out_dtype(torch), device=a.device)
         views = {
             "a": _dlpack.view(a, "a"),
             "b": _dlpack.view(b, "b"),
@@ -198,6 +204,10 @@ class Plan:
             "out_scale": _dlpack.view(out_scale, "out_scale"),
             "out_global": _dlpack.view(out_global, "out_global"),
         }
+        epilogue = {"bias": bias, "scale": scale, "colscale": colscale, "expert_scale": expert_scale,
+                    "residual": residual, "gate_bias": gate_bias, "up_bias": up_bias}
+        for name in _lib.EPILOGUE_OPERANDS:
+            views[name] = _dlpack.view(epilogue[name], name)
         ops = _lib.Operands()
         ops.struct_size = ctypes.sizeof(_lib.Operands)
         for name, v in views.items():
@@ -214,6 +224,12 @@ class Plan:
             )
         )
         return out
+
+    def _out_columns(self):
+        """Columns of Y: N, or N / 2 for a gate|up GLU (the canonical spec names gate_up before its
+        epilogue, whose text has no '=' without spaces)."""
+        head = self.spec.split(' epilogue="', 1)[0]
+        return self.n // 2 if re.search(r"\bgate_up=(interleaved|stacked)\b", head) else self.n
 
     def close(self):
         if getattr(self, "_handle", None) is not None and self._handle.value:

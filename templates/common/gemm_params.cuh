@@ -24,9 +24,30 @@
 //                   * max_m. Rows past an expert's count are neither read into results nor written.
 //   b = W [experts, N, K] with b_expert_stride elements between experts; b's 2-D scales likewise
 //   (b_scale_expert_stride scale elements); b_global holds one f32 per expert for nvfp4_global=expert.
+//
+// Epilogue vector operands (kCodegenVersion 3, epilogues issue; docs/epilogue.md): ep[slot] is the
+// vector the generated functor reads as c.load<slot>(...), slots in the order of compiler/epilogue's
+// EpilogueProgram::operands. Element (i) of a one-index vector ([m], [n], [e]) is at data + i *
+// stride0; element (r, c) of [e,n] / [m,n] at data + r * stride0 + c * stride1 (elements of its
+// dtype: f32, bf16 or f16, converted to f32 on load). [m] counts Y's rows as the kernel does (offsets:
+// global rows; masked: expert * max_m + row); [n] counts OUTPUT columns (N / 2 with gate_up). Unused
+// slots are null. With gate_up, n is still the GEMM's N (rows of W) and Y has n / 2 columns.
 #pragma once
 
 namespace kiln_dev {
+
+constexpr int kMaxEpilogueOperands = 8;  // compiler/epilogue kMaxEpilogueOperands
+
+// Element types of epilogue vectors.
+enum EpilogueDtype : int { kEpF32 = 0, kEpBf16 = 1, kEpF16 = 2 };
+
+struct EpilogueVector {
+  const void* data;
+  long long stride0;  // elements between consecutive values of the (first) index
+  long long stride1;  // elements between consecutive values of the second index ([e,n], [m,n])
+  int dtype;          // EpilogueDtype
+  int reserved;
+};
 
 struct GemmParams {
   const void* a;          // X [M, K], row stride lda elements (K-contiguous)
@@ -50,6 +71,8 @@ struct GemmParams {
   long long b_scale_expert_stride;  // grouped: scale elements between consecutive experts' b scales
   int experts;                      // grouped: number of experts (0 for a dense GEMM)
   int max_m;                        // masked layout: row slots per expert
+  // ---- kCodegenVersion 3 (epilogues issue) ----
+  EpilogueVector ep[kMaxEpilogueOperands];  // the epilogue's vector operands by slot (see above)
 };
 
 }  // namespace kiln_dev

@@ -49,6 +49,9 @@ enum class ScaleType : int { kNone, kF32, kUe8m0, kUe4m3 };
 // Dense, or one of the grouped layouts (common/gemm_params.cuh).
 enum class Grouping : int { kDense, kOffsets, kMasked };
 
+// Where the gate and up halves of a GLU's weight rows are (kiln::GateUp; epilogue/glu.cuh).
+enum class GateUp : int { kNone, kInterleaved, kStacked };
+
 // Bytes per element for the byte-addressable formats (4-bit formats: see format_bits).
 __host__ __device__ constexpr int format_bytes(Format f) {
   return f == Format::kF32 ? 4 : (f == Format::kBf16 || f == Format::kF16) ? 2 : 1;

@@ -3,6 +3,7 @@
 // Both GEMM families hold outputs as (row, col), (row, col + 1) pairs (mma.sync and wgmma
 // accumulator layouts alike). One 4- or 8-byte store when the caller says the row stride and the base
 // pointer allow it (paired_ok) and col + 1 < n; element stores otherwise; columns >= n never written.
+// store_out_one writes a single element (GLU outputs: one per (gate, up) pair).
 #pragma once
 
 #include "common/types.cuh"
@@ -46,6 +47,21 @@ __device__ __forceinline__ void store_out_pair(void* out, long long ldc, int n, 
         static_cast<u16*>(out)[idx + e] = cvt_f16(v);
       }
     }
+  }
+}
+
+// One f32 output at (row, col) (GLU epilogues store one element per (gate, up) pair).
+template <Format kOut>
+__device__ __forceinline__ void store_out_one(void* out, long long ldc, long long row, int col, float v) {
+  static_assert(kOut == Format::kBf16 || kOut == Format::kF16 || kOut == Format::kF32,
+                "the output is bf16, f16 or f32");
+  const long long idx = row * ldc + col;
+  if constexpr (kOut == Format::kF32) {
+    static_cast<float*>(out)[idx] = v;
+  } else if constexpr (kOut == Format::kBf16) {
+    static_cast<u16*>(out)[idx] = cvt_bf16(v);
+  } else {
+    static_cast<u16*>(out)[idx] = cvt_f16(v);
   }
 }
 

@@ -47,6 +47,9 @@
 // 6. Block scales (promotion): with K-blocked scales the mmas of one K block accumulate into tmp, and
 //    at the block's last k-step acc += tmp * (sa * sb) (kernels/sm80_promotion.cuh). A K block is 128
 //    (FP8 blocks: K % 128 == 0) or 32 (MXFP8) elements = 4 or 1 k-steps of 32 bytes.
+// 7. Epilogue functors and gate|up GLUs (epilogues issue): kernels/sm80_epilogue.cuh applies the
+//    generated functor per stored element; with gate_up=stacked the B tile rows are loaded through the
+//    permutation of epilogue/glu.cuh so that every (gate, up) pair is two adjacent accumulator columns.
 //
 // Preconditions the planner checks (compiler/plan can_implement): K * elem_bytes, lda * elem_bytes
 // and ldb * elem_bytes multiples of 16, a/b 16-byte aligned, M, N, K < 2^31; K % 128 == 0 with FP8
@@ -367,7 +370,8 @@ struct Gemm {
         const int r = ld_row + i * kRowsPerPass;
         const int gr = n0 + r;
         ok_b[i] = r < kBlockN && gr < p.n;
-        src_b[i] = b_base + i64(gr < p.n ? gr : p.n - 1) * ldb_bytes + ld_chunk * 16;
+        // GEMM column gr reads W row glu_w_row(gr): itself, or the stacked gate|up permutation.
+        src_b[i] = b_base + i64(glu_w_row<Epi::kGateUp>(gr < p.n ? gr : p.n - 1, p.n)) * ldb_bytes + ld_chunk * 16;
         dst_b[i] = r < kBlockN ? swizzled_offset<kRowBytes>(r, ld_chunk) : ~0u;
       }
     }

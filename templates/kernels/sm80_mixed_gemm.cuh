@@ -32,7 +32,8 @@
 // 3. Block scales (one E8M0 per row per k-step; two UE4M3) are read from global memory into
 //    registers with byte loads one K tile ahead — rows of any length and alignment work (gpt-oss has
 //    90-byte scale rows); a k-block past K (zero-filled data) takes the neutral scale 1.
-// 4. Pipeline, epilogue, rasterization: as in sm80_gemm.cuh (kStages cp.async stages, one barrier per
+// 4. Pipeline, epilogue (incl. epilogue functors and the stacked gate|up row permutation of
+//    epilogue/glu.cuh, applied to B rows and their block-scale rows), rasterization: as in sm80_gemm.cuh (kStages cp.async stages, one barrier per
 //    K tile, double-buffered fragments across the two k-steps of a tile).
 //
 // Preconditions the planner checks (compiler/plan can_implement): K % 32 == 0 for 4-bit weights and
@@ -227,7 +228,7 @@ struct MixedGemm {
 #pragma unroll
       for (int nf = 0; nf < kNFrags; ++nf) {
         const int r = n_row + 8 * nf < p.n ? n_row + 8 * nf : p.n - 1;
-        const u8* row = scale_base + i64(r) * p.lds_b;
+        const u8* row = scale_base + i64(glu_w_row<Epi::kGateUp>(r, p.n)) * p.lds_b;  // W's row (epilogue/glu.cuh)
 #pragma unroll
         for (int i = 0; i < kScalesPerTile; ++i) {
           s[nf][i] = kb0 + i < kb_end ? ldg_u8(row + kb0 + i) : kNeutralScale;
@@ -292,7 +293,8 @@ struct MixedGemm {
         const int r = tid / kChunksB + i * kRowsPerPassB;
         const int gr = n0 + r;
         ok_b[i] = r < kBlockN && gr < p.n;
-        src_b[i] = b_base + i64(gr < p.n ? gr : p.n - 1) * ldb_bytes + chunk_b * 16;
+        // GEMM column gr reads W row glu_w_row(gr): itself, or the stacked gate|up permutation.
+        src_b[i] = b_base + i64(glu_w_row<Epi::kGateUp>(gr < p.n ? gr : p.n - 1, p.n)) * ldb_bytes + chunk_b * 16;
         dst_b[i] = r < kBlockN ? u32(r * kRowBytesB + chunk_b * 16) : ~0u;
       }
     }

@@ -21,6 +21,8 @@
 #include "common/gemm_params.cuh"
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
+#include "epilogue/glu.cuh"
+#include "kernels/sm80_epilogue.cuh"
 #include "ptx/cvt.cuh"
 #include "scheduler/group_tile.cuh"
 
@@ -36,12 +38,15 @@ struct Promotion {
   static constexpr bool kEnabled = kPromoteA || kPromoteB;
   static constexpr int kBlockK = (kScaleA == Scale::kBlock1x32 || kScaleB == Scale::kBlock1x32) ? 32 : 128;
   static constexpr bool kPerColumnB = kScaleB == Scale::kBlock1x32;
+  static constexpr GateUp kGateUp = ConfigEpilogue<Config>::kGateUp;
   static constexpr int kColsB = kPerColumnB ? 2 * kNFrags : 1;
 
   static_assert(!(kPromoteA && kPromoteB) || (kScaleA == Scale::kBlock1x32) == (kScaleB == Scale::kBlock1x32),
                 "promoted scales of a and b must share one K block (128 for FP8 blocks, 32 for MX)");
   static_assert(kScaleB != Scale::kBlock128x128 || (kWarpTileN <= 128 && 128 % kWarpTileN == 0),
                 "block128x128 b scales: a warp tile's columns must lie in one 128-column block");
+  static_assert(kScaleB != Scale::kBlock128x128 || kGateUp != GateUp::kStacked,
+                "stacked gate|up maps a warp tile's columns to two 128-row scale blocks");
 
   // One K block's scales for this thread's rows and columns.
   struct Scales {
@@ -79,7 +84,9 @@ struct Promotion {
         // Per column: columns col0 + 8 * (c / 2) + (c % 2); block128x128: the warp tile's block.
         int col = kPerColumnB ? col0 + 8 * (c >> 1) + (c & 1) : col0;
         col = col < p.n ? col : p.n - 1;
-        const long long srow = kPerColumnB ? col : col / 128;
+        // Per-column scales follow W's rows (stacked gate|up, epilogue/glu.cuh; the planner rejects
+        // stacked with block128x128 scales).
+        const long long srow = kPerColumnB ? glu_w_row<kGateUp>(col, p.n) : col / 128;
         s.b[c] = load_scale_f32<Config::kScaleTypeB>(scale_row(base, Config::kScaleTypeB, srow, p.lds_b), kb);
       }
     }

@@ -72,6 +72,20 @@
 //    their latency hides behind a K tile's TMA wait and wgmmas. Rows >= M and columns >= N read the
 //    last valid row / column's scales (their products are never stored). A K tail (K % 128 != 0) is a
 //    zero-filled partial K tile with its own scale column: ceil(K / 128) blocks.
+// 8. v4 mainloops for block scales (bench/NOTES.md "v4"), chosen by the config, the section-7 path staying
+//    for the others:
+//    - Two-atom stages (block_k = 256 FP8 elements, "bk256"): a stage holds two 128-byte atoms of K
+//      (two TMA boxes per operand), and each consumer alternates two partial register sets: while atom
+//      t's wgmmas run (wait_group 1 keeps them in flight) the thread promotes atom t-1's partial, so
+//      the FFMA promotion no longer leaves the tensor cores to the other warpgroup alone. Registers:
+//      accumulators + 2 partials = 192 f32 at 64 x 128, hence the 24 / 240 producer / consumer split.
+//    - Three consumer warpgroups (warps 12 x 1: 192 x 128 tiles of 64 x 128 each), 32 / 160 registers:
+//      more wgmma work per CTA and three warpgroups to cover each other's promotions.
+//    Both stage the block scales through shared memory (kStagedScales): warp 1 of the producer
+//    warpgroup copies each stage's a-scales (one word per tile row) and b-scales (one word per
+//    consumer column) into a slot beside the ring with 4-byte cp.async, and arrives on full[s] through
+//    cp.async.mbarrier.arrive.noinc (stage_scales). The consumers read 2 * kMmaM + 1 shared words per
+//    atom after the full wait instead of issuing global loads; E8M0 words are decoded with a shift.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -128,18 +142,17 @@ struct Gemm {
   static constexpr int kAccRegs = kWgTileN / 2;  // f32 accumulators per thread and m64 slab
   static constexpr bool kPromote = Config::kPromote;
   static constexpr int kElemBytes = format_bytes(kA);
-  static constexpr int kRowBytes = kBlockK * kElemBytes;  // one 128-byte swizzle atom
+  static constexpr int kRowBytes = 128;                   // one 128-byte swizzle atom of K
+  static constexpr int kAtomK = kRowBytes / kElemBytes;   // K elements of one atom (a "K tile")
+  static constexpr int kAtoms = kBlockK / kAtomK;         // atoms per stage: 1, or 2 (section 8)
   static constexpr int kKSteps = kRowBytes / 32;          // 32 bytes of K per wgmma
-  static constexpr int kTileBytesA = kBlockM * kRowBytes;
-  static constexpr int kTileBytesB = kBlockN * kRowBytes;
+  static constexpr int kAtomBytesA = kBlockM * kRowBytes;
+  static constexpr int kAtomBytesB = kBlockN * kRowBytes;
+  static constexpr int kTileBytesA = kAtoms * kAtomBytesA;
+  static constexpr int kTileBytesB = kAtoms * kAtomBytesB;
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
-  // Ring, then full[kStages] and empty[kStages] mbarriers; +1024 so the ring can start on a 1024-byte
-  // boundary whatever the dynamic shared-memory base is.
-  static constexpr int kSmemBytes = kStages * kStageBytes + 16 * kStages + 1024;
   static constexpr int kCluster = Config::kClusterM;
   static constexpr int kBoxRowsB = kBlockN / kCluster;  // rows of B each CTA of a cluster loads
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = kConsumers == 1 ? 240 : 232;
   // Scales (section 7).
   static constexpr Scale kScaleA = Config::kScaleA;
   static constexpr Scale kScaleB = Config::kScaleB;
@@ -150,6 +163,20 @@ struct Gemm {
   static constexpr bool kBlockA = kScaleA == Scale::kBlock1x128;    // sa[m, kb] per K tile
   static constexpr bool kBlockB = kScaleB == Scale::kBlock128x128;  // sb[n / 128, kb] per K tile
   static constexpr bool kBlockScaled = kBlockA || kBlockB;
+  // Section 8: the v4 mainloops stage block scales through shared memory (a producer warp copies them
+  // into a slot per stage): two-atom stages, and three consumer warpgroups. Older configs keep the
+  // per-thread global loads of section 7.
+  static constexpr bool kStagedScales = kBlockScaled && (kAtoms == 2 || kConsumers == 3);
+  static constexpr int kScaleAtomWords = kBlockM + 4;  // a: one word per tile row; b: one per warpgroup column
+  static constexpr int kScaleAtomBytes = 4 * kScaleAtomWords;
+  static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : 0;
+  // Ring, then the scale slots, then full[kStages] and empty[kStages] mbarriers; +1024 so the ring can
+  // start on a 1024-byte boundary whatever the dynamic shared-memory base is.
+  static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + 1024;
+  // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
+  // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
+  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : 40;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : 232;
 
   static_assert(Config::kArch == 90, "sm90_gemm needs sm_90a: wgmma and setmaxnreg exist only there");
 #if defined(__CUDA_ARCH__)
@@ -159,12 +186,18 @@ struct Gemm {
                 "operands must be the same 16-bit format, or both FP8 (e4m3/e5m2 in any mix)");
   static_assert(kOut == Format::kBf16 || kOut == Format::kF16 || kOut == Format::kF32,
                 "the output is bf16, f16 or f32");
-  static_assert(kRowBytes == 128,
-                "a K tile is one 128-byte swizzle atom (64 bf16/f16 or 128 FP8 elements): the TMA box's "
-                "inner extent under CU_TENSOR_MAP_SWIZZLE_128B is at most 128 bytes");
+  static_assert(kBlockK % kAtomK == 0 && (kAtoms == 1 || kAtoms == 2),
+                "a stage holds one or two 128-byte swizzle atoms of K (64 bf16/f16 or 128 FP8 elements "
+                "each): the TMA box's inner extent under CU_TENSOR_MAP_SWIZZLE_128B is at most 128 bytes");
+  static_assert(kAtoms == 1 || (kPromote && kMmaM * kAccRegs * 3 <= 192),
+                "two-atom stages alternate two partial sets (section 8): promoted FP8, and accumulators + "
+                "2 partials <= 192 f32 registers (warpgroup tiles of at most 64 x 128)");
   static_assert(Config::kWarpsM % 4 == 0, "consumer warps come in warpgroups of 4 stacked along M");
-  static_assert(kConsumers == 1 || kConsumers == 2,
-                "1 or 2 consumer warpgroups (the register split below is sized for those)");
+  static_assert(kConsumers >= 1 && kConsumers <= 3,
+                "1, 2 or 3 consumer warpgroups (the register split above is sized for those)");
+  static_assert(kConsumers != 3 || (kMmaM * kAccRegs <= 64 && kAtoms == 1),
+                "3 consumer warpgroups have 160 registers each: warpgroup tiles of at most 64 x 128 (64 "
+                "accumulators + 64 promoted partials), one atom per stage");
   static_assert(kBlockM % kWgsM == 0 && kWgTileM % 64 == 0, "each consumer warpgroup owns whole m64 slabs");
   static_assert(kBlockN % kWgsN == 0 && (kWgTileN == 64 || kWgTileN == 128 || kWgTileN == 256),
                 "a consumer warpgroup's N extent is one wgmma N: 64, 128 or 256");
@@ -195,15 +228,16 @@ struct Gemm {
                 "block scales are f32 or E8M0 bytes; tensor and per-row scales are f32");
   static_assert(!kBlockScaled || kPromote,
                 "block scales multiply each K tile's partial sum: they need the promoted path");
-  static_assert(!kBlockScaled || kBlockK == 128,
-                "one K tile is exactly one 128-wide K block of scales (FP8: 128 elements = 128 bytes)");
+  static_assert(!kBlockScaled || kAtomK == 128,
+                "one K tile (atom) is exactly one 128-wide K block of scales (FP8: 128 elements = 128 bytes)");
   static_assert(!kBlockB || (kWgTileN <= 128 && 128 % kWgTileN == 0),
                 "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block");
 
   struct Smem {
-    u32 a;      // A boxes, stage s at a + s * kTileBytesA
-    u32 b;      // B boxes, stage s at b + s * kTileBytesB
-    u32 full;   // mbarrier full[s] at full + 8 * s
+    u32 a;       // A boxes, stage s at a + s * kTileBytesA (atom t of it at + t * kAtomBytesA)
+    u32 b;       // B boxes, stage s at b + s * kTileBytesB (atom t of it at + t * kAtomBytesB)
+    u32 scales;  // staged block scales (section 8), stage s at scales + s * kScaleSlotBytes
+    u32 full;    // mbarrier full[s] at full + 8 * s
     u32 empty;  // mbarrier empty[s] at empty + 8 * s
   };
 
@@ -246,33 +280,134 @@ struct Gemm {
   // tile row or B half lies wholly past M or N) starts at the last row instead. Its rows feed only
   // outputs that are never stored, so any data will do, and no copy depends on how TMA treats a box
   // entirely out of bounds.
+  // Run by thread 0 alone, or with staged block scales (section 8) by its whole warp: lane 0 issues the
+  // TMA copies and every lane copies its share of the stage's scales (stage_scale_copies) and arrives
+  // on full[s].
   static __device__ __forceinline__ void produce(const TmaDesc* tma_a, const TmaDesc* tma_b, const Smem& sm,
-                                                 const Walk& w, int k_tiles, int rows_a, int rows_b) {
-    tma_prefetch_desc(tma_a);
-    tma_prefetch_desc(tma_b);
+                                                 const Walk& w, int k_tiles, const GemmParams& p, int lane) {
+    if (lane == 0) {
+      tma_prefetch_desc(tma_a);
+      tma_prefetch_desc(tma_b);
+    }
+    const bool async = scales_async(p, k_tiles);
     int stage = 0;
     u32 phase = 0;
     for (int ct = w.first; ct < w.count; ct += w.step) {
       const TileCoord tile = tile_of(w, ct);
       const int first_a = tile.m * kBlockM;
       const int first_b = tile.n * kBlockN + w.rank * kBoxRowsB;
-      const int row_a = first_a < rows_a ? first_a : rows_a - 1;
-      const int row_b = first_b < rows_b ? first_b : rows_b - 1;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      const int row_a = first_a < p.m ? first_a : p.m - 1;
+      const int row_b = first_b < p.n ? first_b : p.n - 1;
+      ScaleSrc src{};
+      if constexpr (kStagedScales) src = scale_sources(p, tile, lane);
+      for (int kt = 0; kt < k_tiles; kt += kAtoms) {
         // The consumers (of every CTA of the cluster) are done with this stage.
         mbar_wait(sm.empty + 8 * stage, phase ^ 1);
         const u32 full = sm.full + 8 * stage;
-        mbar_arrive_expect_tx(full, kStageBytes);  // own A + all of B (part of it from the peer)
-        tma_load_2d(sm.a + stage * kTileBytesA, tma_a, kt * kBlockK, row_a, full);
-        if constexpr (kCluster == 1) {
-          tma_load_2d(sm.b + stage * kTileBytesB, tma_b, kt * kBlockK, row_b, full);
-        } else {
-          tma_load_2d_multicast(sm.b + stage * kTileBytesB + w.rank * kBoxRowsB * kRowBytes, tma_b,
-                                kt * kBlockK, row_b, full, u16((1u << kCluster) - 1));
+        if (lane == 0) {
+          // A last stage of two atoms past an odd atom count loads (and expects) its first atom only.
+          const int atoms = (kAtoms == 2 && kt + 1 == k_tiles) ? 1 : kAtoms;
+          // Own A + all of B (part of it from the peer).
+          mbar_arrive_expect_tx(full, u32(atoms * (kAtomBytesA + kAtomBytesB)));
+#pragma unroll
+          for (int t = 0; t < kAtoms; ++t) {
+            if (t < atoms) {
+              const int k0 = (kt + t) * kAtomK;
+              tma_load_2d(sm.a + stage * kTileBytesA + t * kAtomBytesA, tma_a, k0, row_a, full);
+              if constexpr (kCluster == 1) {
+                tma_load_2d(sm.b + stage * kTileBytesB + t * kAtomBytesB, tma_b, k0, row_b, full);
+              } else {
+                tma_load_2d_multicast(sm.b + stage * kTileBytesB + t * kAtomBytesB + w.rank * kBoxRowsB * kRowBytes,
+                                      tma_b, k0, row_b, full, u16((1u << kCluster) - 1));
+              }
+            }
+          }
+        }
+        if constexpr (kStagedScales) {
+          stage_scale_copies(p, sm.scales + stage * kScaleSlotBytes, src, kt, k_tiles, async, lane);
+          if (async) {
+            cp_async_mbar_arrive_noinc(full);
+          } else {
+            mbar_arrive(full);
+          }
         }
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
+        }
+      }
+    }
+  }
+
+  // ---- staged block scales (section 8) ----------------------------------------------------------
+
+  // The scale rows one producer lane copies for a tile: a's tile rows lane, lane + 32, ... (clamped to
+  // M - 1) and, on lanes < kWgsN, b's 128-column block of consumer column `lane` (clamped to N - 1).
+  static constexpr int kScaleRowsPerLane = kBlockM / 32;
+  struct ScaleSrc {
+    int a[kScaleRowsPerLane];
+    int b;
+  };
+
+  static __device__ __forceinline__ ScaleSrc scale_sources(const GemmParams& p, const TileCoord& tile, int lane) {
+    ScaleSrc r;
+#pragma unroll
+    for (int i = 0; i < kScaleRowsPerLane; ++i) {
+      const int row = tile.m * kBlockM + 32 * i + lane;
+      r.a[i] = row < p.m ? row : p.m - 1;
+    }
+    const int col = tile.n * kBlockN + (lane < kWgsN ? lane : 0) * kWgTileN;
+    r.b = (col < p.n ? col : p.n - 1) / 128;
+    return r;
+  }
+
+  // Whether every staged scale can be copied as an aligned 4-byte word with cp.async: f32 always (the
+  // runtime checks 4-byte alignment); E8M0 bytes when the tensor's base, row stride and row length
+  // (k_tiles blocks) are multiples of 4, so the word holding a byte never reaches past the tensor.
+  static __device__ __forceinline__ bool scales_async(const GemmParams& p, int k_tiles) {
+    bool async = true;
+    if constexpr (kBlockA && kScaleTypeA == ScaleType::kUe8m0)
+      async = async && ((reinterpret_cast<u64>(p.a_scale) | u64(p.lds_a) | u64(k_tiles)) & 3) == 0;
+    if constexpr (kBlockB && kScaleTypeB == ScaleType::kUe8m0)
+      async = async && ((reinterpret_cast<u64>(p.b_scale) | u64(p.lds_b) | u64(k_tiles)) & 3) == 0;
+    return async;
+  }
+
+  // Scale element (row, kb) of a 2-D scale tensor (row stride lds elements) into the shared word `dst`.
+  // f32: the word itself. E8M0: the aligned 4-byte word holding the byte (async), or the byte shifted to
+  // its place in that word (sync: ld + st.shared), so the consumers decode both the same way (byte kb % 4).
+  template <ScaleType kType>
+  static __device__ __forceinline__ void copy_scale(u32 dst, const float* base, int row, long long lds, int kb,
+                                                    bool async) {
+    constexpr int kBytes = kType == ScaleType::kF32 ? 4 : 1;
+    const u8* src = reinterpret_cast<const u8*>(base) + (i64(row) * lds + kb) * kBytes;
+    if (async) {
+      cp_async_4(dst, kBytes == 4 ? src : src - (kb & 3));
+    } else if constexpr (kBytes == 4) {
+      sts_u32(dst, ldg_u32(src));
+    } else {
+      sts_u32(dst, ldg_u8(src) << (8 * (kb & 3)));
+    }
+  }
+
+  // A stage's scale slot, per atom t (K block kt + t < k_tiles): word r < kBlockM = a's scale of tile row
+  // r, word kBlockM + j = b's scale of consumer column j. The caller then arrives on full[s] from every
+  // lane (full counts 1 + 32 arrivals): cp.async.mbarrier.arrive.noinc once the lane's copies land, or
+  // a plain arrive (release) after the synchronous stores.
+  static __device__ __forceinline__ void stage_scale_copies(const GemmParams& p, u32 slot, const ScaleSrc& src,
+                                                            int kt, int k_tiles, bool async, int lane) {
+#pragma unroll
+    for (int t = 0; t < kAtoms; ++t) {
+      const int kb = kt + t;
+      if (kb < k_tiles) {
+        const u32 words = slot + t * kScaleAtomBytes;
+        if constexpr (kBlockA) {
+#pragma unroll
+          for (int i = 0; i < kScaleRowsPerLane; ++i)
+            copy_scale<kScaleTypeA>(words + 4 * (32 * i + lane), p.a_scale, src.a[i], p.lds_a, kb, async);
+        }
+        if constexpr (kBlockB) {
+          if (lane < kWgsN) copy_scale<kScaleTypeB>(words + 4 * (kBlockM + lane), p.b_scale, src.b, p.lds_b, kb, async);
         }
       }
     }
@@ -374,6 +509,36 @@ struct Gemm {
     if constexpr (kBlockB) s.b = block_scale<kScaleTypeB>(p.b_scale, r.b, p.lds_b, kb);
   }
 
+  // A staged scale word (section 8) as f32: f32 bits, or byte kb % 4 of an E8M0 word.
+  template <ScaleType kType>
+  static __device__ __forceinline__ float staged_scale(u32 word, int kb) {
+    if constexpr (kType == ScaleType::kF32) {
+      return f32_from_bits(word);
+    } else {
+      return decode_e8m0(word >> (8 * (kb & 3)));
+    }
+  }
+
+  // This thread's block scales of atom t (K block kb) of the stage whose scale slot is at `slot`: the
+  // words of its accumulator rows (rows g, g + 8 of each m64 slab: 8 distinct words per warp, the rest
+  // broadcast) and of its warpgroup column. Read after full[s] completed, before the stage is released.
+  static __device__ __forceinline__ BlockScales staged_block_scales(u32 slot, int t, int kb, int wg_m, int wg_n,
+                                                                    int warp, int lane) {
+    BlockScales s{};
+    const u32 words = slot + t * kScaleAtomBytes;
+    if constexpr (kBlockA) {
+      const int row0 = wg_m * kWgTileM + warp * 16 + (lane >> 2);
+#pragma unroll
+      for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          s.a[mi][h] = staged_scale<kScaleTypeA>(lds_u32(words + 4 * (row0 + mi * 64 + h * 8)), kb);
+      }
+    }
+    if constexpr (kBlockB) s.b = staged_scale<kScaleTypeB>(lds_u32(words + 4 * (kBlockM + wg_n)), kb);
+    return s;
+  }
+
   // acc = fma(part, sa * sb, acc) for block scales (the reference's order: one f32 product of the
   // two scales, one fma.rn); acc += part otherwise. Register i of slab mi is row half (i / 2) % 2.
   static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAccRegs], const float (&part)[kMmaM][kAccRegs],
@@ -402,6 +567,59 @@ struct Gemm {
             }
           }
         }
+      }
+    }
+  }
+
+  // Section 8: one tile's mainloop over stages of two atoms, with two partial sets so that the
+  // promotion of atom 0's partial runs while atom 1's wgmmas are in flight:
+  //   per stage:  issue atom 0 -> p0, atom 1 -> p1 | wait_group 1: atom 0 done -> promote p0
+  //               wait_group 0: atom 1 done -> release the stage, promote p1
+  // (an odd atom count ends with a stage of one atom). Each stage drains its own batches: a batch still
+  // in flight across the loop's back edge while the thread reads another partial makes ptxas 13
+  // serialize every wgmma (C7514, seen 2026-12 with a fully software-pipelined version), so half of the
+  // promotions overlap this warpgroup's own wgmmas and the other half the other warpgroup's, against
+  // none and all of them in the one-atom mainloop. Both atoms' scales are read from the stage's slot
+  // right after full[s].
+  static __device__ __forceinline__ void mainloop_two_atoms(const Smem& sm, float (&acc)[kMmaM][kAccRegs],
+                                                            float (&p0)[kMmaM][kAccRegs], int k_tiles, int& stage,
+                                                            u32& phase, u32 a_off, u32 b_off, int wg_m, int wg_n,
+                                                            int warp, int lane) {
+    float p1[kMmaM][kAccRegs];
+    for (int kt = 0; kt < k_tiles; kt += 2) {
+      mbar_wait(sm.full + 8 * stage, phase);
+      const u32 slot = sm.scales + stage * kScaleSlotBytes;
+      BlockScales s0{};
+      if constexpr (kStagedScales) s0 = staged_block_scales(slot, 0, kt, wg_m, wg_n, warp, lane);
+      const u32 a_base = sm.a + stage * kTileBytesA + a_off;
+      const u32 b_base = sm.b + stage * kTileBytesB + b_off;
+      fence_all(p0);
+      wgmma_fence();
+      mma_tile(p0, a_base, b_base, /*first=*/true);
+      wgmma_commit();
+      if (kt + 1 < k_tiles) {
+        BlockScales s1{};
+        if constexpr (kStagedScales) s1 = staged_block_scales(slot, 1, kt + 1, wg_m, wg_n, warp, lane);
+        fence_all(p1);
+        wgmma_fence();
+        mma_tile(p1, a_base + kAtomBytesA, b_base + kAtomBytesB, /*first=*/true);
+        wgmma_commit();
+        wgmma_wait<1>();
+        fence_all(p0);
+        promote(acc, p0, s0);
+        wgmma_wait<0>();
+        fence_all(p1);
+        release(sm, stage, lane);
+        promote(acc, p1, s1);
+      } else {
+        wgmma_wait<0>();
+        fence_all(p0);
+        release(sm, stage, lane);
+        promote(acc, p0, s0);
+      }
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
       }
     }
   }
@@ -443,7 +661,7 @@ struct Gemm {
     if (w.first < w.count) {
       tile_next = tile_of(w, w.first);
       rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
-      if constexpr (kBlockScaled) {
+      if constexpr (kBlockScaled && !kStagedScales) {
         if (k_tiles > 0) load_block_scales(p, rows_next, 0, bs_next);
       }
     }
@@ -486,11 +704,14 @@ struct Gemm {
       }
 
       int prev_stage = 0;
+      if constexpr (kAtoms == 2) {
+        mainloop_two_atoms(sm, acc, part, k_tiles, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
+      } else {
       for (int kt = 0; kt < k_tiles; ++kt) {
         // This K block's scales arrived during the previous K tile; fetch the next block's now (the
         // next tile's first after the last one), before waiting for the stage.
         BlockScales bs{};
-        if constexpr (kBlockScaled) {
+        if constexpr (kBlockScaled && !kStagedScales) {
           bs = bs_next;
           if (kt + 1 < k_tiles) {
             load_block_scales(p, rows, kt + 1, bs_next);
@@ -499,6 +720,8 @@ struct Gemm {
           }
         }
         mbar_wait(sm.full + 8 * stage, phase);
+        if constexpr (kStagedScales)
+          bs = staged_block_scales(sm.scales + stage * kScaleSlotBytes, 0, kt, wg_m, wg_n, warp, lane);
         const u32 a_base = sm.a + stage * kTileBytesA + a_off;
         const u32 b_base = sm.b + stage * kTileBytesB + b_off;
         if constexpr (kPromote) {
@@ -530,6 +753,7 @@ struct Gemm {
         fence_all(acc);
         if (k_tiles > 0) release(sm, prev_stage, lane);
       }
+      }  // kAtoms == 1
 
       // Epilogue: acc * (row_factor * col_factor). Accumulator register i of slab mi: row 16 * warp + g
       // + 8 * ((i / 2) % 2), column 8 * (i / 4) + 2 * t + (i % 2) of the warpgroup tile
@@ -571,17 +795,18 @@ struct Gemm {
     Smem sm;
     sm.a = (smem_u32(smem) + 1023u) & ~1023u;
     sm.b = sm.a + kStages * kTileBytesA;
-    sm.full = sm.b + kStages * kTileBytesB;
+    sm.scales = sm.b + kStages * kTileBytesB;
+    sm.full = sm.scales + kStages * kScaleSlotBytes;
     sm.empty = sm.full + 8 * kStages;
 
     const int tiles_m = (p.m - 1) / kBlockM + 1;
     const int tiles_n = (p.n - 1) / kBlockN + 1;
-    const int k_tiles = p.k <= 0 ? 0 : (p.k - 1) / kBlockK + 1;
+    const int k_tiles = p.k <= 0 ? 0 : (p.k - 1) / kAtomK + 1;  // atoms of K (block scales: K blocks)
 
     if (threadIdx.x == 0) {
 #pragma unroll 1
       for (int s = 0; s < kStages; ++s) {
-        mbar_init(sm.full + 8 * s, 1);
+        mbar_init(sm.full + 8 * s, kStagedScales ? 1 + 32 : 1);  // TMA thread (+ the scale warp's lanes)
         mbar_init(sm.empty + 8 * s, 4 * kConsumers * kCluster);
       }
       mbar_fence_init();
@@ -597,7 +822,9 @@ struct Gemm {
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       setmaxnreg_dec<kProducerRegs>();
-      if (threadIdx.x == 0) produce(&tma_a, &tma_b, sm, w, k_tiles, p.m, p.n);
+      // Thread 0 issues the TMA copies; with staged block scales (section 8) its whole warp walks along
+      // and copies the scales.
+      if (threadIdx.x == 0 || (kStagedScales && threadIdx.x < 32)) produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
     } else {
       setmaxnreg_inc<kConsumerRegs>();
       consume(p, sm, w, k_tiles, wg - 1);

@@ -30,6 +30,19 @@ __device__ __forceinline__ void cp_async_16(u32 dst, const void* src, u32 src_by
                : "memory");
 }
 
+// 4 bytes from global `src` (4-byte aligned) to shared `dst` (4-byte aligned), through L1 (.ca: the only
+// cache operator sizes below 16 take). The sm90 family stages block scales this way (kernels/sm90_gemm.cuh).
+__device__ __forceinline__ void cp_async_4(u32 dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
+// An arrival on the mbarrier at shared address `bar` once every cp.async this thread issued before it has
+// landed (PTX ISA §9.7.9.25.3.4 "cp.async.mbarrier.arrive"). .noinc: the arrival counts against the
+// barrier's expected arrivals (its init count includes this thread), rather than adding one of its own.
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most kPending of this thread's committed groups are still in flight.

@@ -1,5 +1,5 @@
-// templates/ptx/ld.cuh — plain loads the kernels spell out: read-only global scalars and 16-byte
-// shared-memory vectors.
+// templates/ptx/ld.cuh — plain loads the kernels spell out: read-only global scalars, shared-memory
+// scalars and 16-byte shared-memory vectors.
 //
 // PTX ISA §9.7.9.8 "ld": `ld.global.nc` reads through the non-coherent (texture) path, valid for data
 // that no thread writes while the kernel runs — scales, offsets. The global loads are not volatile so
@@ -28,6 +28,24 @@ __device__ __forceinline__ float ldg_f32(const void* p) {
   float r;
   asm("ld.global.nc.f32 %0, [%1];\n" : "=f"(r) : "l"(p));
   return r;
+}
+
+__device__ __forceinline__ u32 ldg_u32(const void* p) {
+  u32 r;
+  asm("ld.global.nc.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
+  return r;
+}
+
+// Shared-memory scalars by shared-state-space address. volatile: the data is written by other threads
+// (or cp.async) and published through an mbarrier, which the compiler does not see.
+__device__ __forceinline__ u32 lds_u32(u32 smem_addr) {
+  u32 r;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r) : "r"(smem_addr) : "memory");
+  return r;
+}
+
+__device__ __forceinline__ void sts_u32(u32 smem_addr, u32 v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(smem_addr), "r"(v) : "memory");
 }
 
 __device__ __forceinline__ void lds_128(u32 (&r)[4], u32 smem_addr) {

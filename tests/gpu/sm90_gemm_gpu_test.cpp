@@ -65,15 +65,15 @@ KernelSpec spec_of(const std::string& text) {
 }
 
 // A pinned sm90 config: block_m x block_n, stages, consumer warps (warps_m along M, warps_n WGs along N),
-// CTAs per cluster along M.
+// CTAs per cluster along M, rasterization group, 128-byte atoms of K per stage (v4: 2 = block_k 256 FP8).
 struct Pin {
-  int bm, bn, stages, wm, wn, cluster = 1, group = 8;
+  int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1;
 };
 TileConfig pinned(const KernelSpec& s, const Pin& p) {
   TileConfig c;
   c.block_m = p.bm;
   c.block_n = p.bn;
-  c.block_k = 128 / std::max(1, format_bits(s.a.format) / 8);
+  c.block_k = p.atoms * 128 / std::max(1, format_bits(s.a.format) / 8);
   c.stages = p.stages;
   c.warps_m = p.wm;
   c.warps_n = p.wn;
@@ -112,7 +112,15 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {128, 256, 4, 8, 1, 2, 16},
                      // v3 (block scales): two warpgroups of 64 x 128 side by side along N
                      {64, 256, 5, 4, 2},
-                     {64, 256, 5, 4, 2, 2}};
+                     {64, 256, 5, 4, 2, 2},
+                     // v4 (block scales, bench/NOTES.md): 19-20 two-atom stages (bk256, overlapped
+                     // promotion), 21-22 three consumer warpgroups (192 x 128), 23 bk256 in clusters;
+                     // all stage the scales through shared memory.
+                     {128, 128, 3, 8, 1, 1, 8, 2},
+                     {64, 128, 4, 4, 1, 1, 8, 2},
+                     {192, 128, 5, 12, 1},
+                     {192, 128, 5, 12, 1, 2},
+                     {128, 128, 3, 8, 1, 2, 8, 2}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -131,7 +139,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   if (info.param.pin >= 0) {
     const Pin& p = kPins[info.param.pin];
     out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
-           std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "");
+           std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "") +
+           (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "");
   }
   return out;
 }
@@ -204,6 +213,13 @@ const int kBlockPins[] = {1, 4, 6, 8, 9, 12, 13, 17, 18};
 const char* const kBlockPinSpecs[] = {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
                                       "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"};
 
+const int kV4Pins[] = {19, 20, 21, 22, 23};
+struct Shape {
+  int64_t m, n, k;
+};
+const Shape kV4Shapes[] = {{1, 256, 512},     {77, 200, 384},    {513, 1000, 1152},
+                           {1024, 2048, 2048}, {2000, 3000, 768}, {300, 129, 640}};
+
 std::vector<Case> scaled_pinned_cases() {
   std::vector<Case> cases;
   for (const char* s : kBlockPinSpecs) {
@@ -211,6 +227,18 @@ std::vector<Case> scaled_pinned_cases() {
       cases.push_back({s, 513, 1000, 1152, i});  // tails in M and N, 9 K blocks
       cases.push_back({s, 2000, 3000, 768, i});  // more tiles than SMs: the walk wraps (and prefetches across)
       if (kPins[i].cluster > 1) cases.push_back({s, 77, 3000, 768, i});
+    }
+  }
+  // v4 pins: every block pairing x output; M = 1, odd M and N, odd K-block counts (a last bk256 stage of
+  // one atom), a multi-wave shape, and K = 640 (5 K blocks: E8M0 rows not a multiple of 4 bytes take
+  // the synchronous scale copies).
+  for (int i : kV4Pins) {
+    for (const char* p : kBlockPairs) {
+      for (const char* o : {"bf16", "f32"}) {
+        const std::string s = std::string("gemm ") + p + " out=" + o;
+        for (const Shape& sh : kV4Shapes) cases.push_back({s, sh.m, sh.n, sh.k, i});
+        if (kPins[i].cluster > 1) cases.push_back({s, 77, 3000, 768, i});
+      }
     }
   }
   // Per-row scales on the fast (unpromoted) 128 x 256 tile and the promoted 128 x 128 one.
@@ -236,6 +264,23 @@ const TimedShape kTimedScaled[] = {
     {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 12},  // 128 x 128 in clusters of 2
     {"gemm a=e4m3:m b=e4m3:n out=bf16", 7168, -1},
     {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 7168, 1},  // promoted, no scales: the block path's floor
+    // v4 (bench/NOTES.md): every new variant at K = 7168 and 16384, f32 and ue8m0 scales.
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 19},  // 128 x 128, bk256 s3
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, 19},
+    {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 7168, 19},
+    {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 16384, 19},
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 21},  // 192 x 128, 3 consumer WGs
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, 21},
+    {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 7168, 21},
+    {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 16384, 21},
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 22},  // 192 x 128 in clusters of 2
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, 22},
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 23},  // 128 x 128 bk256 in clusters
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, 23},
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 20},  // 64 x 128 bk256 (1 consumer)
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, 20},
+    {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 7168, 19},  // bk256 promoted, no scales
+    {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 16384, 1},  // the one-atom floor at K = 16384
 };
 
 // The timing table: 4096 x 7168 x 7168, default configs and the alternatives worth knowing.

@@ -194,20 +194,78 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
     int compiled = 0;
     for (const TileConfig& cfg : sm90_config_space(s, sm90a())) {
       EXPECT_TRUE(sm90_promotes(s, cfg)) << c.spec << " " << cfg.to_string();
-      const std::string shape = std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + "w" +
-                                std::to_string(cfg.warps_m) + "x" + std::to_string(cfg.warps_n) + "c" +
-                                std::to_string(cfg.cluster_m) + ";";
+      const std::string shape = std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + "k" +
+                                std::to_string(cfg.block_k) + "w" + std::to_string(cfg.warps_m) + "x" +
+                                std::to_string(cfg.warps_n) + "c" + std::to_string(cfg.cluster_m) + ";";
       if (seen.find(shape) != std::string::npos) continue;
       seen += shape;
       const CompileResult r = compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
       std::cout << "[ registers ] " << c.spec << " " << cfg.to_string() << ": " << r.registers << "\n";
-      for (const char* e : {"wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d", "fma.rn.f32", c.scale_load})
+      for (const char* e : {"wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d", "fma.rn.f32"})
         EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec << " " << cfg.to_string();
+      // v4 configs stage the scales through shared memory (the kernel's section 8); E8M0 keeps a
+      // synchronous byte path for rows that are not a multiple of 4 bytes.
+      if (sm90_staged_scales(s, cfg)) {
+        EXPECT_THAT(r.ptx, HasSubstr("cp.async.ca.shared.global")) << cfg.to_string();
+        EXPECT_THAT(r.ptx, HasSubstr("cp.async.mbarrier.arrive.noinc")) << cfg.to_string();
+        EXPECT_THAT(r.ptx, Not(HasSubstr("ld.global.nc.f32"))) << cfg.to_string();
+      } else {
+        EXPECT_THAT(r.ptx, HasSubstr(c.scale_load)) << c.spec << " " << cfg.to_string();
+      }
       ++compiled;
     }
-    // 64x64, 64x128, 128x64, 128x128 (w8x1 and w4x2), 64x256 over 2 warpgroups; each in clusters too.
-    EXPECT_GE(compiled, 10) << c.spec;
+    // 64x64, 64x128, 128x64, 128x128 (w8x1 and w4x2), 64x256 over 2 warpgroups; each in clusters too;
+    // v4: 128x128 and 64x128 with bk256, 192x128 over 3 warpgroups, each in clusters too.
+    EXPECT_GE(compiled, 16) << c.spec;
   }
+}
+
+// ---- v4: two-atom stages and three consumer warpgroups (the kernel's section 8) -------------------
+
+TileConfig v4_config(int bm, int bn, int bk, int stages, int wm, int wn, int cluster = 1) {
+  TileConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = bk;
+  c.stages = stages;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.group_m = 8;
+  c.cluster_m = cluster;
+  return c;
+}
+
+// Every v4 variant the gpu tier pins (tests/gpu/sm90_gemm_gpu_test.cpp, pins 19-23) compiles for every
+// block pairing and output with no spills and no serialized wgmma; prints registers for bench/NOTES.md.
+TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
+  const TileConfig configs[] = {v4_config(128, 128, 256, 3, 8, 1), v4_config(64, 128, 256, 4, 4, 1),
+                                v4_config(192, 128, 128, 5, 12, 1), v4_config(192, 128, 128, 5, 12, 1, 2),
+                                v4_config(128, 128, 256, 3, 8, 1, 2)};
+  const char* const pairs[] = {"a=e4m3:block1x128 b=e4m3:block128x128",
+                               "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0",
+                               "a=e4m3:block1x128 b=e4m3:n", "a=e4m3:tensor b=e4m3:block128x128:ue8m0"};
+  for (const TileConfig& cfg : configs) {
+    for (const char* pair : pairs) {
+      for (const char* out : {"bf16", "f32"}) {
+        const KernelSpec s = spec_of(std::string("gemm ") + pair + " out=" + out);
+        ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
+        EXPECT_TRUE(sm90_staged_scales(s, cfg)) << cfg.to_string();
+        const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
+        const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
+        std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.spill_stores
+                  << " spill stores, " << r.spill_loads << " spill loads, " << r.compile_ms << " ms\n";
+        for (const char* e : {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "cp.async.ca.shared.global",
+                              "cp.async.mbarrier.arrive.noinc", "ld.shared.u32", "fma.rn.f32", "setmaxnreg.inc"})
+          EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
+        // Two-atom stages keep one batch in flight while promoting the other partial.
+        if (cfg.block_k == 256) EXPECT_THAT(r.ptx, HasSubstr("wgmma.wait_group.sync.aligned 1")) << what;
+      }
+    }
+  }
+  // The promoted tensor-scaled path takes bk256 too (no scales to stage).
+  const KernelSpec t = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  EXPECT_FALSE(sm90_staged_scales(t, configs[0]));
+  compile_ok(t, configs[0], "tensor " + configs[0].to_string());
 }
 
 // What `kiln compile --arch sm_90a --emit ptx examples/specs/fp8_block_gemm.kiln` shows: the default

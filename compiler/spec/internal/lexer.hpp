@@ -16,17 +16,20 @@ struct Pos {
 };
 std::string pos_prefix(Pos p);  // "3:14: "
 
-enum class Tok { kWord, kLBracket, kRBracket, kComma, kEquals, kColon, kEnd, kError };
+enum class Tok { kWord, kString, kLBracket, kRBracket, kComma, kEquals, kColon, kEnd, kError };
 
 struct Token {
   Tok kind = Tok::kEnd;
-  std::string_view text;  // the word or punctuation character; empty at kEnd
-  Pos pos;
+  std::string_view text;  // the word, the string's contents (no quotes) or the punctuation; empty at kEnd
+  Pos pos;                // kString: of the opening quote
   std::string error;  // kError only
 };
 
 // Words are runs of [A-Za-z0-9_.+-]: names, integers (also signed, so experts=-1 gets a range
 // message rather than a character error). '#' starts a comment to the end of the line.
+// Strings ("...", the value of epilogue=) run to the next '"' and may span lines; they have no
+// escapes (the epilogue language has no '"' or '\\'), and '#' inside one is text, not a comment.
+// Their bytes are checked by the epilogue parser, which reports positions inside the string.
 class Lexer {
  public:
   explicit Lexer(std::string_view text) : text_(text) { advance(); }
@@ -45,6 +48,7 @@ class Lexer {
   Pos pos_;
   Token next_;
   Pos after_last_;
+  Pos end_;  // position just after the current token (strings may span lines)
 };
 
 // Human-readable form of a token for "got ..." ("'['", "end of input", "word 'abc'").

@@ -28,6 +28,7 @@ enum class Field : uint8_t {
   kFourOverSix,
   kE4m3Bound,
   kNvfp4Global,
+  kEpilogue,
 };
 
 struct FieldRef {
@@ -39,6 +40,10 @@ struct FieldRef {
 struct Violation {
   FieldRef where;
   std::string message;  // without any position prefix
+  // kEpilogue errors of the epilogue language: the 1-based line and column inside the epilogue text
+  // (0 when the error is about the attribute as a whole). The DSL parser adds them to the position
+  // of the quoted text; JSON and validate_spec keep them in the message as "line:col: ".
+  int inner_line = 0, inner_col = 0;
 };
 
 // The first broken rule of spec, in a fixed order (op structure, operands, attributes).

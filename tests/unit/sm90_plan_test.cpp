@@ -1,0 +1,132 @@
+// unit tier: the sm90 planner's v4 config rules (compiler/plan/sm90_plan.cpp; the kernel's section 8):
+// two-atom stages (block_k 256 FP8) and three consumer warpgroups, their shared memory with staged
+// block scales, thread counts, and the block-scaled config space. No CUDA.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/plan/sm90_plan.hpp"
+#include "compiler/spec/spec.hpp"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+Arch sm90a() { return *parse_arch("sm_90a"); }
+
+KernelSpec spec_of(const std::string& text) {
+  auto r = parse_spec(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().to_string();
+  return r.ok() ? *r : KernelSpec{};
+}
+
+TileConfig config(int bm, int bn, int bk, int stages, int wm, int wn, int cluster = 1) {
+  TileConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = bk;
+  c.stages = stages;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.group_m = 8;
+  c.cluster_m = cluster;
+  return c;
+}
+
+const char* const kBlock = "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16";
+
+TEST(Sm90PlanV4Test, TwoAtomStagesAreValidForPromotedFp8) {
+  const KernelSpec block = spec_of(kBlock);
+  const TileConfig c = config(128, 128, 256, 3, 8, 1);
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << sm90_check_config(block, sm90a(), c).to_string();
+  EXPECT_EQ(c.to_string(), "bm128_bn128_bk256_s3_w8x1_g8");
+  EXPECT_TRUE(sm90_staged_scales(block, c));
+  EXPECT_EQ(sm90_threads(c), 384);
+  // 3 stages x (2 atoms x 256 rows x 128 bytes + 2 x (128 + 4) scale words) + barriers + slack.
+  EXPECT_EQ(sm90_smem_bytes(block, c), 3 * (256 * 256 + 2 * 4 * 132) + 16 * 3 + 1024);
+  TileConfig deep = c;
+  deep.stages = 4;
+  EXPECT_EQ(sm90_check_config(block, sm90a(), deep).code(), StatusCode::kResourceExhausted);
+  // Tensor-scaled promoted FP8 takes it too, without staged scales.
+  const KernelSpec tensor = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  EXPECT_TRUE(sm90_check_config(tensor, sm90a(), c).ok());
+  EXPECT_FALSE(sm90_staged_scales(tensor, c));
+  EXPECT_EQ(sm90_smem_bytes(tensor, c), 3 * 256 * 256 + 16 * 3 + 1024);
+}
+
+TEST(Sm90PlanV4Test, TwoAtomStagesRefuseWhatCannotHoldTwoPartials) {
+  // 16-bit operands are not promoted.
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  Status st = sm90_check_config(bf16, sm90a(), config(128, 128, 128, 3, 8, 1));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("two promoted FP8 partials"));
+  // 64 x 256 per warpgroup is not promoted either (and the block scales refuse it first or after).
+  const KernelSpec tensor = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  st = sm90_check_config(tensor, sm90a(), config(128, 256, 256, 2, 8, 1));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("block_k=256"));
+  // Three atoms per stage do not exist.
+  st = sm90_check_config(tensor, sm90a(), config(128, 128, 384, 2, 8, 1));
+  EXPECT_THAT(st.message(), HasSubstr("block_k=384"));
+}
+
+TEST(Sm90PlanV4Test, ThreeConsumerWarpgroupsStackAlongM) {
+  const KernelSpec block = spec_of(kBlock);
+  const TileConfig c = config(192, 128, 128, 5, 12, 1);
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << sm90_check_config(block, sm90a(), c).to_string();
+  EXPECT_EQ(c.to_string(), "bm192_bn128_bk128_s5_w12x1_g8");
+  EXPECT_EQ(sm90_threads(c), 512);
+  EXPECT_TRUE(sm90_staged_scales(block, c));
+  EXPECT_TRUE(sm90_promotes(block, c));
+  EXPECT_EQ(sm90_smem_bytes(block, c), 5 * (320 * 128 + 4 * 196) + 16 * 5 + 1024);
+  TileConfig clustered = c;
+  clustered.cluster_m = 2;
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), clustered).ok());
+  // 160 registers per consumer: no 64 x 256 warpgroup tiles, no two-atom stages.
+  Status st = sm90_check_config(block, sm90a(), config(192, 256, 128, 3, 12, 1));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  st = sm90_check_config(block, sm90a(), config(192, 128, 256, 2, 12, 1));
+  EXPECT_THAT(st.message(), HasSubstr("160 registers"));
+  // Three warpgroups only along M; four are refused.
+  st = sm90_check_config(block, sm90a(), config(256, 128, 128, 4, 16, 1));
+  EXPECT_THAT(st.message(), HasSubstr("warps_m=16"));
+  st = sm90_check_config(block, sm90a(), config(128, 128, 128, 4, 8, 2));
+  EXPECT_THAT(st.message(), HasSubstr("consumer warpgroups"));
+  // The old block-scaled configs keep per-thread global scale loads.
+  EXPECT_FALSE(sm90_staged_scales(block, config(128, 128, 128, 7, 8, 1)));
+  EXPECT_EQ(sm90_smem_bytes(block, config(128, 128, 128, 7, 8, 1)), 7 * 256 * 128 + 16 * 7 + 1024);
+}
+
+TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
+  const KernelSpec block = spec_of(kBlock);
+  bool two_atoms = false, three = false, old_default = false;
+  for (const TileConfig& c : sm90_config_space(block, sm90a())) {
+    EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << c.to_string();
+    if (c.to_string() == "bm128_bn128_bk256_s3_w8x1_g8") two_atoms = true;
+    if (c.to_string() == "bm192_bn128_bk128_s5_w12x1_g8") three = true;
+    if (c.to_string() == "bm128_bn128_bk128_s7_w8x1_g8") old_default = true;
+  }
+  EXPECT_TRUE(two_atoms);
+  EXPECT_TRUE(three);
+  EXPECT_TRUE(old_default);
+  // Measured on the H200 (bench/NOTES.md v4): large f32-scaled block problems default to the two-atom,
+  // clustered 128 x 128; ue8m0 scales and small grids keep the one-atom square.
+  EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).to_string(), "bm128_bn128_bk256_s3_w8x1_g8_c2");
+  EXPECT_EQ(default_config(spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16"), sm90a(),
+                           {4096, 7168, 16384})
+                .to_string(),
+            "bm128_bn128_bk128_s7_w8x1_g8");
+  EXPECT_EQ(default_config(block, sm90a(), {128, 7168, 16384}).to_string(), "bm128_bn128_bk128_s7_w8x1_g8");
+  // Specs without block scales do not get the v4 shapes in their space.
+  for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=bf16 b=bf16 out=bf16"}) {
+    for (const TileConfig& c : sm90_config_space(spec_of(text), sm90a())) {
+      EXPECT_NE(c.warps_m, 12) << text << " " << c.to_string();
+      EXPECT_EQ(c.block_k * (c.block_k == 64 ? 2 : 1), 128) << text << " " << c.to_string();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
