@@ -1,0 +1,210 @@
+"""kiln vs the anchors on every shape of shared/bench/shapes.json, in one process, timed the same way.
+
+Usage (GPU machine, after building; kiln through libkiln.so via KILN_LIBRARY or the repo build dir):
+    python3 bench/bench_shapes.py [--shapes PATH] [--out DIR] [--only dense|moe] [--quick]
+Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
+
+Dense shapes [M, N, K]: kiln bf16, FP8 tensor, FP8 row (m x n), FP8 DeepSeek blocks (K % 128 == 0)
+and bf16 x MXFP4 weights, against anchors.dense_anchors (cuBLAS bf16 / FP8 tensor / row / block) and
+anchors.mxfp4_eager_anchor. MoE layers (one expert GEMM of a routed layer, rows = tokens x topk routed
+by anchors.routing, the same split for kiln): kiln grouped bf16, FP8 row and bf16 x MXFP4, against
+anchors.grouped_anchors (torch _grouped_mm bf16, _scaled_grouped_mm FP8 rowwise, a per-expert loop).
+Every kiln path timed is first checked against a float64 torch reference on the same inputs (relative
+Frobenius error; NaN-poisoned output must be fully written). Timing: anchors.bench_graph for both
+sides (CUDA-graph replay, inputs rotated past L2). Writes results.json and RESULTS.fragment.md
+(date, GPU, command, a table with ms, TFLOP/s, GB/s and the ratio to the named anchor) to --out.
+"""
+import argparse, datetime, json, os, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for d in (os.environ.get("KILN_ANCHORS_DIR"), os.path.join(ROOT, "..", "shared", "bench"),
+          os.path.join(ROOT, ".bench_shared")):
+    if d and os.path.exists(os.path.join(d, "anchors.py")):
+        sys.path.insert(0, d)
+        break
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+import anchors  # noqa: E402
+import kiln  # noqa: E402
+from bench_slice import kiln_dense  # noqa: E402
+
+DEV = "cuda"
+E2M1 = [0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6]
+
+
+def mxfp4_weights(rows, k, gen=None):
+    """Random MXFP4 weights: packed codes [rows, K/2] uint8, E8M0 scales [rows, K/32] uint8, and the
+    exact dequantized values in float64 (for the reference)."""
+    blocks = torch.randint(0, 256, (rows, k // 2), device=DEV, dtype=torch.uint8, generator=gen)
+    scales = torch.randint(120, 130, (rows, k // 32), device=DEV, dtype=torch.uint8, generator=gen)
+    lut = torch.tensor(E2M1, device=DEV, dtype=torch.float64)
+    w = torch.stack([lut[(blocks & 15).long()], lut[(blocks >> 4).long()]], -1).reshape(rows, k // 32, 32)
+    w = (w * torch.pow(2.0, scales.double() - 127).unsqueeze(-1)).reshape(rows, k)
+    return blocks, scales, w
+
+
+def rel_err(out, ref):
+    return ((out.double() - ref).norm() / ref.norm().clamp(min=1e-300)).item()
+
+
+def kiln_mxfp4_dense(rt, M, N, K):
+    spec = "gemm a=bf16 b=mxfp4 out=bf16"
+    plan = rt.plan(spec, n=N, k=K, m_hint=M)
+    n_copies = anchors.copies_for(2 * M * K + N * K // 2)
+    xs = [torch.randn(M, K, device=DEV, dtype=torch.bfloat16) for _ in range(n_copies)]
+    ws = [mxfp4_weights(N, K) for _ in range(n_copies)]
+    outs = [torch.empty(M, N, device=DEV, dtype=torch.bfloat16) for _ in xs]
+    outs[0].fill_(float("nan"))
+    plan.run(xs[0], ws[0][0], out=outs[0], b_scale=ws[0][1])
+    torch.cuda.synchronize()
+    ref = xs[0].double() @ ws[0][2].t()
+    err, unwritten = rel_err(outs[0], ref), int(torch.isnan(outs[0]).sum())
+    calls = [lambda x=x, w=w, o=o: plan.run(x, w[0], out=o, b_scale=w[1]) for x, w, o in zip(xs, ws, outs)]
+    return anchors.bench_graph(calls), err, unwritten, plan.describe()
+
+
+def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
+    """One routed expert GEMM on kiln: rows = T * topk sorted by expert (anchors.routing's split)."""
+    counts, offs = anchors.routing(T, topk, E, seed)
+    rows = T * topk
+    spec = {"bf16": f"grouped_gemm[experts={E},layout=offsets] a=bf16 b=bf16 out=bf16",
+            "fp8_row": f"grouped_gemm[experts={E},layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
+            "mxfp4": f"grouped_gemm[experts={E},layout=offsets] a=bf16 b=mxfp4 out=bf16"}[fmt]
+    plan = rt.plan(spec, n=N, k=K, m_hint=rows)
+    x = torch.randn(rows, K, device=DEV, dtype=torch.bfloat16)
+    a_scale = b_scale = None
+    if fmt == "bf16":
+        w = torch.randn(E, N, K, device=DEV, dtype=torch.bfloat16)
+        a, b, wd = x, w, w.double()
+        xd = x.double()
+    elif fmt == "fp8_row":
+        sx = x.abs().amax(dim=1).float().clamp(min=1e-4) / 448.0
+        w = torch.randn(E, N, K, device=DEV, dtype=torch.bfloat16)
+        sw = w.abs().amax(dim=2).float().clamp(min=1e-4) / 448.0
+        a = (x.float() / sx[:, None]).to(torch.float8_e4m3fn)
+        b = (w.float() / sw[:, :, None]).to(torch.float8_e4m3fn)
+        a_scale, b_scale = sx.contiguous(), sw.reshape(E * N).contiguous()
+        xd = a.double() * sx.double()[:, None]
+        wd = b.double() * sw.double()[:, :, None]
+    else:
+        blocks, scales, wd = mxfp4_weights(E * N, K)
+        a, b, b_scale = x, blocks.reshape(E, N, K // 2), scales.reshape(E, N, K // 32)
+        wd = wd.reshape(E, N, K)
+        xd = x.double()
+    out = torch.full((rows, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    plan.run(a, b, out=out, a_scale=a_scale, b_scale=b_scale, offsets=offs)
+    torch.cuda.synchronize()
+    bounds = [0] + offs.tolist()
+    ref = torch.zeros(rows, N, device=DEV, dtype=torch.float64)
+    for e in range(E):
+        if bounds[e + 1] > bounds[e]:
+            ref[bounds[e]:bounds[e + 1]] = xd[bounds[e]:bounds[e + 1]] @ wd[e].t()
+    err, unwritten = rel_err(out, ref), int(torch.isnan(out).sum())
+    ms = anchors.bench_graph([lambda: plan.run(a, b, out=out, a_scale=a_scale, b_scale=b_scale, offsets=offs)])
+    active = int((counts > 0).sum())
+    wbits = {"bf16": 16, "fp8_row": 8, "mxfp4": 4}[fmt]
+    weight_bytes = active * N * K * wbits / 8
+    return ms, err, unwritten, plan.describe(), weight_bytes
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default=None, help="shapes.json (default: the one next to anchors.py)")
+    ap.add_argument("--out", default=HERE)
+    ap.add_argument("--only", choices=["dense", "moe"], default=None)
+    ap.add_argument("--quick", action="store_true", help="the first 4 dense shapes and 1 MoE layer only")
+    args = ap.parse_args()
+    path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
+    shapes = json.load(open(path))
+    rt = kiln.Runtime()
+    gpu = torch.cuda.get_device_name()
+    rows, results = [], []
+
+    def add(shape, name, ms, flop, nbytes, err, unwritten, desc, anchor_key, anchor_ms):
+        r = {"shape": shape, "name": name, "ms": ms, "tflops": flop / ms / 1e9, "gbps": nbytes / ms / 1e6,
+             "rel_err": err, "unwritten": unwritten, "plan": desc, "anchor": anchor_key, "anchor_ms": anchor_ms}
+        results.append(r)
+        rows.append(r)
+
+    dense = [] if args.only == "moe" else shapes["dense"][: 4 if args.quick else None]
+    for M, N, K in dense:
+        flop = 2.0 * M * N * K
+        anc = anchors.dense_anchors(M, N, K)
+        anc.update(anchors.mxfp4_eager_anchor(M, N, K))
+        results.append({"shape": [M, N, K], "anchors": anc})
+        for name, spec, fmt, anchor_key, ab, bb in (
+                ("bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16", "bf16", 2, 2),
+                ("e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3", "fp8_tensor", 1, 1),
+                ("e4m3 row", "gemm a=e4m3:m b=e4m3:n out=bf16", "fp8_row", "fp8_row", 1, 1),
+                ("e4m3 block", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "fp8_block", "fp8_block", 1, 1)):
+            if fmt == "fp8_block" and K % 128:
+                continue
+            try:
+                ms, err, unwritten, desc = kiln_dense(rt, spec, M, N, K, fmt)
+            except Exception as e:  # report, do not hide
+                results.append({"shape": [M, N, K], "name": name, "error": str(e)[:300]})
+                continue
+            add([M, N, K], f"kiln {name} [{desc.get('family', '?')}]", ms, flop, M * K * ab + N * K * bb + M * N * 2,
+                err, unwritten, desc, anchor_key, anc.get(anchor_key))
+        try:
+            ms, err, unwritten, desc = kiln_mxfp4_dense(rt, M, N, K)
+            add([M, N, K], f"kiln bf16 x mxfp4 [{desc.get('family', '?')}]", ms, flop,
+                M * K * 2 + N * K // 2 + N * K // 32 + M * N * 2, err, unwritten, desc, "mxfp4_eager",
+                anc.get("mxfp4_eager"))
+        except Exception as e:
+            results.append({"shape": [M, N, K], "name": "bf16 x mxfp4", "error": str(e)[:300]})
+        for key, val in anc.items():
+            if isinstance(val, float):
+                rows.append({"shape": [M, N, K], "name": "anchor " + key, "ms": val, "tflops": flop / val / 1e9})
+
+    moe = [] if args.only == "dense" else shapes["moe"][: 1 if args.quick else None]
+    for layer in moe:
+        E, topk, N, K = layer["experts"], layer["topk"], layer["n"], layer["k"]
+        for T in layer["tokens"]:
+            shape = [f"{layer['name']} T={T}", T * topk, N, K]
+            flop = 2.0 * T * topk * N * K
+            anc = anchors.grouped_anchors(T, topk, E, N, K)
+            results.append({"shape": shape, "anchors": anc})
+            for fmt, anchor_key in (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("mxfp4", "bf16_grouped")):
+                try:
+                    ms, err, unwritten, desc, wbytes = kiln_grouped(rt, fmt, T, topk, E, N, K)
+                except Exception as e:
+                    results.append({"shape": shape, "name": fmt, "error": str(e)[:300]})
+                    continue
+                # GB/s here: the active experts' weight bytes (the decode floor), per BENCHMARKS.md.
+                add(shape, f"kiln grouped {fmt} [{desc.get('family', '?')}]", ms, flop, wbytes, err, unwritten, desc,
+                    anchor_key, anc.get(anchor_key))
+            for key in ("bf16_grouped", "fp8_row_grouped", "bf16_loop"):
+                if isinstance(anc.get(key), float):
+                    rows.append({"shape": shape, "name": "anchor " + key, "ms": anc[key], "tflops": flop / anc[key] / 1e9})
+
+    os.makedirs(args.out, exist_ok=True)
+    meta = {"date": datetime.date.today().isoformat(), "gpu": gpu, "torch": torch.__version__,
+            "command": "python3 " + " ".join(sys.argv), "shapes": path}
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+    fmt = lambda v, p=3: "" if v is None else (f"{v:.{p}g}" if isinstance(v, float) else str(v))
+    lines = [f"Run {meta['date']} on {gpu} (torch {meta['torch']}): `{meta['command']}`", "",
+             "| shape | path | ms | TFLOP/s | GB/s | rel err | anchor | anchor ms | kiln / anchor |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = r["anchor_ms"] / r["ms"] if r.get("anchor_ms") else None
+        shape = r["shape"] if isinstance(r["shape"][0], str) else "x".join(map(str, r["shape"]))
+        if isinstance(shape, list):
+            shape = f"{shape[0]} ({shape[1]}x{shape[2]}x{shape[3]})"
+        lines.append(f"| {shape} | {r['name']} | {r['ms']:.4f} | {r['tflops']:.1f} | {fmt(r.get('gbps'), 4)} | "
+                     f"{fmt(r.get('rel_err'))} | {fmt(r.get('anchor'))} | {fmt(r.get('anchor_ms'))} | {fmt(ratio)} |")
+    errors = [r for r in results if "error" in r]
+    if errors:
+        lines += ["", "Errors (kiln paths that did not run):"] + [f"- {e['shape']} {e['name']}: {e['error']}" for e in errors]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "RESULTS.fragment.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
