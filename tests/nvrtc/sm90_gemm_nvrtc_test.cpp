@@ -274,14 +274,17 @@ TEST(Sm90BlockScaleNvrtcTest, DefaultBlockConfigUsesWgmmaTmaAndPromotes) {
   for (const char* out : {"bf16", "f16", "f32"}) {
     const KernelSpec s = spec_of(std::string("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=") + out);
     const TileConfig cfg = default_config(s, sm90a(), {4096, 7168, 7168});
-    EXPECT_EQ(cfg.to_string(), "bm128_bn128_bk128_s7_w8x1_g8");
+    // The v4 default (bench/NOTES.md v4): two 128-K atoms per stage, staged scales, clusters of 2.
+    EXPECT_EQ(cfg.to_string(), "bm128_bn128_bk256_s3_w8x1_g8_c2");
     const CompileResult r = compile_ok(s, cfg, std::string("block out=") + out + " " + cfg.to_string(),
                                        /*want_ptx=*/true);
     std::cout << "[ registers ] block out=" << out << " " << cfg.to_string() << ": " << r.registers
               << " registers, " << r.spill_stores << " spill stores, " << r.spill_loads << " spill loads, "
               << r.compile_ms << " ms\n";
     for (const char* e : {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "cp.async.bulk.tensor.2d",
-                          "mbarrier.try_wait.parity", "setmaxnreg.inc", "fma.rn.f32", "ld.global.nc.f32"}) {
+                          "mbarrier.try_wait.parity", "setmaxnreg.inc", "fma.rn.f32",
+                          // the producer warp stages the scales: 4-byte cp.async arriving on the stage barrier
+                          "cp.async.ca.shared.global", "cp.async.mbarrier.arrive.noinc"}) {
       EXPECT_THAT(r.ptx, HasSubstr(e)) << out;
     }
     EXPECT_THAT(r.ptx, Not(HasSubstr("mma.sync"))) << out;
@@ -294,8 +297,11 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   EXPECT_TRUE(sm90_block_scaled(block));
   EXPECT_TRUE(sm90_block_scaled(spec_of("gemm a=e4m3:tensor b=e4m3:block128x128 out=f32")));
   EXPECT_FALSE(sm90_block_scaled(row));
-  // Defaults: promoted 128 x 128 over two consumer warpgroups for large problems; 64-row tiles for small M.
-  const TileConfig big = default_config(block, sm90a(), {4096, 7168, 7168});
+  // Defaults: promoted 128 x 128 over two consumer warpgroups for large problems (the one-atom v3 tile
+  // with ue8m0 scales or a grid under two waves; v4's two-atom clustered tile otherwise); 64-row tiles for
+  // small M.
+  const TileConfig big = default_config(block, sm90a(), {300, 7168, 7168});
+  EXPECT_EQ(big.to_string(), "bm128_bn128_bk128_s7_w8x1_g8");
   EXPECT_EQ(big.block_m, 128);
   EXPECT_EQ(big.block_n, 128);
   EXPECT_EQ(big.warps_m, 8);
