@@ -104,15 +104,6 @@ bool sm80_promotes(const KernelSpec& spec) {
          spec.a.format == Format::kMxfp8 || spec.b.format == Format::kMxfp8;
 }
 
-bool sm80_only(const KernelSpec& spec) {
-  auto plain = [](const OperandSpec& o) {
-    return o.scale == ScaleGranularity::kNone ||
-           (format_is_fp8(o.format) && o.scale == ScaleGranularity::kTensor && o.scale_type == ScaleType::kF32);
-  };
-  const bool same_kind = (is16(spec.a.format) && is16(spec.b.format)) ||
-                         (format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format));
-  return spec.op != Op::kGemm || !plain(spec.a) || !plain(spec.b) || !same_kind;
-}
 
 int sm80_row_bytes_a(const KernelSpec& spec, const TileConfig& cfg) {
   return static_cast<int>(format_span_bytes(spec.a.format, cfg.block_k));

@@ -35,9 +35,6 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec);
 // Whether some scale of spec changes along K and is promoted into the accumulator per K block
 // (FP8 block1x128 / block128x128, MXFP8): kernels/sm80_promotion.cuh.
 bool sm80_promotes(const KernelSpec& spec);
-// Whether spec uses anything beyond dense per-tensor scaling of two same-kind operands: the pairings
-// only the portable family implements (the sm90 hook of select_family is consulted for the others).
-bool sm80_only(const KernelSpec& spec);
 // Bytes of one K-tile row in shared memory, per operand.
 int sm80_row_bytes_a(const KernelSpec& spec, const TileConfig& cfg);
 int sm80_row_bytes_b(const KernelSpec& spec, const TileConfig& cfg);

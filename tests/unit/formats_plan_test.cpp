@@ -80,8 +80,6 @@ TEST(FormatsPlanTest, MainloopPerPairing) {
   EXPECT_TRUE(sm80_promotes(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16")));
   EXPECT_FALSE(sm80_promotes(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16")));
   EXPECT_FALSE(sm80_promotes(spec_of("gemm a=bf16 b=mxfp4 out=bf16")));
-  EXPECT_FALSE(sm80_only(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16")));
-  EXPECT_TRUE(sm80_only(spec_of("gemm a=e4m3:m b=e4m3:tensor out=bf16")));
 }
 
 std::string unsupported(std::string_view text) {
