@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -158,6 +159,32 @@ TEST(PruneTest, DropsTilesThatAreMostlyPadding) {
   EXPECT_GT(s.dropped_by_rule["padding"], 0);
   for (const PrunedCandidate& c : s.kept) {
     if (!c.is_default) EXPECT_EQ(c.config.block_m, 16) << c.config.to_string();
+  }
+}
+
+// The model cannot tell a tile's ring depth, raster group or cluster apart: among estimates in one 1%
+// bin the deepest ring, group 8 and no cluster come first, so a small cap covers tile shapes instead of
+// the alphabetically first (shallowest) variants of one shape.
+TEST(PruneTest, TiedSm90VariantsRankDeepestRingGroup8NoClusterFirst) {
+  const Arch arch = arch_of("sm_90a");
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  PruneOptions o;
+  o.max_candidates = 0;
+  PrunedSpace all = prune_space(bf16, gpu_model(arch, 132), {4096, 7168, 2048}, o);
+  ASSERT_GT(all.kept.size(), 8u);
+  std::map<std::string, int> deepest;
+  auto shape = [](const TileConfig& t) {
+    return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "w" + std::to_string(t.warps_m) + "x" +
+           std::to_string(t.warps_n);
+  };
+  for (const PrunedCandidate& c : all.kept) deepest[shape(c.config)] = std::max(deepest[shape(c.config)], c.config.stages);
+  // The first candidate of every tile shape is its deepest ring, group 8, no cluster.
+  std::set<std::string> seen;
+  for (const PrunedCandidate& c : all.kept) {
+    if (!seen.insert(shape(c.config)).second || c.is_default) continue;
+    EXPECT_EQ(c.config.stages, deepest[shape(c.config)]) << c.config.to_string();
+    EXPECT_EQ(c.config.group_m, 8) << c.config.to_string();
+    EXPECT_EQ(c.config.cluster_m, 1) << c.config.to_string();
   }
 }
 
