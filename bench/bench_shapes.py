@@ -17,19 +17,9 @@ sides (CUDA-graph replay, inputs rotated past L2). Writes results.json and RESUL
 import argparse, datetime, json, os, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for d in (os.environ.get("KILN_ANCHORS_DIR"), os.path.join(ROOT, "..", "shared", "bench"),
-          os.path.join(ROOT, ".bench_shared")):
-    if d and os.path.exists(os.path.join(d, "anchors.py")):
-        sys.path.insert(0, d)
-        break
-sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)
-
-import torch  # noqa: E402
-import anchors  # noqa: E402
-import kiln  # noqa: E402
-from bench_slice import kiln_dense  # noqa: E402
+# bench_slice finds anchors.py and kiln's Python package (its search order) when it is imported.
+from bench_slice import anchors, kiln, kiln_dense, torch  # noqa: E402
 
 DEV = "cuda"
 E2M1 = [0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6]

@@ -27,10 +27,11 @@ Status quantize_launch(const Driver& d, const LoadedKernel& k, const KernelSpec&
     p.phase = phase;
     const LaunchShape ls = quantize_launch_shape(spec, sizes, phase);
     void* args[] = {&p};
-    KILN_RETURN_IF_ERROR(d.check(d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, ls.grid_y,
-                                                  ls.grid_z, ls.block_x, 1, 1, ls.dynamic_smem, stream, args,
-                                                  nullptr),
-                                 ("cuLaunchKernel(quantize phase " + std::to_string(phase) + ")").c_str()));
+    const CUresult r = d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, ls.grid_y, ls.grid_z,
+                                        ls.block_x, 1, 1, ls.dynamic_smem, stream, args, nullptr);
+    // The message is built on failure only (this is the dispatch path).
+    if (r != CUDA_SUCCESS)
+      return d.check(r, ("cuLaunchKernel(quantize phase " + std::to_string(phase) + ")").c_str());
   }
   return Status::Ok();
 }

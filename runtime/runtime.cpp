@@ -362,10 +362,9 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
     a = da.ok() ? *da : Arch{9, 0, true};
   }
   KILN_ASSIGN_OR_RETURN(KernelFamily fam, select_family(spec, a));
-  ProblemSizes check = sizes;
-  // Quantize specs keep M = 0 ("any"): their M rules (transpose=true) are checked per call.
-  if (check.m <= 0 && spec.op != Op::kQuantize) check.m = 1;
-  KILN_RETURN_IF_ERROR(can_implement(spec, a, check));
+  // sizes.m is a hint (0: any M); every family's can_implement takes M = 0, and rules on M (e.g.
+  // quantize transpose=true) are checked again per call.
+  KILN_RETURN_IF_ERROR(can_implement(spec, a, sizes));
   auto impl = std::make_shared<PlanImpl>();
   impl->rt = impl_;
   impl->spec = spec;

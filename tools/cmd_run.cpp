@@ -67,9 +67,39 @@ int run_without_gpu(const RunArgs& args, Runtime& rt, const KernelSpec& spec, co
   return kExitNoGpu;
 }
 
+// What a run found, however it was checked: printed the same way for GEMMs and quantizers.
+struct RunOutcome {
+  uint64_t seed = 0;
+  bool checked = false, passed = false;
+  std::string check_line;  // the "check" row
+  std::string check_json;  // the report's JSON
+  std::string time_line;   // the "time" row
+};
+
+int finish_run(const RunArgs& args, const Plan& plan, const CompileReport& report, const RunOutcome& o) {
+  if (args.json) {
+    nlohmann::json j;
+    j["gpu"] = true;
+    j["plan"] = parse_json_or_string(plan.describe_json());
+    j["compile"] = compile_report_json(report);
+    j["check"] = parse_json_or_string(o.check_json);
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    std::string out = fmt::format("kiln run\n{}", format_compile_report(report));
+    out += fmt::format("  {:<10} {}\n", "seed", o.seed);
+    out += fmt::format("  {:<10} {}\n", "check", o.check_line);
+    out += fmt::format("  {:<10} {}\n", "time", o.time_line);
+    fmt::print("{}", out);
+  }
+  if (o.checked && !o.passed) {
+    fmt::print(stderr, "kiln run: check FAILED (seed {}): {}\n", o.seed, o.check_line);
+    return kExitError;
+  }
+  return kExitOk;
+}
+
 // Quantize specs: every code and scale compared bitwise with the CPU reference; GB/s moved.
 int run_quantize(const RunArgs& args, Runtime& runtime, const Plan& plan, const CompileReport& report) {
-  constexpr const char* kCmd = "run";
   QuantizeCheckOptions opts;
   opts.m = args.m;
   opts.seed = args.seed;
@@ -78,34 +108,22 @@ int run_quantize(const RunArgs& args, Runtime& runtime, const Plan& plan, const 
   opts.warmup = args.warmup;
   opts.repeats = args.repeats;
   StatusOr<QuantizeCheckReport> result = run_quantize_check(runtime, plan, opts);
-  if (!result.ok()) return report_error(kCmd, result.status());
+  if (!result.ok()) return report_error("run", result.status());
   const QuantizeCheckReport& r = *result;
-  const std::string line =
+  RunOutcome o;
+  o.seed = r.seed;
+  o.checked = r.checked;
+  o.passed = r.passed;
+  o.check_line =
       !r.checked ? std::string("not checked (pass --check to compare with the reference, bitwise)")
                  : fmt::format("{}: {} of {} code bytes and {} of {} scales differ from the reference{}{}",
                                r.passed ? "PASSED" : "FAILED", r.code_mismatches, r.codes, r.scale_mismatches,
                                r.scales, r.global_mismatch ? "; the global scale differs" : "",
                                r.first_mismatch.empty() ? "" : " (first: " + r.first_mismatch + ")");
-  if (args.json) {
-    nlohmann::json j;
-    j["gpu"] = true;
-    j["plan"] = parse_json_or_string(plan.describe_json());
-    j["compile"] = compile_report_json(report);
-    j["check"] = parse_json_or_string(r.to_json());
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    std::string out = fmt::format("kiln run\n{}", format_compile_report(report));
-    out += fmt::format("  {:<10} {}\n", "seed", r.seed);
-    out += fmt::format("  {:<10} {}\n", "check", line);
-    out += fmt::format("  {:<10} median {:.4f} ms over {} runs: {:.1f} GB/s (X read, codes and scales written)\n",
-                       "time", r.median_ms, args.repeats, r.gbps);
-    fmt::print("{}", out);
-  }
-  if (r.checked && !r.passed) {
-    fmt::print(stderr, "kiln run: check FAILED (seed {}): {}\n", r.seed, line);
-    return kExitError;
-  }
-  return kExitOk;
+  o.check_json = r.to_json();
+  o.time_line = fmt::format("median {:.4f} ms over {} runs: {:.1f} GB/s (X read, codes and scales written)",
+                            r.median_ms, args.repeats, r.gbps);
+  return finish_run(args, plan, report, o);
 }
 
 int run_run(const RunArgs& args, const GlobalOptions& global) {
@@ -158,27 +176,15 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
   StatusOr<CheckReport> result = run_check(runtime, *plan, opts);
   if (!result.ok()) return report_error(kCmd, result.status());
   const CheckReport& r = *result;
-
-  if (args.json) {
-    nlohmann::json j;
-    j["gpu"] = true;
-    j["plan"] = parse_json_or_string(plan->describe_json());
-    j["compile"] = compile_report_json(*report);
-    j["check"] = parse_json_or_string(r.to_json());
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    std::string out = fmt::format("kiln run\n{}", format_compile_report(*report));
-    out += fmt::format("  {:<10} {}\n", "seed", r.seed);
-    out += fmt::format("  {:<10} {}\n", "check", check_line(r));
-    out += fmt::format("  {:<10} median {:.4f} ms over {} runs: {:.1f} TFLOP/s, {:.1f} GB/s\n", "time",
-                       r.median_ms, args.repeats, r.tflops, r.gbps);
-    fmt::print("{}", out);
-  }
-  if (r.checked && !r.passed) {
-    fmt::print(stderr, "kiln run: check FAILED (seed {}): {}\n", r.seed, check_line(r));
-    return kExitError;
-  }
-  return kExitOk;
+  RunOutcome o;
+  o.seed = r.seed;
+  o.checked = r.checked;
+  o.passed = r.passed;
+  o.check_line = check_line(r);
+  o.check_json = r.to_json();
+  o.time_line = fmt::format("median {:.4f} ms over {} runs: {:.1f} TFLOP/s, {:.1f} GB/s", r.median_ms, args.repeats,
+                            r.tflops, r.gbps);
+  return finish_run(args, *plan, *report, o);
 }
 
 }  // namespace

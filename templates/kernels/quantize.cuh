@@ -29,6 +29,8 @@
 #include "common/encode.cuh"
 #include "common/quantize_params.cuh"
 #include "common/types.cuh"
+#include "ptx/ld.cuh"
+#include "ptx/warp.cuh"
 
 namespace kiln_dev {
 
@@ -37,31 +39,6 @@ enum class QuantMode : int { kTensor, kRow, kBlockK, kBlock2d, kTransposed };
 constexpr int kQuantThreads = 256;
 constexpr int kTransposeCols = 64;
 
-// ---- memory helpers ----
-__device__ __forceinline__ void ldg_v4(u32 (&r)[4], const void* p) {
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "l"(p));
-}
-__device__ __forceinline__ void stg_u32(void* p, u32 v) { asm volatile("st.global.u32 [%0], %1;\n" ::"l"(p), "r"(v)); }
-__device__ __forceinline__ void stg_v2(void* p, u32 a, u32 b) {
-  asm volatile("st.global.v2.u32 [%0], {%1, %2};\n" ::"l"(p), "r"(a), "r"(b));
-}
-__device__ __forceinline__ void stg_u8(void* p, u32 v) { asm volatile("st.global.u8 [%0], %1;\n" ::"l"(p), "r"(v)); }
-__device__ __forceinline__ void stg_f32(void* p, float v) { asm volatile("st.global.f32 [%0], %1;\n" ::"l"(p), "f"(v)); }
-__device__ __forceinline__ u32 ldg_u32_volatile(const void* p) {
-  u32 r;  // the amax slot is written by an earlier launch: a plain (coherent) load
-  asm volatile("ld.global.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
-  return r;
-}
-__device__ __forceinline__ void atomic_max_u32(void* p, u32 v) {
-  asm volatile("red.global.max.u32 [%0], %1;\n" ::"l"(p), "r"(v));
-}
-__device__ __forceinline__ u32 shfl_xor_u32(u32 v, int mask) {
-  u32 r;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, 0xffffffff;\n" : "=r"(r) : "r"(v), "r"(mask));
-  return r;
-}
 // Max over groups of kLanes consecutive lanes (kLanes a power of two <= 32); every lane gets it.
 template <int kLanes>
 __device__ __forceinline__ u32 group_max(u32 v) {
@@ -298,7 +275,7 @@ __device__ void quantize_amax(const QuantizeParams& p) {
     a = b > a ? b : a;
   }
   a = group_max<32>(a);
-  if (lane == 0 && a != 0) atomic_max_u32(amax_slot<C>(p), a);
+  if (lane == 0 && a != 0) red_max_u32(amax_slot<C>(p), a);
 }
 
 // kBlockK and kTensor: the flat chunk walk.
@@ -312,7 +289,7 @@ __device__ void quantize_blocks_k(const QuantizeParams& p) {
   const int lane = threadIdx.x & 31;
   float amax_t = 0.0f;
   if constexpr (C::kMode == QuantMode::kTensor || C::kOut == Format::kNvfp4)
-    amax_t = f32_from_bits(ldg_u32_volatile(amax_slot<C>(p)));
+    amax_t = f32_from_bits(ld_u32_coherent(amax_slot<C>(p)));
   const long long stride = (long long)gridDim.x * kQuantThreads;
   // Warp-uniform trip count: every lane reaches every shuffle.
   for (long long base = (long long)blockIdx.x * kQuantThreads + (threadIdx.x & ~31); base < total; base += stride) {
@@ -425,7 +402,7 @@ __device__ void quantize_transposed(const QuantizeParams& p) {
   }
   __syncthreads();
   float amax_t = 0.0f;
-  if constexpr (C::kOut == Format::kNvfp4) amax_t = f32_from_bits(ldg_u32_volatile(amax_slot<C>(p)));
+  if constexpr (C::kOut == Format::kNvfp4) amax_t = f32_from_bits(ld_u32_coherent(amax_slot<C>(p)));
   // Items (column, lane-of-block) in column-major order; the trip count is warp-uniform.
   for (int i = threadIdx.x; i < kCols * kLanes; i += kQuantThreads) {
     const int col = i / kLanes, sub = i % kLanes;

@@ -1,5 +1,5 @@
-// templates/ptx/ld.cuh — plain loads the kernels spell out: read-only global scalars, shared-memory
-// scalars and 16-byte shared-memory vectors.
+// templates/ptx/ld.cuh — plain loads and stores the kernels spell out: read-only global scalars and
+// 16-byte vectors, shared-memory scalars and 16-byte vectors, global stores and a global max reduction.
 //
 // PTX ISA §9.7.9.8 "ld": `ld.global.nc` reads through the non-coherent (texture) path, valid for data
 // that no thread writes while the kernel runs — scales, offsets. The global loads are not volatile so
@@ -34,6 +34,33 @@ __device__ __forceinline__ u32 ldg_u32(const void* p) {
   u32 r;
   asm("ld.global.nc.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
   return r;
+}
+
+// 16 bytes of read-only global memory (16-byte aligned address).
+__device__ __forceinline__ void ldg_v4(u32 (&r)[4], const void* p) {
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "l"(p));
+}
+
+// A coherent (not .nc) global load, for a value an earlier launch on the stream wrote.
+__device__ __forceinline__ u32 ld_u32_coherent(const void* p) {
+  u32 r;
+  asm volatile("ld.global.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
+  return r;
+}
+
+// Global stores of 1, 4 and 8 bytes (the address aligned to the size) and of an f32.
+__device__ __forceinline__ void stg_u8(void* p, u32 v) { asm volatile("st.global.u8 [%0], %1;\n" ::"l"(p), "r"(v)); }
+__device__ __forceinline__ void stg_u32(void* p, u32 v) { asm volatile("st.global.u32 [%0], %1;\n" ::"l"(p), "r"(v)); }
+__device__ __forceinline__ void stg_v2(void* p, u32 a, u32 b) {
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};\n" ::"l"(p), "r"(a), "r"(b));
+}
+__device__ __forceinline__ void stg_f32(void* p, float v) { asm volatile("st.global.f32 [%0], %1;\n" ::"l"(p), "f"(v)); }
+
+// *p = max(*p, v) as unsigned integers, atomically, without a result (PTX ISA "red").
+__device__ __forceinline__ void red_max_u32(void* p, u32 v) {
+  asm volatile("red.global.max.u32 [%0], %1;\n" ::"l"(p), "r"(v));
 }
 
 // Shared-memory scalars by shared-state-space address. volatile: the data is written by other threads

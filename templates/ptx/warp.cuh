@@ -52,4 +52,11 @@ __device__ __forceinline__ int shfl_idx(int v, int src_lane) {
   return r;
 }
 
+// v of lane (this lane ^ mask): the butterfly exchange of a reduction.
+__device__ __forceinline__ u32 shfl_xor_u32(u32 v, int mask) {
+  u32 r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, 0xffffffff;\n" : "=r"(r) : "r"(v), "r"(mask));
+  return r;
+}
+
 }  // namespace kiln_dev
