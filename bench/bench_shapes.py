@@ -14,12 +14,14 @@ Frobenius error; NaN-poisoned output must be fully written). Timing: anchors.ben
 sides (CUDA-graph replay, inputs rotated past L2). Writes results.json and RESULTS.fragment.md
 (date, GPU, command, a table with ms, TFLOP/s, GB/s and the ratio to the named anchor) to --out.
 """
-import argparse, datetime, json, os, sys
+import argparse, datetime, json, os, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # bench_slice finds anchors.py and kiln's Python package (its search order) when it is imported.
 from bench_slice import anchors, kiln, kiln_dense, torch  # noqa: E402
+from plan_list import DENSE_SPECS, GROUPED_FMTS, MXFP4_DENSE_SPEC, compile_all, dense_shapes, grouped_spec, \
+    moe_layers, plans  # noqa: E402
 
 DEV = "cuda"
 E2M1 = [0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6]
@@ -41,8 +43,7 @@ def rel_err(out, ref):
 
 
 def kiln_mxfp4_dense(rt, M, N, K):
-    spec = "gemm a=bf16 b=mxfp4 out=bf16"
-    plan = rt.plan(spec, n=N, k=K, m_hint=M)
+    plan = rt.plan(MXFP4_DENSE_SPEC, n=N, k=K, m_hint=M)
     n_copies = anchors.copies_for(2 * M * K + N * K // 2)
     xs = [torch.randn(M, K, device=DEV, dtype=torch.bfloat16) for _ in range(n_copies)]
     ws = [mxfp4_weights(N, K) for _ in range(n_copies)]
@@ -60,10 +61,7 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
     """One routed expert GEMM on kiln: rows = T * topk sorted by expert (anchors.routing's split)."""
     counts, offs = anchors.routing(T, topk, E, seed)
     rows = T * topk
-    spec = {"bf16": f"grouped_gemm[experts={E},layout=offsets] a=bf16 b=bf16 out=bf16",
-            "fp8_row": f"grouped_gemm[experts={E},layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
-            "mxfp4": f"grouped_gemm[experts={E},layout=offsets] a=bf16 b=mxfp4 out=bf16"}[fmt]
-    plan = rt.plan(spec, n=N, k=K, m_hint=rows)
+    plan = rt.plan(grouped_spec(fmt, E), n=N, k=K, m_hint=rows)
     x = torch.randn(rows, K, device=DEV, dtype=torch.bfloat16)
     a_scale = b_scale = None
     if fmt == "bf16":
@@ -106,12 +104,19 @@ def main():
     ap.add_argument("--out", default=HERE)
     ap.add_argument("--only", choices=["dense", "moe"], default=None)
     ap.add_argument("--quick", action="store_true", help="the first 4 dense shapes and 1 MoE layer only")
+    ap.add_argument("--jobs", type=int, default=8, help="parallel compiles before timing starts")
     args = ap.parse_args()
     path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
     shapes = json.load(open(path))
     rt = kiln.Runtime()
     gpu = torch.cuda.get_device_name()
     rows, results = [], []
+    t0 = time.time()
+    meta = {"date": datetime.date.today().isoformat(), "gpu": gpu, "torch": torch.__version__,
+            "command": "python3 " + " ".join(sys.argv), "shapes": path}
+
+    def log(*a, **kw):
+        print(f"[{time.time() - t0:6.1f} s]", *a, flush=True)
 
     def add(shape, name, ms, flop, nbytes, err, unwritten, desc, anchor_key, anchor_ms):
         r = {"shape": shape, "name": name, "ms": ms, "tflops": flop / ms / 1e9, "gbps": nbytes / ms / 1e6,
@@ -119,17 +124,16 @@ def main():
         results.append(r)
         rows.append(r)
 
-    dense = [] if args.only == "moe" else shapes["dense"][: 4 if args.quick else None]
+    # Compile (or find in the carried cache) every kernel first, on a thread pool: timing starts warm.
+    compile_all(rt, plans(shapes, args.only, args.quick), jobs=args.jobs, log=log)
+
+    dense = [] if args.only == "moe" else dense_shapes(shapes, args.quick)
     for M, N, K in dense:
         flop = 2.0 * M * N * K
         anc = anchors.dense_anchors(M, N, K)
         anc.update(anchors.mxfp4_eager_anchor(M, N, K))
         results.append({"shape": [M, N, K], "anchors": anc})
-        for name, spec, fmt, anchor_key, ab, bb in (
-                ("bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16", "bf16", 2, 2),
-                ("e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3", "fp8_tensor", 1, 1),
-                ("e4m3 row", "gemm a=e4m3:m b=e4m3:n out=bf16", "fp8_row", "fp8_row", 1, 1),
-                ("e4m3 block", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "fp8_block", "fp8_block", 1, 1)):
+        for name, spec, fmt, anchor_key, ab, bb in DENSE_SPECS:
             if fmt == "fp8_block" and K % 128:
                 continue
             try:
@@ -149,8 +153,10 @@ def main():
         for key, val in anc.items():
             if isinstance(val, float):
                 rows.append({"shape": [M, N, K], "name": "anchor " + key, "ms": val, "tflops": flop / val / 1e9})
+        write_outputs(args.out, meta, results, rows)  # after every shape: a time-out keeps what ran
+        log(f"dense {M}x{N}x{K} done")
 
-    moe = [] if args.only == "dense" else shapes["moe"][: 1 if args.quick else None]
+    moe = [] if args.only == "dense" else moe_layers(shapes, args.quick)
     for layer in moe:
         E, topk, N, K = layer["experts"], layer["topk"], layer["n"], layer["k"]
         for T in layer["tokens"]:
@@ -158,7 +164,7 @@ def main():
             flop = 2.0 * T * topk * N * K
             anc = anchors.grouped_anchors(T, topk, E, N, K)
             results.append({"shape": shape, "anchors": anc})
-            for fmt, anchor_key in (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("mxfp4", "bf16_grouped")):
+            for fmt, anchor_key in GROUPED_FMTS:
                 try:
                     ms, err, unwritten, desc, wbytes = kiln_grouped(rt, fmt, T, topk, E, N, K)
                 except Exception as e:
@@ -170,14 +176,18 @@ def main():
             for key in ("bf16_grouped", "fp8_row_grouped", "bf16_loop"):
                 if isinstance(anc.get(key), float):
                     rows.append({"shape": shape, "name": "anchor " + key, "ms": anc[key], "tflops": flop / anc[key] / 1e9})
+            write_outputs(args.out, meta, results, rows)
+            log(f"moe {shape[0]} done")
+    print(write_outputs(args.out, meta, results, rows))
 
-    os.makedirs(args.out, exist_ok=True)
-    meta = {"date": datetime.date.today().isoformat(), "gpu": gpu, "torch": torch.__version__,
-            "command": "python3 " + " ".join(sys.argv), "shapes": path}
-    with open(os.path.join(args.out, "results.json"), "w") as f:
+
+def write_outputs(out_dir, meta, results, rows):
+    """results.json and RESULTS.fragment.md (the table); returns the table's text."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=1)
     fmt = lambda v, p=3: "" if v is None else (f"{v:.{p}g}" if isinstance(v, float) else str(v))
-    lines = [f"Run {meta['date']} on {gpu} (torch {meta['torch']}): `{meta['command']}`", "",
+    lines = [f"Run {meta['date']} on {meta['gpu']} (torch {meta['torch']}): `{meta['command']}`", "",
              "| shape | path | ms | TFLOP/s | GB/s | rel err | anchor | anchor ms | kiln / anchor |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -191,9 +201,9 @@ def main():
     if errors:
         lines += ["", "Errors (kiln paths that did not run):"] + [f"- {e['shape']} {e['name']}: {e['error']}" for e in errors]
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "RESULTS.fragment.md"), "w") as f:
+    with open(os.path.join(out_dir, "RESULTS.fragment.md"), "w") as f:
         f.write(text)
-    print(text)
+    return text
 
 
 if __name__ == "__main__":

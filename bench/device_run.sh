@@ -1,41 +1,86 @@
 #!/usr/bin/env bash
-# bench/device_run.sh — the whole gpu tier, compute-sanitizer, the Python GPU tests and the shapes.json
-# benchmark in ONE device call (a cold start costs a minute of the session's device time).
+# bench/device_run.sh — the whole gpu tier, compute-sanitizer, dispatch cost, the Python GPU tests and the
+# shapes.json benchmark in ONE device call (a cold start costs a minute of the session's device time).
 #
-# Here (no GPU):   ./bench/device_run.sh --prepare      # builds build/ (portable) and fills carry-all/
+# Here (no GPU):   ./bench/device_run.sh --prepare
+#   builds build/ (portable), strips the gpu test binaries, the CLI and libkiln.so, compiles every kernel
+#   bench_shapes.py runs into a kernel cache (KILN_TUNING_DEVICE=h200) and packs all of it into
+#   carry-all/bundle.tar.xz (~10 MB: the binaries share most of their bytes).
 # Device call:     run(command="bash bench/device_run.sh", carry=["carry-all", ".bench_shared"])
 #   .bench_shared/ holds a copy of shared/bench/{anchors.py,shapes.json} (git-ignored).
-# Logs and tables go to $OUT (at most 8 files come back: keep the list below short).
+#   DEVICE_RUN_BUDGET (default 560) is the seconds the whole script may take; bench_shapes.py gets what
+#   the tests leave and writes its tables after every shape, so a time-out keeps what ran.
+# Logs and tables go to $OUT (at most 8 files come back: summary.txt, gpu_tier.log, bench_shapes.log,
+# shapes/results.json, shapes/RESULTS.fragment.md).
 set -u
 cd "$(dirname "$0")/.."
 C=carry-all
 if [ "${1:-}" = --prepare ]; then
   ./scripts/build.sh >/dev/null || exit 1
-  rm -rf $C && mkdir -p $C/capi || exit 1
-  for t in build/tests/gpu_*_test; do strip -o "$C/$(basename "$t")" "$t"; done
-  strip -o $C/capi/libkiln.so.0.1.0 build/capi/libkiln.so.0.1.0
+  S=$(mktemp -d)
+  mkdir -p "$S/capi" "$S/cache" || exit 1
+  for t in build/tests/gpu_*_test; do strip -o "$S/$(basename "$t")" "$t"; done
+  strip -o "$S/capi/libkiln.so.0.1.0" build/capi/libkiln.so.0.1.0
+  strip -o "$S/kiln" build/tools/kiln
+  KILN_TUNING_DEVICE=h200 KILN_LIBRARY=build/capi/libkiln.so.0.1.0 \
+    python3 bench/precompile.py --shapes .bench_shared/shapes.json --cache-dir "$S/cache" | tail -1 || exit 1
+  rm -rf $C && mkdir -p $C || exit 1
+  tar -C "$S" -cf - . | xz -9 -T1 >$C/bundle.tar.xz || exit 1
+  rm -rf "$S"
   du -sh $C   # the carry limit is 64 MiB in all
   exit 0
 fi
+BUDGET=${DEVICE_RUN_BUDGET:-560}
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+X=$(mktemp -d)
+tar -C "$X" -xJf $C/bundle.tar.xz 2>/dev/null ||
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" $C/bundle.tar.xz "$X" || exit 1
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export KILN_CACHE_DIR=$(mktemp -d)
+export KILN_CLI=$X/kiln
+export KILN_LIBRARY=$X/capi/libkiln.so.0.1.0
 OUT=${OUT:-/tmp/kiln-device-run}
 mkdir -p "$OUT"
 SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v compute-sanitizer)
-t0=$(date +%s)
 {
-  nvidia-smi --query-gpu=name,clocks.sm,driver_version --format=csv
-  for t in $C/gpu_*_test; do
-    log=$(mktemp)
-    timeout "${GPU_TEST_TIMEOUT:-150}" "$t" --gtest_filter='-*Timing*' >"$log" 2>&1
-    echo "$(basename "$t") rc=$? $(( $(date +%s) - t0 ))s: $(grep -E '^\[  (PASSED|FAILED) ' "$log" | tr '\n' ' ')"
-    cat "$log" >>"$OUT/gpu_tier.log"   # one file: only 8 come back
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
+  echo "unpacked in $(elapsed)s"
+  # Correctness: every binary at once (16 cores compile in parallel; one GPU), each with its own cache.
+  pids=()
+  for t in "$X"/gpu_*_test; do
+    n=$(basename "$t")
+    ( KILN_CACHE_DIR=$(mktemp -d) timeout "${GPU_TEST_TIMEOUT:-240}" "$t" \
+        --gtest_filter='-*Timing*:DispatchCost*' >"$X/$n.log" 2>&1
+      echo "rc=$?" >>"$X/$n.log" ) &
+    pids+=($!)
   done
-  ( timeout 120 "$SAN" --tool memcheck --error-exitcode 9 $C/gpu_epilogue_gpu_test \
-      --gtest_filter='EpilogueRepeatGpuTest.*:EpilogueStridedGpuTest.*' | tail -3 ) 2>&1
-  KILN_LIBRARY=$PWD/$C/capi/libkiln.so.0.1.0 timeout 120 python3 -m pytest -q python/tests 2>&1 | tail -3
+  wait "${pids[@]}"
+  for t in "$X"/gpu_*_test; do
+    n=$(basename "$t")
+    echo "$n $(tail -1 "$X/$n.log") $(grep -E '^\[  (PASSED|FAILED) ' "$X/$n.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$X/$n.log" | head -20
+    cat "$X/$n.log" >>"$OUT/gpu_tier.log"   # one file: only 8 come back
+  done
+  echo "gpu tier done at $(elapsed)s"
+  # Host cost of a prepared plan's run() (alone on the GPU), default dispatch and the portable family.
+  KILN_CACHE_DIR=$(mktemp -d) "$X/gpu_sm80_gemm_gpu_test" --gtest_filter='DispatchCost*' 2>&1 | grep -E 'figures|OK|FAILED'
+  KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) "$X/gpu_sm80_gemm_gpu_test" --gtest_filter='DispatchCost*' 2>&1 |
+    grep -E 'figures|FAILED'
+  echo "--- memcheck (epilogues, sm90 repeat) / racecheck (sm90 repeat) at $(elapsed)s"
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_epilogue_gpu_test" \
+      --gtest_filter='EpilogueRepeatGpuTest.*:EpilogueStridedGpuTest.*' | tail -2 ) 2>&1
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='Sm90GemmRepeatTest.*' | tail -2 ) 2>&1
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='Sm90GemmRepeatTest.*' | tail -2 ) 2>&1
+  echo "--- pytest at $(elapsed)s"
+  KILN_CACHE_DIR=$(mktemp -d) timeout 120 python3 -m pytest -q python/tests 2>&1 | tail -3
+  echo "tests done at $(elapsed)s"
 } >"$OUT/summary.txt" 2>&1
 cat "$OUT/summary.txt"
-KILN_LIBRARY=$PWD/$C/capi/libkiln.so.0.1.0 KILN_ANCHORS_DIR=$PWD/.bench_shared timeout "${BENCH_TIMEOUT:-240}" \
-  python3 bench/bench_shapes.py --out "$OUT/shapes" >"$OUT/bench_shapes.log" 2>&1
-echo "bench_shapes rc=$? $(( $(date +%s) - t0 ))s"; tail -5 "$OUT/bench_shapes.log"
+left=$(( BUDGET - $(elapsed) ))
+[ $left -gt 30 ] || { echo "no time left for bench_shapes"; exit 0; }
+mkdir -p "$X/bench-cache" && cp "$X/cache/kiln.db" "$X/bench-cache/" 2>/dev/null
+KILN_CACHE_DIR=$X/bench-cache KILN_ANCHORS_DIR=$PWD/.bench_shared timeout $left \
+  python3 bench/bench_shapes.py --out "$OUT/shapes" ${BENCH_ARGS:-} >"$OUT/bench_shapes.log" 2>&1
+echo "bench_shapes rc=$? (timeout $left s) at $(elapsed)s"; tail -3 "$OUT/bench_shapes.log"

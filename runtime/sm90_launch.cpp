@@ -65,7 +65,8 @@ bool tma_data_type(Format f, CUtensorMapDataType* t) {
 }  // namespace
 
 Status sm90_encode_operand(const Driver& d, const char* name, Format format, const void* base, int64_t rows,
-                           int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map) {
+                           int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map, int experts,
+                           int64_t expert_stride) {
   // Messages are built on the error paths only: this runs on every launch (dispatch cost).
   auto who = [name] { return std::string("operand ") + name; };
   CUtensorMapDataType type;
@@ -78,13 +79,18 @@ Status sm90_encode_operand(const Driver& d, const char* name, Format format, con
                            " bytes; TMA needs a multiple of 16 below 2^40");
   if (reinterpret_cast<uintptr_t>(base) % 16 != 0)
     return InvalidArgument(who() + ": base address is not 16-byte aligned (TMA)");
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols),
-                              static_cast<cuuint64_t>(std::max<int64_t>(rows, 1))};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride)};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
+  const int64_t expert_bytes = expert_stride * eb;
+  if (experts > 0 && (expert_bytes % 16 != 0 || expert_bytes >= kMaxTmaStride || expert_bytes < rows * stride))
+    return InvalidArgument(who() + ": expert stride " + std::to_string(expert_bytes) + " bytes; TMA needs a multiple "
+                           "of 16 below 2^40, at least one expert's " + std::to_string(rows) + " rows");
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(std::max<int64_t>(rows, 1)),
+                              static_cast<cuuint64_t>(std::max(experts, 1))};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(stride), static_cast<cuuint64_t>(expert_bytes)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r =
-      d.cuTensorMapEncodeTiled(map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+      d.cuTensorMapEncodeTiled(map, type, experts > 0 ? 3 : 2, const_cast<void*>(base), dims, strides, box,
+                               elem_strides,
                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r == CUDA_SUCCESS) return Status::Ok();
@@ -114,12 +120,14 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     const void* kernel = nullptr;
     const void* a = nullptr;
     const void* b = nullptr;
-    long long m = -1, n = -1, k = -1, lda = -1, ldb = -1;
+    long long m = -1, n = -1, k = -1, lda = -1, ldb = -1, b_expert_stride = -1;
+    int experts = -1;
     CUtensorMap map_a, map_b;  // aligned as cuda.h declares them (64 bytes)
   };
   thread_local MapCache cache;
   const bool hit = cache.kernel == k.kernel && cache.a == gp.a && cache.b == gp.b && cache.m == gp.m &&
-                   cache.n == gp.n && cache.k == gp.k && cache.lda == gp.lda && cache.ldb == gp.ldb;
+                   cache.n == gp.n && cache.k == gp.k && cache.lda == gp.lda && cache.ldb == gp.ldb &&
+                   cache.experts == gp.experts && cache.b_expert_stride == gp.b_expert_stride;
   if (!hit) {
     cache.kernel = nullptr;  // invalid until both maps are encoded
     // A box is one 128-byte swizzle atom of K; a stage of block_k = 256 bytes (two atoms, bench/NOTES.md
@@ -128,8 +136,11 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, cfg.block_m, box_k,
                                              &cache.map_a));
     // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
+    // Grouped: W [E, N, K] as a 3-D map (the kernel's section 9).
+    const bool grouped = spec.layout != GroupLayout::kDense;
     KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb,
-                                             cfg.block_n / cfg.cluster_m, box_k, &cache.map_b));
+                                             cfg.block_n / cfg.cluster_m, box_k, &cache.map_b,
+                                             grouped ? gp.experts : 0, grouped ? gp.b_expert_stride : 0));
     cache.kernel = k.kernel;
     cache.a = gp.a;
     cache.b = gp.b;
@@ -138,12 +149,15 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     cache.k = gp.k;
     cache.lda = gp.lda;
     cache.ldb = gp.ldb;
+    cache.experts = gp.experts;
+    cache.b_expert_stride = gp.b_expert_stride;
   }
   // The launch copies its arguments: the cache may change after cuLaunchKernel returns.
   CUtensorMap map_a = cache.map_a;
   CUtensorMap map_b = cache.map_b;
   KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device));
   LaunchShape ls = sm90_launch_shape(spec, cfg, ProblemSizes{gp.m, gp.n, gp.k});
+  if (spec.layout != GroupLayout::kDense && gp.m == 0) return Status::Ok();
   if (cfg.cluster_m == 1) {
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(sms));
   } else {

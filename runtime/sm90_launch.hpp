@@ -4,7 +4,7 @@
 // They encode the run's base pointers and strides, so they are built on the host for every run
 // (cuTensorMapEncodeTiled: a pure host call, no device round trip, no allocation) and passed by value
 // as `const __grid_constant__` parameters: graph capture records them with the launch.
-// Maps: A = X [M, K], B = W [N, K], row-major with K contiguous; box = {block_k, block_m | block_n}
+// Maps: A = X [M, K], B = W [N, K] (grouped: W [E, N, K] as a 3-D map), row-major with K contiguous; box = {block_k, block_m | block_n}
 // (128 bytes of K by a tile of rows), 128-byte swizzle, 256-byte L2 promotion, out-of-bounds
 // elements read as zeros (FLOAT_OOB_FILL_NONE; the kernel relies on it for M/N/K tails).
 // The grid is min(tiles, SMs of the device): the kernel walks its tiles persistently.
@@ -22,8 +22,11 @@ namespace kiln {
 
 // Encodes one operand's tensor map: `rows` x `cols` elements of `format`, row stride `ld` elements,
 // box `box_rows` x `box_cols`. INVALID_ARGUMENT names the operand when TMA cannot describe it.
+// experts > 0 (grouped W [experts, rows, cols]): a 3-D map {cols, rows, experts} with expert_stride
+// elements between experts, so a box never reaches into the next expert's rows.
 Status sm90_encode_operand(const Driver& d, const char* name, Format format, const void* base, int64_t rows,
-                           int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map);
+                           int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map,
+                           int experts = 0, int64_t expert_stride = 0);
 // The device's multiprocessor count (cached per device ordinal).
 StatusOr<int> sm90_sm_count(const Driver& d, int device);
 // Launches the loaded sm90 kernel `k` for gp on stream.

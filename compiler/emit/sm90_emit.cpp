@@ -82,6 +82,12 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
     body += constant("kiln_dev::ScaleType", sc.type, t);
   }
   body += constant("bool", "kPromote", sm90_promotes(spec, cfg) ? "true" : "false");
+  // Grouped GEMMs (the kernel's section 9): the layout and the expert count size the per-CTA table.
+  const char* grouping = spec.layout == GroupLayout::kOffsets  ? "kiln_dev::Grouping::kOffsets"
+                         : spec.layout == GroupLayout::kMasked ? "kiln_dev::Grouping::kMasked"
+                                                               : "kiln_dev::Grouping::kDense";
+  body += constant("kiln_dev::Grouping", "kGrouping", grouping);
+  body += constant("int", "kExperts", to_string(spec.layout == GroupLayout::kDense ? 0 : spec.experts));
   body += constant("int", "kArch", to_string(arch.sm()));
 
   EmittedKernel k;

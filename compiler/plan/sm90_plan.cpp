@@ -71,7 +71,12 @@ TileConfig make(const KernelSpec& spec, int bm, int bn, int warps_m, int warps_n
 
 bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   if (!(arch.sm() == 90 && arch.arch_specific)) return false;
-  if (spec.op != Op::kGemm || spec.layout != GroupLayout::kDense || spec.pass != Pass::kFprop) return false;
+  // Dense, and grouped with offsets or masked layouts (the kernel's section 9) up to kMaxExperts.
+  const bool dense = spec.op == Op::kGemm && spec.layout == GroupLayout::kDense;
+  const bool grouped = spec.op == Op::kGroupedGemm &&
+                       (spec.layout == GroupLayout::kOffsets || spec.layout == GroupLayout::kMasked) &&
+                       spec.experts >= 1 && spec.experts <= kSm90MaxExperts;
+  if (!(dense || grouped) || spec.pass != Pass::kFprop) return false;
   const Format a = spec.a.format, b = spec.b.format, o = spec.out.format;
   const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b &&
                       spec.a.scale == ScaleGranularity::kNone && spec.b.scale == ScaleGranularity::kNone;
@@ -115,8 +120,10 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int row_bytes = cfg.block_k * elem_bytes(spec.a.format);
   // Staged block scales: per stage and atom, one word per tile row + 4 (b's words, padded).
   const int scale_slot = sm90_staged_scales(spec, cfg) ? atoms(spec, cfg) * 4 * (cfg.block_m + 4) : 0;
+  // Grouped: the per-CTA expert table (cluster-tile ends, row bases, row counts: int32 each).
+  const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
   return cfg.stages * ((cfg.block_m + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
-         kAlignSlack;
+         group_table + kAlignSlack;
 }
 
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
@@ -219,6 +226,10 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     c.stages = max_stages(spec, arch, c);
     return c;
   };
+  // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
+  // every expert brings its own tiles.
+  const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
+  auto tiles = [&](const ProblemSizes& s, const TileConfig& c) { return kiln::tiles(s, c) * groups; };
   // Large problems: 128 x 256, two consumer warpgroups of 64 x 256 (128 accumulators each: the widest
   // wgmma, the least shared-memory traffic per FLOP), 4 stages. FP8 keeps 128 x 256 too (fast
   // accumulation: a promoted partial would need 256 registers); bench/NOTES.md has the measurements.
@@ -253,8 +264,14 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
 LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes) {
   LaunchShape ls;
   // One CTA per tile (cluster_m per cluster tile); the runtime caps it at what the device holds at once.
-  ls.grid_x = static_cast<unsigned>(
-      std::min<int64_t>(cluster_tiles(sizes, cfg) * cfg.cluster_m, (int64_t{1} << 31) - 2));
+  // Grouped: the per-expert row counts live on the device; sum_e ceil(r_e / block_m) <= M / block_m + E
+  // bounds the tile rows (masked: M = E * max_m, the same bound holds).
+  int64_t ctiles = cluster_tiles(sizes, cfg);
+  if (spec.layout != GroupLayout::kDense) {
+    const int64_t m = std::max<int64_t>(sizes.m, 1), n = std::max<int64_t>(sizes.n, 1);
+    ctiles = ((m + cfg.block_m - 1) / cfg.block_m + spec.experts) * ((n + cfg.block_n - 1) / cfg.block_n);
+  }
+  ls.grid_x = static_cast<unsigned>(std::min<int64_t>(ctiles * cfg.cluster_m, (int64_t{1} << 31) - 2));
   ls.block_x = static_cast<unsigned>(sm90_threads(cfg));
   ls.dynamic_smem = sm90_smem_bytes(spec, cfg);
   return ls;

@@ -34,6 +34,9 @@ namespace kiln {
 // Whether the sm90 family computes spec on arch: sm_90a, dense fprop, two bf16, two f16 or two FP8
 // operands, bf16/f16/f32 out. FP8 scales: a tensor | m | block1x128, b tensor | n | block128x128 (f32;
 // the blocks also ue8m0). Assumes select_family's operand and problem checks passed.
+// Grouped GEMMs on the sm90 family take at most this many experts (a per-CTA table in shared memory).
+inline constexpr int kSm90MaxExperts = 1024;
+
 bool sm90_supports(const KernelSpec& spec, const Arch& arch);
 // Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
 // each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).

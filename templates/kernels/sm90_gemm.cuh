@@ -118,7 +118,9 @@
 #include "ptx/ld.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
+#include "ptx/warp.cuh"
 #include "ptx/wgmma.cuh"
+#include "scheduler/group_tile.cuh"
 
 namespace kiln_dev {
 namespace sm90 {
@@ -170,9 +172,14 @@ struct Gemm {
   static constexpr int kScaleAtomWords = kBlockM + 4;  // a: one word per tile row; b: one per warpgroup column
   static constexpr int kScaleAtomBytes = 4 * kScaleAtomWords;
   static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : 0;
+  // Grouped GEMMs (section 9): the per-expert table the walk reads, built once per CTA.
+  static constexpr Grouping kGrouping = Config::kGrouping;
+  static constexpr bool kGrouped = kGrouping != Grouping::kDense;
+  static constexpr int kExperts = kGrouped ? Config::kExperts : 0;
+  static constexpr int kGroupTableBytes = 12 * kExperts;  // cluster-tile ends, row bases, rows: int [E] each
   // Ring, then the scale slots, then full[kStages] and empty[kStages] mbarriers; +1024 so the ring can
   // start on a 1024-byte boundary whatever the dynamic shared-memory base is.
-  static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + 1024;
+  static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + kGroupTableBytes + 1024;
   // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
   // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : 40;
@@ -210,6 +217,8 @@ struct Gemm {
   static_assert(kTileBytesA % 1024 == 0 && kTileBytesB % 1024 == 0,
                 "every stage's A and B boxes start on 1024-byte boundaries (the swizzle period)");
   static_assert(Config::kGroupM >= 1, "grouped rasterization needs at least one tile row per group");
+  static_assert(!kGrouped || (kExperts >= 1 && kExperts <= 1024),
+                "grouped GEMMs take 1..1024 experts (the per-CTA table lives in shared memory)");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536,
                 "the producer/consumer register split must fit the 64K-register file");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
@@ -239,6 +248,17 @@ struct Gemm {
     u32 scales;  // staged block scales (section 8), stage s at scales + s * kScaleSlotBytes
     u32 full;    // mbarrier full[s] at full + 8 * s
     u32 empty;  // mbarrier empty[s] at empty + 8 * s
+    u32 groups;  // grouped (section 9): int ct_end[E], row_base[E], rows[E] from here
+  };
+
+  // One output tile: rows [row0, min(row0 + kBlockM, row_end)) of Y (global rows: offsets and masked
+  // layouts count Y's rows as X's), tile column n, expert e (0 when dense). Rows >= row_end are computed
+  // from whatever X holds there (the next expert's rows, or TMA's zero fill) and never stored.
+  struct Tile {
+    int row0;
+    int row_end;
+    int n;
+    int e;
   };
 
   // The persistent walk: cluster tiles (kCluster tile rows x 1 tile column) in grouped order, taken
@@ -251,11 +271,15 @@ struct Gemm {
     int rank;  // this CTA's rank in its cluster
   };
 
-  static __device__ __forceinline__ Walk make_walk(int tiles_m, int tiles_n) {
+  static __device__ __forceinline__ Walk make_walk(int tiles_m, int tiles_n, const Smem& sm) {
     Walk w;
     w.ctiles_m = (tiles_m + kCluster - 1) / kCluster;
     w.tiles_n = tiles_n;
-    w.count = w.ctiles_m * tiles_n;
+    if constexpr (kGrouped) {
+      w.count = int(lds_u32(sm.groups + 4 * (kExperts - 1)));  // the last expert's cluster-tile end
+    } else {
+      w.count = w.ctiles_m * tiles_n;
+    }
     if constexpr (kCluster == 1) {
       w.first = blockIdx.x;
       w.step = gridDim.x;
@@ -268,10 +292,87 @@ struct Gemm {
     return w;
   }
 
-  static __device__ __forceinline__ TileCoord tile_of(const Walk& w, int ct) {
-    TileCoord t = grouped_tile(ct, w.ctiles_m, w.tiles_n, Config::kGroupM);
-    t.m = t.m * kCluster + w.rank;
-    return t;
+  static __device__ __forceinline__ Tile tile_of(const Walk& w, int ct, const GemmParams& p, const Smem& sm) {
+    Tile r;
+    if constexpr (kGrouped) {
+      // The expert: the first whose cluster-tile end exceeds ct (binary search of the shared table).
+      int lo = 0, hi = kExperts - 1;
+      while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (int(lds_u32(sm.groups + 4 * mid)) > ct) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      const int before = lo > 0 ? int(lds_u32(sm.groups + 4 * (lo - 1))) : 0;
+      const int base = int(lds_u32(sm.groups + 4 * (kExperts + lo)));
+      const int rows = int(lds_u32(sm.groups + 4 * (2 * kExperts + lo)));
+      const int ctiles_m = ((rows + kBlockM - 1) / kBlockM + kCluster - 1) / kCluster;
+      const TileCoord t = grouped_tile(ct - before, ctiles_m, w.tiles_n, Config::kGroupM);
+      r.row0 = base + (t.m * kCluster + w.rank) * kBlockM;
+      r.row_end = base + rows;
+      r.n = t.n;
+      r.e = lo;
+    } else {
+      const TileCoord t = grouped_tile(ct, w.ctiles_m, w.tiles_n, Config::kGroupM);
+      r.row0 = (t.m * kCluster + w.rank) * kBlockM;
+      r.row_end = p.m;
+      r.n = t.n;
+      r.e = 0;
+    }
+    return r;
+  }
+
+  // Section 9: the per-expert table, built by warp 0 before the CTA's first barrier. Per expert: the
+  // end of its cluster tiles in the walk (an inclusive prefix sum of ceil(ceil(rows / kBlockM) /
+  // kCluster) * tiles_n), its first row of X / Y and its row count. Offsets are sanitized as the
+  // portable family does (scheduler/group_tile.cuh): ends clamped to [0, M] and made non-decreasing,
+  // so a malformed tensor gives empty or shortened groups, never an access outside X, Y or W; masked
+  // counts are clamped to [0, max_m].
+  static __device__ __forceinline__ void build_groups(const GemmParams& p, const Smem& sm, int tiles_n, int lane) {
+    int tiles_before = 0, end_before = 0;
+    for (int e0 = 0; e0 < kExperts; e0 += 32) {
+      const int e = e0 + lane;
+      int start = 0, rows = 0;
+      if constexpr (kGrouping == Grouping::kOffsets) {
+        int end = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, p.m) : 0;
+        if (end < end_before) end = end_before;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+          const int o = shfl_up(end, d);
+          if (lane >= d && o > end) end = o;
+        }
+        start = shfl_up(end, 1);
+        if (lane == 0) start = end_before;
+        rows = end - start;
+        end_before = shfl_idx(end, 31);
+      } else {
+        start = e * p.max_m;
+        rows = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, p.max_m) : 0;
+      }
+      const int ctiles = ((rows + kBlockM - 1) / kBlockM + kCluster - 1) / kCluster * tiles_n;
+      int incl = ctiles;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int o = shfl_up(incl, d);
+        if (lane >= d) incl += o;
+      }
+      if (e < kExperts) {
+        sts_u32(sm.groups + 4 * e, u32(tiles_before + incl));
+        sts_u32(sm.groups + 4 * (kExperts + e), u32(start));
+        sts_u32(sm.groups + 4 * (2 * kExperts + e), u32(rows));
+      }
+      tiles_before += shfl_idx(incl, 31);
+    }
+  }
+
+  // b's scale tensor of the tile's expert (grouped: b_scale_expert_stride scale elements apart).
+  template <ScaleType kType>
+  static __device__ __forceinline__ const float* b_scale_of(const GemmParams& p, int e) {
+    if constexpr (!kGrouped) return p.b_scale;
+    return reinterpret_cast<const float*>(reinterpret_cast<const u8*>(p.b_scale) +
+                                          i64(e) * p.b_scale_expert_stride * (kType == ScaleType::kF32 ? 4 : 1));
   }
 
   // ---- producer ---------------------------------------------------------------------------------
@@ -293,8 +394,8 @@ struct Gemm {
     int stage = 0;
     u32 phase = 0;
     for (int ct = w.first; ct < w.count; ct += w.step) {
-      const TileCoord tile = tile_of(w, ct);
-      const int first_a = tile.m * kBlockM;
+      const Tile tile = tile_of(w, ct, p, sm);
+      const int first_a = tile.row0;
       const int first_b = tile.n * kBlockN + w.rank * kBoxRowsB;
       const int row_a = first_a < p.m ? first_a : p.m - 1;
       const int row_b = first_b < p.n ? first_b : p.n - 1;
@@ -314,11 +415,15 @@ struct Gemm {
             if (t < atoms) {
               const int k0 = (kt + t) * kAtomK;
               tma_load_2d(sm.a + stage * kTileBytesA + t * kAtomBytesA, tma_a, k0, row_a, full);
-              if constexpr (kCluster == 1) {
-                tma_load_2d(sm.b + stage * kTileBytesB + t * kAtomBytesB, tma_b, k0, row_b, full);
+              const u32 dst_b = sm.b + stage * kTileBytesB + t * kAtomBytesB + w.rank * kBoxRowsB * kRowBytes;
+              if constexpr (kGrouped && kCluster == 1) {
+                tma_load_3d(dst_b, tma_b, k0, row_b, tile.e, full);
+              } else if constexpr (kGrouped) {
+                tma_load_3d_multicast(dst_b, tma_b, k0, row_b, tile.e, full, u16((1u << kCluster) - 1));
+              } else if constexpr (kCluster == 1) {
+                tma_load_2d(dst_b, tma_b, k0, row_b, full);
               } else {
-                tma_load_2d_multicast(sm.b + stage * kTileBytesB + t * kAtomBytesB + w.rank * kBoxRowsB * kRowBytes,
-                                      tma_b, k0, row_b, full, u16((1u << kCluster) - 1));
+                tma_load_2d_multicast(dst_b, tma_b, k0, row_b, full, u16((1u << kCluster) - 1));
               }
             }
           }
@@ -347,17 +452,19 @@ struct Gemm {
   struct ScaleSrc {
     int a[kScaleRowsPerLane];
     int b;
+    const float* b_base;  // b's scales of the tile's expert
   };
 
-  static __device__ __forceinline__ ScaleSrc scale_sources(const GemmParams& p, const TileCoord& tile, int lane) {
+  static __device__ __forceinline__ ScaleSrc scale_sources(const GemmParams& p, const Tile& tile, int lane) {
     ScaleSrc r;
 #pragma unroll
     for (int i = 0; i < kScaleRowsPerLane; ++i) {
-      const int row = tile.m * kBlockM + 32 * i + lane;
-      r.a[i] = row < p.m ? row : p.m - 1;
+      const int row = tile.row0 + 32 * i + lane;
+      r.a[i] = row < tile.row_end ? row : (tile.row_end > 0 ? tile.row_end - 1 : 0);
     }
     const int col = tile.n * kBlockN + (lane < kWgsN ? lane : 0) * kWgTileN;
     r.b = (col < p.n ? col : p.n - 1) / 128;
+    r.b_base = b_scale_of<kScaleTypeB>(p, tile.e);
     return r;
   }
 
@@ -369,7 +476,8 @@ struct Gemm {
     if constexpr (kBlockA && kScaleTypeA == ScaleType::kUe8m0)
       async = async && ((reinterpret_cast<u64>(p.a_scale) | u64(p.lds_a) | u64(k_tiles)) & 3) == 0;
     if constexpr (kBlockB && kScaleTypeB == ScaleType::kUe8m0)
-      async = async && ((reinterpret_cast<u64>(p.b_scale) | u64(p.lds_b) | u64(k_tiles)) & 3) == 0;
+      async = async && ((reinterpret_cast<u64>(p.b_scale) | u64(p.lds_b) | u64(k_tiles) |
+                         u64(kGrouped ? p.b_scale_expert_stride : 0)) & 3) == 0;
     return async;
   }
 
@@ -407,7 +515,7 @@ struct Gemm {
             copy_scale<kScaleTypeA>(words + 4 * (32 * i + lane), p.a_scale, src.a[i], p.lds_a, kb, async);
         }
         if constexpr (kBlockB) {
-          if (lane < kWgsN) copy_scale<kScaleTypeB>(words + 4 * (kBlockM + lane), p.b_scale, src.b, p.lds_b, kb, async);
+          if (lane < kWgsN) copy_scale<kScaleTypeB>(words + 4 * (kBlockM + lane), src.b_base, src.b, p.lds_b, kb, async);
         }
       }
     }
@@ -466,6 +574,7 @@ struct Gemm {
   struct ScaleRows {
     int a[kMmaM][2];
     int b;
+    const float* b_base;  // b's block scales of the tile's expert
   };
   // One K block's block scales for this thread (unused members stay unread).
   struct BlockScales {
@@ -473,20 +582,22 @@ struct Gemm {
     float b;
   };
 
-  static __device__ __forceinline__ ScaleRows scale_rows(const GemmParams& p, const TileCoord& tile, int wg_m,
+  static __device__ __forceinline__ ScaleRows scale_rows(const GemmParams& p, const Tile& tile, int wg_m,
                                                          int wg_n, int warp, int lane) {
     ScaleRows r;
-    const int row0 = tile.m * kBlockM + wg_m * kWgTileM + warp * 16 + (lane >> 2);
+    const int row0 = tile.row0 + wg_m * kWgTileM + warp * 16 + (lane >> 2);
+    const int last = tile.row_end > 0 ? tile.row_end - 1 : 0;
 #pragma unroll
     for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = row0 + mi * 64 + h * 8;
-        r.a[mi][h] = row < p.m ? row : p.m - 1;
+        r.a[mi][h] = row < tile.row_end ? row : last;
       }
     }
     const int col = tile.n * kBlockN + wg_n * kWgTileN;
     r.b = (col < p.n ? col : p.n - 1) / 128;
+    r.b_base = b_scale_of<kScaleTypeB>(p, tile.e);
     return r;
   }
 
@@ -506,7 +617,7 @@ struct Gemm {
         for (int h = 0; h < 2; ++h) s.a[mi][h] = block_scale<kScaleTypeA>(p.a_scale, r.a[mi][h], p.lds_a, kb);
       }
     }
-    if constexpr (kBlockB) s.b = block_scale<kScaleTypeB>(p.b_scale, r.b, p.lds_b, kb);
+    if constexpr (kBlockB) s.b = block_scale<kScaleTypeB>(r.b_base, r.b, p.lds_b, kb);
   }
 
   // A staged scale word (section 8) as f32: f32 bits, or byte kb % 4 of an E8M0 word.
@@ -655,11 +766,11 @@ struct Gemm {
 
     // The walk's next tile and its scale rows; block scales of the next K block to be promoted
     // (loaded one K tile ahead, across tiles as well).
-    TileCoord tile_next{};
+    Tile tile_next{};
     ScaleRows rows_next{};
     BlockScales bs_next{};
     if (w.first < w.count) {
-      tile_next = tile_of(w, w.first);
+      tile_next = tile_of(w, w.first, p, sm);
       rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
       if constexpr (kBlockScaled && !kStagedScales) {
         if (k_tiles > 0) load_block_scales(p, rows_next, 0, bs_next);
@@ -669,12 +780,17 @@ struct Gemm {
     int stage = 0;
     u32 phase = 0;
     for (int ct = w.first; ct < w.count; ct += w.step) {
-      const TileCoord tile = tile_next;
+      const Tile tile = tile_next;
       const ScaleRows rows = rows_next;
       const bool more = ct + w.step < w.count;
       if (more) {
-        tile_next = tile_of(w, ct + w.step);
+        tile_next = tile_of(w, ct + w.step, p, sm);
         rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
+      }
+      // Grouped: b's tensor scale is the expert's (b_scale_expert_stride 1), read per tile.
+      float b_tile = b_t;
+      if constexpr (kGrouped && kScaleB == Scale::kTensor) {
+        if (p.b_scale != nullptr) b_tile = ldg_f32(p.b_scale + i64(tile.e) * p.b_scale_expert_stride);
       }
       // Per-row factors of a (per-token scales, or the tensor scale).
       float row_f[kMmaM][2];
@@ -758,23 +874,24 @@ struct Gemm {
       // Epilogue: acc * (row_factor * col_factor). Accumulator register i of slab mi: row 16 * warp + g
       // + 8 * ((i / 2) % 2), column 8 * (i / 4) + 2 * t + (i % 2) of the warpgroup tile
       // (ptx/wgmma.cuh). Column pairs outermost, so per-column scales are loaded once per pair.
-      const int row0 = tile.m * kBlockM + wg_m * kWgTileM + warp * 16 + (lane >> 2);
+      const int row0 = tile.row0 + wg_m * kWgTileM + warp * 16 + (lane >> 2);
       const int col0 = tile.n * kBlockN + wg_n * kWgTileN + 2 * (lane & 3);
+      const float* sb_row = kRowB ? b_scale_of<ScaleType::kF32>(p, tile.e) : nullptr;
 #pragma unroll
       for (int j = 0; j < kAccRegs / 4; ++j) {
         const int col = col0 + 8 * j;
         if (col < p.n) {
-          float col_f0 = b_t, col_f1 = b_t;
+          float col_f0 = b_tile, col_f1 = b_tile;
           if constexpr (kRowB) {
-            col_f0 = ldg_f32(p.b_scale + col);
-            col_f1 = ldg_f32(p.b_scale + (col + 1 < p.n ? col + 1 : col));
+            col_f0 = ldg_f32(sb_row + col);
+            col_f1 = ldg_f32(sb_row + (col + 1 < p.n ? col + 1 : col));
           }
 #pragma unroll
           for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
               const int row = row0 + mi * 64 + half * 8;
-              if (row < p.m) {
+              if (row < tile.row_end) {
                 store_pair(p, paired_ok, row, col, acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0),
                            acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1));
               }
@@ -798,6 +915,7 @@ struct Gemm {
     sm.scales = sm.b + kStages * kTileBytesB;
     sm.full = sm.scales + kStages * kScaleSlotBytes;
     sm.empty = sm.full + 8 * kStages;
+    sm.groups = sm.empty + 8 * kStages;
 
     const int tiles_m = (p.m - 1) / kBlockM + 1;
     const int tiles_n = (p.n - 1) / kBlockN + 1;
@@ -811,12 +929,15 @@ struct Gemm {
       }
       mbar_fence_init();
     }
+    if constexpr (kGrouped) {
+      if (threadIdx.x < 32) build_groups(p, sm, tiles_n, int(threadIdx.x));
+    }
     if constexpr (kCluster == 1) {
       __syncthreads();
     } else {
       cluster_sync();  // the peers' barriers exist before anyone arrives on them or multicasts
     }
-    const Walk w = make_walk(tiles_m, tiles_n);
+    const Walk w = make_walk(tiles_m, tiles_n, sm);
 
     // Each warpgroup's role is one branch of a single if/else (setmaxnreg is warpgroup-wide).
     const int wg = threadIdx.x / 128;

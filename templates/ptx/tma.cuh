@@ -51,4 +51,23 @@ __device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaDesc* ma
       : "memory");
 }
 
+// 3-D forms (grouped GEMMs: W [experts, N, K] as a map of extents {K, N, experts}, so a box never
+// crosses into the next expert's rows: rows >= N of expert c2 are zero-filled like any other edge).
+__device__ __forceinline__ void tma_load_3d(u32 dst, const TmaDesc* map, int c0, int c1, int c2, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TmaDesc* map, int c0, int c1, int c2, u32 bar,
+                                                      u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
+
 }  // namespace kiln_dev

@@ -49,7 +49,10 @@ class CliTest : public ::testing::Test {
   // Runs `kiln <args>` (args already shell-quoted) with a private cache.
   Result kiln(const std::string& args) {
     const auto out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string cmd = "KILN_CACHE_DIR='" + (dir_ / "cache").string() + "' '" KILN_CLI_PATH "' " + args +
+    // $KILN_CLI overrides the build tree's binary (a test binary carried to another machine).
+    const char* cli = std::getenv("KILN_CLI");
+    const std::string exe = (cli != nullptr && *cli != '\0') ? cli : KILN_CLI_PATH;
+    const std::string cmd = "KILN_CACHE_DIR='" + (dir_ / "cache").string() + "' '" + exe + "' " + args +
                             " >'" + out.string() + "' 2>'" + err.string() + "'";
     const int status = std::system(cmd.c_str());
     Result r;

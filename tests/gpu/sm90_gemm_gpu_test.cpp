@@ -129,11 +129,14 @@ struct Case {
   std::string spec;
   int64_t m, n, k;
   int pin;  // index into kPins, or -1 for the plan's own (default) config
+  std::vector<int32_t> groups = {};  // grouped: rows per expert (empty: run_check's random split)
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string out;
-  for (char c : info.param.spec.substr(5)) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  const std::string& sp = info.param.spec;
+  for (char c : sp.substr(sp.rfind("gemm ", 0) == 0 ? 5 : 0)) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (!info.param.groups.empty()) out += "_g" + std::to_string(info.param.groups.size()) + "fixed";
   out += "_m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
          std::to_string(info.param.k);
   if (info.param.pin >= 0) {
@@ -249,6 +252,56 @@ std::vector<Case> scaled_pinned_cases() {
   return cases;
 }
 
+// ---- grouped GEMMs (the kernel's section 9) --------------------------------------------------------
+// Offsets and masked layouts, every scale kind, with M = 1 over 8 experts (one expert holds the row),
+// random splits with empty experts (run_check draws them), a tail expert of one row, a multi-wave
+// shape, 64 experts, and pinned configs: clusters of 2 (an expert with an odd tile-row count leaves the
+// second CTA of its last cluster past its rows), two-atom stages, the wide 128 x 256 tile.
+std::vector<Case> grouped_cases() {
+  const char* const specs[] = {
+      "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
+      "grouped_gemm[experts=6,layout=masked] a=f16 b=f16 out=f32",
+      "grouped_gemm[experts=8,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16",
+      "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=f32",
+      "grouped_gemm[experts=6,layout=masked] a=e5m2:m b=e4m3:n out=bf16",
+      "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+      "grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"};
+  std::vector<Case> cases;
+  for (const char* sp : specs) {
+    const bool masked = std::string(sp).find("masked") != std::string::npos;
+    const bool block = std::string(sp).find("block") != std::string::npos;
+    const int64_t k_tail = block ? 384 : 272, k_big = block ? 768 : 784;
+    // offsets: m is the total; masked: m is max_m per expert.
+    if (masked) {
+      cases.push_back({sp, 1, 256, k_tail, -1, {0, 1, 0, 0, 1, 0}});
+      cases.push_back({sp, 77, 203, k_tail, -1});
+      cases.push_back({sp, 300, 1000, k_big, -1, {300, 0, 1, 129, 255, 64}});
+    } else {
+      cases.push_back({sp, 1, 256, k_tail, -1, {0, 0, 0, 1, 0, 0, 0, 0}});
+      cases.push_back({sp, 300, 203, k_tail, -1});
+      cases.push_back({sp, 2000, 3000, k_big, -1});
+      cases.push_back({sp, 513, 1000, k_big, -1, {0, 1, 128, 0, 200, 0, 63, 121}});
+    }
+  }
+  cases.push_back({"grouped_gemm[experts=64,layout=offsets] a=bf16 b=bf16 out=bf16", 1000, 384, 256, -1});
+  cases.push_back({"grouped_gemm[experts=64,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1000,
+                   384, 256, -1});
+  // Pinned: 128 x 256 (0), 64 x 128 (8), 128 x 128 in clusters (12), bk256 two-atom in clusters (23).
+  for (int pin : {0, 8, 12}) {
+    cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", 1200, 1000, 784, pin,
+                     {0, 1, 129, 0, 300, 0, 513, 257}});
+    cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32", 300, 1000, 784, pin,
+                     {300, 0, 1, 129, 255, 64}});
+  }
+  for (int pin : {12, 19, 23}) {
+    cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1200,
+                     1000, 1152, pin, {0, 1, 129, 0, 300, 0, 513, 257}});
+    cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "
+                     "out=f32", 300, 1000, 640, pin, {300, 0, 1, 129, 255, 64}});
+  }
+  return cases;
+}
+
 // The block path's timing rows: the DeepSeek-V3 shapes 4096 x 7168 x 7168 and x 16384.
 struct TimedShape {
   const char* spec;
@@ -344,6 +397,17 @@ class PrecompileEnvironment : public testing::Environment {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
+    for (const Case& c : grouped_cases()) {
+      const KernelSpec s = spec_of(c.spec);
+      if (c.pin >= 0) {
+        jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
+        KernelSpec ref = s;
+        ref.out = OperandSpec{Format::kF32, ScaleGranularity::kNone, ScaleType::kNone};
+        jobs.push_back({ref, KernelFamily::kReferenceGemm, TileConfig{}});
+      } else {
+        add_plan_configs(s, {c.m, c.n, c.k});
+      }
+    }
     auto add_timed = [&](const Timed& t) {
       const KernelSpec s = spec_of(t.spec);
       if (t.pin >= 0) {
@@ -399,6 +463,7 @@ StatusOr<CheckReport> check_case(const Case& c, uint64_t seed = 0, bool time = f
     return Internal("planned " + std::string(family_name(plan->family())) + ", not sm90_gemm");
   CheckOptions o;
   o.m = c.m;
+  o.group_rows = c.groups;
   o.seed = seed;
   o.time = time;
   return run_check(runtime(), *plan, o);
@@ -411,6 +476,7 @@ void expect_passed(const Case& c, const StatusOr<CheckReport>& r) {
               (unsigned long long)r->seed, r->rel_fro_err, r->tolerance, r->max_abs_err);
   EXPECT_EQ(r->unwritten, 0) << "seed " << r->seed;
   EXPECT_EQ(r->nonfinite, 0) << "seed " << r->seed;
+  EXPECT_EQ(r->overwritten, 0) << "seed " << r->seed;
   EXPECT_LE(r->rel_fro_err, r->tolerance) << "seed " << r->seed;
   EXPECT_TRUE(r->passed) << "seed " << r->seed;
 }
@@ -428,6 +494,7 @@ INSTANTIATE_TEST_SUITE_P(ScaledDefaultConfigs, Sm90GemmGpuTest, testing::ValuesI
                          case_name);
 INSTANTIATE_TEST_SUITE_P(ScaledPinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn(scaled_pinned_cases()),
                          case_name);
+INSTANTIATE_TEST_SUITE_P(GroupedConfigs, Sm90GemmGpuTest, testing::ValuesIn(grouped_cases()), case_name);
 
 // Deterministic: the same inputs give bitwise the same output (no atomics, fixed order).
 TEST(Sm90GemmRepeatTest, RepeatRunsAreBitwiseEqual) {

@@ -434,5 +434,61 @@ TEST(Sm90PlanTest, ConfigsReadAsConsumerWarpgroups) {
   EXPECT_FALSE(sm90_promotes(bf16, wide));
 }
 
+
+// ---- grouped GEMMs (the kernel's section 9) -------------------------------------------------------
+
+namespace grouped {
+
+const char* const kGroupedSpecs[] = {
+    "grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16",
+    "grouped_gemm[experts=6,layout=masked] a=f16 b=f16 out=f32",
+    "grouped_gemm[experts=128,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16",
+    "grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
+    "grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+    "grouped_gemm[experts=8,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"};
+
+// Offsets and masked grouped specs take the sm90 family on sm_90a (the portable one elsewhere), and
+// their default configs (decode-sized and large rows per expert) and clustered / two-atom pins compile
+// without spills, loading W through a 3-D tensor map.
+TEST(Sm90GroupedNvrtcTest, GroupedSpecsCompileWithThreeDimensionalWeightMaps) {
+  for (const char* text : kGroupedSpecs) {
+    const KernelSpec s = spec_of(text);
+    auto fam = select_family(s, sm90a());
+    ASSERT_TRUE(fam.ok()) << fam.status().to_string();
+    EXPECT_EQ(*fam, KernelFamily::kSm90Gemm) << text;
+    auto portable = select_family(s, *parse_arch("sm_89"));
+    ASSERT_TRUE(portable.ok());
+    EXPECT_EQ(*portable, KernelFamily::kSm80Gemm) << text;
+    std::vector<TileConfig> configs = {default_config(s, sm90a(), {4, 5760, 2880}),
+                                       default_config(s, sm90a(), {512, 5760, 2880})};
+    TileConfig clustered = default_config(s, sm90a(), {512, 5760, 2880});
+    clustered.cluster_m = 2;
+    if (sm90_check_config(s, sm90a(), clustered).ok()) configs.push_back(clustered);
+    for (const TileConfig& c : configs) {
+      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
+      EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.3d")) << text << " " << c.to_string();
+      EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.2d")) << text << " " << c.to_string();
+      if (c.cluster_m > 1) EXPECT_THAT(r.ptx, HasSubstr(".multicast::cluster")) << text;
+    }
+  }
+}
+
+// The per-CTA expert table is part of the shared-memory budget, host and kernel alike (12 bytes per
+// expert), and the launch covers the worst case of tiles (one partial tile row per expert).
+TEST(Sm90GroupedPlanTest, ExpertTableAndGridBound) {
+  const KernelSpec dense = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  const KernelSpec g = spec_of("grouped_gemm[experts=100,layout=offsets] a=bf16 b=bf16 out=bf16");
+  TileConfig c = default_config(dense, sm90a(), {4096, 4096, 4096});
+  EXPECT_EQ(sm90_smem_bytes(g, c), sm90_smem_bytes(dense, c) + 12 * 100);
+  const LaunchShape ls = sm90_launch_shape(g, c, {1000, 4096, 4096});
+  const int64_t tiles_n = (4096 + c.block_n - 1) / c.block_n;
+  EXPECT_EQ(ls.grid_x, static_cast<unsigned>(((1000 + c.block_m - 1) / c.block_m + 100) * tiles_n));
+  // Beyond the table's limit the portable family takes over.
+  const KernelSpec many = spec_of("grouped_gemm[experts=2000,layout=offsets] a=bf16 b=bf16 out=bf16");
+  EXPECT_FALSE(sm90_supports(many, sm90a()));
+}
+
+}  // namespace grouped
+
 }  // namespace
 }  // namespace kiln

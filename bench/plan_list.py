@@ -1,0 +1,80 @@
+"""The kiln plans bench_shapes.py times, as (spec, n, k, m) tuples, without torch.
+
+bench/precompile.py uses it to fill a kernel cache on a machine without a GPU (KILN_TUNING_DEVICE=h200),
+and bench_shapes.py to compile every plan on a thread pool before it times anything.
+"""
+
+DENSE_SPECS = (
+    # (name, spec, fmt, anchor key, bytes per A element, bytes per B element)
+    ("bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16", "bf16", 2, 2),
+    ("e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3", "fp8_tensor", 1, 1),
+    ("e4m3 row", "gemm a=e4m3:m b=e4m3:n out=bf16", "fp8_row", "fp8_row", 1, 1),
+    ("e4m3 block", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "fp8_block", "fp8_block", 1, 1),
+)
+MXFP4_DENSE_SPEC = "gemm a=bf16 b=mxfp4 out=bf16"
+
+
+def grouped_spec(fmt, experts):
+    return {"bf16": f"grouped_gemm[experts={experts},layout=offsets] a=bf16 b=bf16 out=bf16",
+            "fp8_row": f"grouped_gemm[experts={experts},layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
+            "mxfp4": f"grouped_gemm[experts={experts},layout=offsets] a=bf16 b=mxfp4 out=bf16"}[fmt]
+
+
+GROUPED_FMTS = (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("mxfp4", "bf16_grouped"))
+
+
+def dense_shapes(shapes, quick=False):
+    return shapes["dense"][: 4 if quick else None]
+
+
+def moe_layers(shapes, quick=False):
+    return shapes["moe"][: 1 if quick else None]
+
+
+def plans(shapes, only=None, quick=False):
+    """Every (spec, n, k, m) bench_shapes.py plans, in the order it runs them (duplicates removed)."""
+    out = []
+    if only != "moe":
+        for M, N, K in dense_shapes(shapes, quick):
+            for _, spec, fmt, _, _, _ in DENSE_SPECS:
+                if fmt == "fp8_block" and K % 128:
+                    continue
+                out.append((spec, N, K, M))
+            out.append((MXFP4_DENSE_SPEC, N, K, M))
+    if only != "dense":
+        for layer in moe_layers(shapes, quick):
+            for T in layer["tokens"]:
+                for fmt, _ in GROUPED_FMTS:
+                    out.append((grouped_spec(fmt, layer["experts"]), layer["n"], layer["k"], T * layer["topk"]))
+    seen, unique = set(), []
+    for p in out:
+        if p not in seen:
+            seen.add(p)
+            unique.append(p)
+    return unique
+
+
+def compile_all(rt, plan_tuples, jobs=8, log=print):
+    """Plans and compiles each tuple on a thread pool (kiln's compiles release the GIL: ctypes).
+    Returns {tuple: plan} for those that planned, and prints one line per failure."""
+    import concurrent.futures, time
+    t0 = time.time()
+
+    def one(p):
+        spec, n, k, m = p
+        plan = rt.plan(spec, n=n, k=k, m_hint=m)
+        plan.compile(m)
+        return plan
+
+    done = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futs = {pool.submit(one, p): p for p in plan_tuples}
+        for i, f in enumerate(concurrent.futures.as_completed(futs)):
+            p = futs[f]
+            try:
+                done[p] = f.result()
+            except Exception as e:  # reported, and bench_shapes reports the shape's error again
+                log(f"compile failed: {p}: {str(e)[:300]}")
+            if (i + 1) % 10 == 0 or i + 1 == len(futs):
+                log(f"compiled {i + 1}/{len(futs)} plans in {time.time() - t0:.1f} s", flush=True)
+    return done
