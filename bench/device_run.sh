@@ -14,7 +14,7 @@
 # shapes/results.json, shapes/RESULTS.fragment.md).
 set -u
 cd "$(dirname "$0")/.."
-C=carry-all
+C=${CARRY_DIR:-carry-all}
 if [ "${1:-}" = --prepare ]; then
   ./scripts/build.sh >/dev/null || exit 1
   S=$(mktemp -d)
@@ -24,6 +24,12 @@ if [ "${1:-}" = --prepare ]; then
   strip -o "$S/kiln" build/tools/kiln
   KILN_TUNING_DEVICE=h200 KILN_LIBRARY=build/capi/libkiln.so.0.1.0 \
     python3 bench/precompile.py --shapes .bench_shared/shapes.json --cache-dir "$S/cache" | tail -1 || exit 1
+  # Optional: candidates of a tuning run compiled here (TUNE_SHAPES=file.json; timed on the device).
+  if [ -n "${TUNE_SHAPES:-}" ]; then
+    KILN_CACHE_DIR="$S/cache" build/tools/kiln tune "$TUNE_SHAPES" --compile-only --gpu h200 \
+      --max-candidates "${TUNE_CANDIDATES:-24}" | tail -1 || exit 1
+    cp "$TUNE_SHAPES" "$S/tune_shapes.json"
+  fi
   rm -rf $C && mkdir -p $C || exit 1
   tar -C "$S" -cf - . | xz -9 -T1 >$C/bundle.tar.xz || exit 1
   rm -rf "$S"
@@ -66,7 +72,19 @@ SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v com
   KILN_CACHE_DIR=$(mktemp -d) "$X/gpu_sm80_gemm_gpu_test" --gtest_filter='DispatchCost*' 2>&1 | grep -E 'figures|OK|FAILED'
   KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) "$X/gpu_sm80_gemm_gpu_test" --gtest_filter='DispatchCost*' 2>&1 |
     grep -E 'figures|FAILED'
-  echo "--- memcheck (epilogues, sm90 repeat) / racecheck (sm90 repeat) at $(elapsed)s"
+  # The portable family's grouped FP8 / 16-bit cases (the default dispatch now takes the sm90 family).
+  echo "formats under KILN_FAMILY=sm80: $(KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) timeout 150 \
+    "$X/gpu_formats_gpu_test" 2>&1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' ')"
+  echo "--- memcheck (epilogues, sm90 repeat, sm90 grouped) / racecheck (sm90 repeat, grouped) at $(elapsed)s"
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='GroupedConfigs/*m300*:GroupedConfigs/*m1_*' | tail -2 ) 2>&1
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='GroupedConfigs/*m1_*' | tail -2 ) 2>&1
+  echo "--- memcheck / racecheck (sm90 split-K) at $(elapsed)s"
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='SplitKConfigs/*m130*:SplitKConfigs/*m1_*' | tail -2 ) 2>&1
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='SplitKConfigs/*m77*k4' | tail -2 ) 2>&1
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_epilogue_gpu_test" \
       --gtest_filter='EpilogueRepeatGpuTest.*:EpilogueStridedGpuTest.*' | tail -2 ) 2>&1
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
@@ -81,6 +99,16 @@ cat "$OUT/summary.txt"
 left=$(( BUDGET - $(elapsed) ))
 [ $left -gt 30 ] || { echo "no time left for bench_shapes"; exit 0; }
 mkdir -p "$X/bench-cache" && cp "$X/cache/kiln.db" "$X/bench-cache/" 2>/dev/null
+# Optional tuning run (the bundle's tune_shapes.json): its winners go into the bench's cache database, so
+# bench_shapes.py plans with them; exported to $OUT/tuned.json for tuner/pretuned/.
+if [ -f "$X/tune_shapes.json" ]; then
+  KILN_CACHE_DIR=$X/bench-cache timeout "${TUNE_TIMEOUT:-200}" "$X/kiln" tune "$X/tune_shapes.json" --gpu h200 \
+    --budget "${TUNE_BUDGET:-4}" --max-candidates "${TUNE_CANDIDATES:-24}" >"$OUT/tune.log" 2>&1
+  echo "tune rc=$? at $(elapsed)s"; tail -4 "$OUT/tune.log"
+  KILN_CACHE_DIR=$X/bench-cache "$X/kiln" cache export "$OUT/tuned.json" --gpu h200 2>&1 | tail -1
+fi
+left=$(( BUDGET - $(elapsed) ))
+[ $left -gt 30 ] || { echo "no time left for bench_shapes"; exit 0; }
 KILN_CACHE_DIR=$X/bench-cache KILN_ANCHORS_DIR=$PWD/.bench_shared timeout $left \
   python3 bench/bench_shapes.py --out "$OUT/shapes" ${BENCH_ARGS:-} >"$OUT/bench_shapes.log" 2>&1
 echo "bench_shapes rc=$? (timeout $left s) at $(elapsed)s"; tail -3 "$OUT/bench_shapes.log"

@@ -95,9 +95,26 @@ string hex(uintptr_t v) {
   return buf;
 }
 
-Status check_device(const string& n, const DLTensor* t) {
-  if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged) {
-    return InvalidArgument(n + ": device type " + to_string(t->device.device_type) +
+// Messages are built on the error paths only: every check here runs on every Plan::run (dispatch
+// cost, tuner issue). An operand's name and a rule's wording travel as a Who (the "operand x" prefix)
+// and as text() arguments: a C string, or a callable that builds the string when a check fails.
+struct Who {
+  const char* name;  // "a", "b_scale", "bias", ...
+  string operator()() const { return string("operand ") + name; }
+};
+inline string text(const char* s) { return s; }
+template <typename F>
+string text(const F& f) {
+  return f();
+}
+
+bool on_cuda(const DLTensor* t) {
+  return t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged;
+}
+
+Status check_device(const Who& n, const DLTensor* t) {
+  if (!on_cuda(t)) {
+    return InvalidArgument(n() + ": device type " + to_string(t->device.device_type) +
                            " is not CUDA (kDLCUDA = 2); kiln runs on CUDA device memory");
   }
   return Status::Ok();
@@ -117,12 +134,12 @@ struct Mat {
 // with element (or paired, where aligned) stores: any row stride >= N, element-aligned base.
 StatusOr<Mat> check_matrix(const char* name, const DLTensor* t, Format f, int64_t batch, int64_t rows, int64_t cols,
                            const char* rows_name, const char* cols_name, bool vector_rows = true) {
-  const string n = string("operand ") + name;
-  if (t == nullptr) return InvalidArgument(n + ": missing (NULL)");
+  const Who n{name};
+  if (t == nullptr) return InvalidArgument(n() + ": missing (NULL)");
   KILN_RETURN_IF_ERROR(check_device(n, t));
   const int per = elems_per_item(f, t->dtype);
   if (per == 0) {
-    return InvalidArgument(n + ": dtype " + dtype_name(t->dtype) + " but the spec says " + name + "=" +
+    return InvalidArgument(n() + ": dtype " + dtype_name(t->dtype) + " but the spec says " + name + "=" +
                            format_name(f) + " (" + expected_dtype(f) + ")");
   }
   const int lead = batch >= 0 ? 1 : 0;  // index of the rows dimension
@@ -133,30 +150,30 @@ StatusOr<Mat> check_matrix(const char* name, const DLTensor* t, Format f, int64_
     string want = batch >= 0 ? string("3-D [E, ") + rows_name + ", " + cols_name + "]"
                              : string("2-D [") + rows_name + ", " + cols_name + "]";
     if (per == 2) want += " (bytes: " + string(cols_name) + "/2), or the gpt-oss " + to_string(base_ndim + 1) + "-D form";
-    return InvalidArgument(n + ": " + to_string(t->ndim) + "-D tensor; expected " + want);
+    return InvalidArgument(n() + ": " + to_string(t->ndim) + "-D tensor; expected " + want);
   }
   if (batch >= 0 && t->shape[0] != batch) {
-    return InvalidArgument(n + ": shape[0] = " + to_string(t->shape[0]) + " but the spec has experts = " +
+    return InvalidArgument(n() + ": shape[0] = " + to_string(t->shape[0]) + " but the spec has experts = " +
                            to_string(batch));
   }
   if (rows >= 0 && t->shape[lead] != rows) {
-    return InvalidArgument(n + ": shape[" + to_string(lead) + "] = " + to_string(t->shape[lead]) + " but " +
+    return InvalidArgument(n() + ": shape[" + to_string(lead) + "] = " + to_string(t->shape[lead]) + " but " +
                            rows_name + " = " + to_string(rows));
   }
   const int64_t items = cols / per;  // stored elements per row
   if (blocks16) {
     const int64_t* s = t->shape;
     if (s[lead + 1] * s[lead + 2] != items || s[lead + 2] != 16) {
-      return InvalidArgument(n + ": shape [.., " + to_string(s[lead + 1]) + ", " + to_string(s[lead + 2]) +
+      return InvalidArgument(n() + ": shape [.., " + to_string(s[lead + 1]) + ", " + to_string(s[lead + 2]) +
                              "]; the gpt-oss block form is [.., " + cols_name + "/32, 16] = [.., " +
                              to_string(cols / 32) + ", 16]");
     }
   } else if (t->shape[lead + 1] != items) {
     if (per == 1) {
-      return InvalidArgument(n + ": shape[" + to_string(lead + 1) + "] = " + to_string(t->shape[lead + 1]) +
+      return InvalidArgument(n() + ": shape[" + to_string(lead + 1) + "] = " + to_string(t->shape[lead + 1]) +
                              " but the plan has " + cols_name + " = " + to_string(cols));
     }
-    return InvalidArgument(n + ": shape[" + to_string(lead + 1) + "] = " + to_string(t->shape[lead + 1]) +
+    return InvalidArgument(n() + ": shape[" + to_string(lead + 1) + "] = " + to_string(t->shape[lead + 1]) +
                            " but the plan has " + cols_name + " = " + to_string(cols) + ", i.e. " +
                            to_string(items) + " items of two E2M1 codes");
   }
@@ -169,19 +186,19 @@ StatusOr<Mat> check_matrix(const char* name, const DLTensor* t, Format f, int64_
     const int inner = t->ndim - 1;
     const bool inner_ok = t->strides[inner] == 1 || t->shape[inner] <= 1;
     if (!inner_ok || (blocks16 && t->strides[inner - 1] != 16 && t->shape[inner - 1] > 1)) {
-      return InvalidArgument(n + ": inner stride " + to_string(t->strides[inner]) +
+      return InvalidArgument(n() + ": inner stride " + to_string(t->strides[inner]) +
                              "; kiln needs the last dimension contiguous (stride 1), e.g. call .contiguous()");
     }
     ld = t->strides[lead];
     if (mat.rows > 1 && ld < items) {
-      return InvalidArgument(n + ": row stride " + to_string(ld) + " is smaller than the row length " +
+      return InvalidArgument(n() + ": row stride " + to_string(ld) + " is smaller than the row length " +
                              to_string(items));
     }
     if (mat.rows <= 1) ld = items;
     if (batch >= 0) {
       bstride = t->strides[0];
       if (batch > 1 && bstride < mat.rows * ld) {
-        return InvalidArgument(n + ": expert stride " + to_string(bstride) + " is smaller than one expert's " +
+        return InvalidArgument(n() + ": expert stride " + to_string(bstride) + " is smaller than one expert's " +
                                to_string(mat.rows * ld) + " elements; experts may not overlap");
       }
     }
@@ -190,20 +207,20 @@ StatusOr<Mat> check_matrix(const char* name, const DLTensor* t, Format f, int64_
   const int64_t align = vector_rows ? 16 : static_cast<int64_t>(eb < 1 ? 1 : eb);
   if (vector_rows && static_cast<int64_t>(ld * eb) % 16 != 0) {
     if (per == 1) {
-      return InvalidArgument(n + ": row stride " + to_string(ld) + " elements = " + to_string(int64_t(ld * eb)) +
+      return InvalidArgument(n() + ": row stride " + to_string(ld) + " elements = " + to_string(int64_t(ld * eb)) +
                              " bytes; rows must start on 16-byte boundaries (a multiple of " +
                              to_string(int64_t(16 / eb)) + " elements)");
     }
-    return InvalidArgument(n + ": row stride " + to_string(int64_t(ld * eb)) +
+    return InvalidArgument(n() + ": row stride " + to_string(int64_t(ld * eb)) +
                            " bytes; rows must start on 16-byte boundaries");
   }
   if (vector_rows && batch > 1 && static_cast<int64_t>(bstride * eb) % 16 != 0) {
-    return InvalidArgument(n + ": expert stride " + to_string(int64_t(bstride * eb)) +
+    return InvalidArgument(n() + ": expert stride " + to_string(int64_t(bstride * eb)) +
                            " bytes; experts must start on 16-byte boundaries");
   }
   const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
   if (addr % align != 0) {
-    return InvalidArgument(n + ": data address 0x" + hex(addr) + " is not " + to_string(align) + "-byte aligned");
+    return InvalidArgument(n() + ": data address 0x" + hex(addr) + " is not " + to_string(align) + "-byte aligned");
   }
   mat.data = reinterpret_cast<const void*>(addr);
   mat.ld = ld * per;
@@ -211,12 +228,12 @@ StatusOr<Mat> check_matrix(const char* name, const DLTensor* t, Format f, int64_
   return mat;
 }
 
-Status check_same_device(const string& n, const DLTensor* t, int device) {
-  if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged) {
-    return InvalidArgument(n + ": must be on the CUDA device (graph-safe: never a host float)");
+Status check_same_device(const Who& n, const DLTensor* t, int device) {
+  if (!on_cuda(t)) {
+    return InvalidArgument(n() + ": must be on the CUDA device (graph-safe: never a host float)");
   }
   if (t->device.device_id != device) {
-    return InvalidArgument(n + ": on device " + to_string(t->device.device_id) + " but operand a is on device " +
+    return InvalidArgument(n() + ": on device " + to_string(t->device.device_id) + " but operand a is on device " +
                            to_string(device));
   }
   return Status::Ok();
@@ -240,17 +257,19 @@ bool contiguous(const DLTensor* t) {
 }
 
 // A contiguous f32 vector of `count` elements on the device (tensor scale: count 1).
-StatusOr<const float*> check_f32_vector(const string& n, const DLTensor* t, int64_t count, int device,
-                                        const string& what) {
+// what: text() of the rule on the count, for the message.
+template <typename What>
+StatusOr<const float*> check_f32_vector(const Who& n, const DLTensor* t, int64_t count, int device,
+                                        const What& what) {
   KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
   if (!(t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1)) {
-    return InvalidArgument(n + ": dtype " + dtype_name(t->dtype) + "; expected float32");
+    return InvalidArgument(n() + ": dtype " + dtype_name(t->dtype) + "; expected float32");
   }
   const int64_t got = numel(t);
-  if (got != count) return InvalidArgument(n + ": " + to_string(got) + " elements; " + what);
-  if (!contiguous(t)) return InvalidArgument(n + ": not contiguous; kiln reads it as one dense vector");
+  if (got != count) return InvalidArgument(n() + ": " + to_string(got) + " elements; " + text(what));
+  if (!contiguous(t)) return InvalidArgument(n() + ": not contiguous; kiln reads it as one dense vector");
   const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
-  if (addr % 4 != 0) return InvalidArgument(n + ": data address is not 4-byte aligned");
+  if (addr % 4 != 0) return InvalidArgument(n() + ": data address is not 4-byte aligned");
   return reinterpret_cast<const float*>(addr);
 }
 
@@ -260,13 +279,15 @@ struct ScaleView {
   int64_t batch_stride = 0;
 };
 
-// A 2-D scale matrix [rows, cols] (batch >= 0: [batch, rows, cols]) of type st.
-StatusOr<ScaleView> check_scale_matrix(const string& n, const DLTensor* t, ScaleType st, int64_t batch, int64_t rows,
-                                       int64_t cols, int device, const string& meaning) {
+// A 2-D scale matrix [rows, cols] (batch >= 0: [batch, rows, cols]) of type st. meaning: text() of
+// what the scales are, for the message.
+template <typename Meaning>
+StatusOr<ScaleView> check_scale_matrix(const Who& n, const DLTensor* t, ScaleType st, int64_t batch, int64_t rows,
+                                       int64_t cols, int device, const Meaning& meaning) {
   KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
   const DLDataType d = t->dtype;
   bool ok = false;
-  string want;
+  const char* want = "";
   switch (st) {
     case ScaleType::kF32:
       ok = d.code == kDLFloat && d.bits == 32 && d.lanes == 1;
@@ -282,47 +303,52 @@ StatusOr<ScaleView> check_scale_matrix(const string& n, const DLTensor* t, Scale
       break;
     case ScaleType::kNone: break;
   }
-  if (!ok) return InvalidArgument(n + ": dtype " + dtype_name(d) + "; expected " + want + " (" + meaning + ")");
+  if (!ok)
+    return InvalidArgument(n() + ": dtype " + dtype_name(d) + "; expected " + want + " (" + text(meaning) + ")");
   const int lead = batch >= 0 ? 1 : 0;
-  const string shape = (batch >= 0 ? "[" + to_string(batch) + ", " : string("[")) + to_string(rows) + ", " +
-                       to_string(cols) + "]";
+  auto shape = [&] {
+    // Built by appending: GCC 12 at -O3 reports a false -Wrestrict on `"literal" + std::string`.
+    string s = "[";
+    if (batch >= 0) s += to_string(batch) + ", ";
+    return s + to_string(rows) + ", " + to_string(cols) + "]";
+  };
   if (t->ndim != 2 + lead || (batch >= 0 && t->shape[0] != batch) || t->shape[lead] != rows ||
       t->shape[lead + 1] != cols) {
     string got = "[";
     for (int i = 0; i < t->ndim; ++i) got += (i ? ", " : "") + to_string(t->shape[i]);
-    return InvalidArgument(n + ": shape " + got + "]; expected " + shape + " (" + meaning + ")");
+    return InvalidArgument(n() + ": shape " + got + "]; expected " + shape() + " (" + text(meaning) + ")");
   }
   ScaleView v;
   v.lds = cols;
   v.batch_stride = rows * cols;
   if (t->strides != nullptr) {
     if (t->strides[lead + 1] != 1 && cols > 1)
-      return InvalidArgument(n + ": inner stride " + to_string(t->strides[lead + 1]) +
-                             "; kiln reads scale rows contiguous along K (row-major " + shape + ")");
+      return InvalidArgument(n() + ": inner stride " + to_string(t->strides[lead + 1]) +
+                             "; kiln reads scale rows contiguous along K (row-major " + shape() + ")");
     if (rows > 1) v.lds = t->strides[lead];
     if (v.lds < cols)
-      return InvalidArgument(n + ": row stride " + to_string(v.lds) + " is smaller than the row length " +
+      return InvalidArgument(n() + ": row stride " + to_string(v.lds) + " is smaller than the row length " +
                              to_string(cols));
     if (batch >= 0) v.batch_stride = t->strides[0];
   }
   const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
-  if (st == ScaleType::kF32 && addr % 4 != 0) return InvalidArgument(n + ": data address is not 4-byte aligned");
+  if (st == ScaleType::kF32 && addr % 4 != 0) return InvalidArgument(n() + ": data address is not 4-byte aligned");
   v.data = reinterpret_cast<const float*>(addr);
   return v;
 }
 
 // An int32 [E] per-expert vector (offsets / counts).
-StatusOr<const int32_t*> check_group_rows(const string& n, const DLTensor* t, int64_t experts, int device,
-                                          const string& meaning) {
+StatusOr<const int32_t*> check_group_rows(const Who& n, const DLTensor* t, int64_t experts, int device,
+                                          const char* meaning) {
   KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
   if (!(t->dtype.code == kDLInt && t->dtype.bits == 32 && t->dtype.lanes == 1))
-    return InvalidArgument(n + ": dtype " + dtype_name(t->dtype) + "; expected int32 (" + meaning + ")");
+    return InvalidArgument(n() + ": dtype " + dtype_name(t->dtype) + "; expected int32 (" + meaning + ")");
   if (t->ndim != 1 || t->shape[0] != experts)
-    return InvalidArgument(n + ": " + to_string(t->ndim) + "-D with " + to_string(numel(t)) +
+    return InvalidArgument(n() + ": " + to_string(t->ndim) + "-D with " + to_string(numel(t)) +
                            " elements; expected 1-D [" + to_string(experts) + "] (" + meaning + ")");
-  if (!contiguous(t)) return InvalidArgument(n + ": not contiguous (stride 1 expected)");
+  if (!contiguous(t)) return InvalidArgument(n() + ": not contiguous (stride 1 expected)");
   const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
-  if (addr % 4 != 0) return InvalidArgument(n + ": data address is not 4-byte aligned");
+  if (addr % 4 != 0) return InvalidArgument(n() + ": data address is not 4-byte aligned");
   return reinterpret_cast<const int32_t*>(addr);
 }
 
@@ -330,17 +356,17 @@ StatusOr<const int32_t*> check_group_rows(const string& n, const DLTensor* t, in
 // (-1 for none).
 Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpec& op, bool is_a, int64_t rows,
                            int64_t k, int64_t experts, int device, CheckedOperands& c) {
-  const string n = string("operand ") + name;
+  const Who n{name};
   const float** out = is_a ? &c.a_scale : &c.b_scale;
   if (op.scale == ScaleGranularity::kNone) {
     if (t != nullptr) {
-      return InvalidArgument(n + ": given, but the operand's format " + string(format_name(op.format)) +
+      return InvalidArgument(n() + ": given, but the operand's format " + string(format_name(op.format)) +
                              " takes no scale");
     }
     return Status::Ok();
   }
-  const string fmt = format_name(op.format);
   if (t == nullptr) {
+    const string fmt = format_name(op.format);
     string what;
     switch (op.scale) {
       case ScaleGranularity::kTensor: what = "one f32 scale on the device (decode scale: x = q * s)"; break;
@@ -352,7 +378,7 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
       case ScaleGranularity::kBlock1x16: what = "UE4M3 [N, K/16] block scales on the device"; break;
       case ScaleGranularity::kNone: break;
     }
-    return InvalidArgument(n + ": missing; the spec's " + fmt + ":" + scale_granularity_name(op.scale) +
+    return InvalidArgument(n() + ": missing; the spec's " + fmt + ":" + scale_granularity_name(op.scale) +
                            " needs " + what);
   }
   const int64_t batch = experts;  // -1: no expert dimension
@@ -361,27 +387,29 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
     case ScaleGranularity::kTensor: {
       // Grouped weights: one tensor scale per expert.
       const int64_t count = is_a ? 1 : per_expert;
-      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device,
-                                                   count == 1 ? string("a tensor scale has exactly 1")
-                                                              : "grouped weights take one tensor scale per expert (" +
-                                                                    to_string(count) + ")"));
+      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device, [count] {
+                              return count == 1 ? string("a tensor scale has exactly 1")
+                                                : "grouped weights take one tensor scale per expert (" +
+                                                      to_string(count) + ")";
+                            }));
       if (!is_a && batch >= 0) c.b_scale_expert_stride = 1;
       return Status::Ok();
     }
     case ScaleGranularity::kM:
     case ScaleGranularity::kN: {
       const int64_t count = per_expert * rows;
-      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device,
-                                                   string("a per-") + (is_a ? "token" : "channel") +
-                                                       " scale vector has " + to_string(count) + " (" +
-                                                       (is_a ? "M" : "N") + (batch >= 0 ? " per expert" : "") + ")"));
+      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device, [is_a, count, batch] {
+                              return string("a per-") + (is_a ? "token" : "channel") + " scale vector has " +
+                                     to_string(count) + " (" + (is_a ? "M" : "N") +
+                                     (batch >= 0 ? " per expert" : "") + ")";
+                            }));
       if (!is_a) c.b_scale_expert_stride = rows;
       return Status::Ok();
     }
     default: break;
   }
   int64_t srows = rows, scols = 0;
-  string meaning;
+  const char* meaning = "";  // kBlock1x32: the format's name goes in front
   switch (op.scale) {
     case ScaleGranularity::kBlock1x128:
       scols = k / 128;
@@ -394,14 +422,18 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
       break;
     case ScaleGranularity::kBlock1x32:
       scols = k / 32;
-      meaning = fmt + " E8M0 scales, one per row per 32 K";
+      meaning = " E8M0 scales, one per row per 32 K";
       break;
     default:  // kBlock1x16
       scols = k / 16;
       meaning = "nvfp4 UE4M3 scales, one per row per 16 K";
       break;
   }
-  KILN_ASSIGN_OR_RETURN(ScaleView v, check_scale_matrix(n, t, op.scale_type, batch, srows, scols, device, meaning));
+  const bool named = op.scale == ScaleGranularity::kBlock1x32;
+  const Format format = op.format;
+  KILN_ASSIGN_OR_RETURN(ScaleView v, check_scale_matrix(n, t, op.scale_type, batch, srows, scols, device, [=] {
+                          return named ? format_name(format) + string(meaning) : string(meaning);
+                        }));
   *out = v.data;
   (is_a ? c.lds_a : c.lds_b) = v.lds;
   if (!is_a) c.b_scale_expert_stride = batch >= 0 ? v.batch_stride : 0;
@@ -417,9 +449,9 @@ string shape_text(const DLTensor* t) {
   return s + "]";
 }
 
-string dims_text(const std::vector<int64_t>& d) {
+string dims_text(const int64_t* d, size_t count) {
   string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + to_string(d[i]);
+  for (size_t i = 0; i < count; ++i) s += (i ? ", " : "") + to_string(d[i]);
   return s + "]";
 }
 
@@ -436,23 +468,27 @@ int64_t stride_of(const DLTensor* t, int dim) {
 StatusOr<kiln_dev::EpilogueVector> check_epilogue_vector(const EpilogueOperand& eo, const DLTensor* t,
                                                          int64_t rows, int64_t n_out, int64_t experts, int64_t max_m,
                                                          bool masked, int device) {
-  const string name = ep_vector_name(eo.vector);
-  const string n = "operand " + name;
-  const string read = name + ep_index_name(eo.index);
-  std::vector<int64_t> want;
+  const Who n{ep_vector_name(eo.vector)};
+  auto read = [&] { return string(n.name) + ep_index_name(eo.index); };
+  int64_t want[2] = {0, 0};
+  size_t want_size = 1;
   switch (eo.index) {
-    case EpIndex::kM: want = {rows}; break;
-    case EpIndex::kN: want = {n_out}; break;
-    case EpIndex::kE: want = {experts}; break;
-    case EpIndex::kEN: want = {experts, n_out}; break;
-    case EpIndex::kMN: want = {rows, n_out}; break;
+    case EpIndex::kM: want[0] = rows; break;
+    case EpIndex::kN: want[0] = n_out; break;
+    case EpIndex::kE: want[0] = experts; break;
+    case EpIndex::kEN: want[0] = experts, want[1] = n_out, want_size = 2; break;
+    case EpIndex::kMN: want[0] = rows, want[1] = n_out, want_size = 2; break;
   }
-  string want_text = dims_text(want);
-  if (masked && (eo.index == EpIndex::kM || eo.index == EpIndex::kMN))
-    want_text += " (or " + dims_text(eo.index == EpIndex::kM ? std::vector<int64_t>{experts, max_m}
-                                                            : std::vector<int64_t>{experts, max_m, n_out}) + ")";
+  auto want_text = [&] {
+    string s = dims_text(want, want_size);
+    if (masked && (eo.index == EpIndex::kM || eo.index == EpIndex::kMN)) {
+      const int64_t two_level_dims[3] = {experts, max_m, n_out};
+      s += " (or " + dims_text(two_level_dims, eo.index == EpIndex::kM ? 2 : 3) + ")";
+    }
+    return s;
+  };
   if (t == nullptr)
-    return InvalidArgument(n + ": missing; the spec's epilogue reads " + read + ": a " + want_text +
+    return InvalidArgument(n() + ": missing; the spec's epilogue reads " + read() + ": a " + want_text() +
                            " tensor (float32, bfloat16 or float16) on the device");
   KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
   kiln_dev::EpilogueVector v{};
@@ -464,47 +500,52 @@ StatusOr<kiln_dev::EpilogueVector> check_epilogue_vector(const EpilogueOperand& 
   } else if (d.lanes == 1 && d.code == kDLFloat && d.bits == 16) {
     v.dtype = kiln_dev::kEpF16;
   } else {
-    return InvalidArgument(n + ": dtype " + dtype_name(d) + "; the epilogue's " + read +
+    return InvalidArgument(n() + ": dtype " + dtype_name(d) + "; the epilogue's " + read() +
                            " takes float32, bfloat16 or float16");
   }
   // The masked layout's [E, max_m, ..] form: the two leading dimensions become one when rows of
   // consecutive experts are one stride apart.
   const bool two_level = masked && (eo.index == EpIndex::kM || eo.index == EpIndex::kMN) &&
-                         t->ndim == static_cast<int>(want.size()) + 1;
-  bool shape_ok = t->ndim == static_cast<int>(want.size()) || two_level;
+                         t->ndim == static_cast<int>(want_size) + 1;
+  bool shape_ok = t->ndim == static_cast<int>(want_size) || two_level;
   if (shape_ok && two_level) {
     shape_ok = t->shape[0] == experts && t->shape[1] == max_m &&
                (eo.index == EpIndex::kM || t->shape[2] == n_out);
   } else if (shape_ok) {
-    for (size_t i = 0; i < want.size(); ++i) shape_ok = shape_ok && t->shape[i] == want[i];
+    for (size_t i = 0; i < want_size; ++i) shape_ok = shape_ok && t->shape[i] == want[i];
   }
   if (!shape_ok)
-    return InvalidArgument(n + ": shape " + shape_text(t) + " but the spec's epilogue reads " + read +
-                           ", which needs " + want_text);
+    return InvalidArgument(n() + ": shape " + shape_text(t) + " but the spec's epilogue reads " + read() +
+                           ", which needs " + want_text());
   if (two_level) {
     const int64_t s0 = stride_of(t, 0), s1 = stride_of(t, 1);
     if (experts > 1 && max_m > 1 && s0 != max_m * s1)
-      return InvalidArgument(n + ": strides (" + to_string(s0) + ", " + to_string(s1) +
+      return InvalidArgument(n() + ": strides (" + to_string(s0) + ", " + to_string(s1) +
                              ") of the [E, max_m] dimensions do not flatten to one row index (stride(0) must be "
                              "max_m * stride(1) = " + to_string(max_m * s1) + ")");
     v.stride0 = max_m > 1 ? s1 : s0;
     v.stride1 = eo.index == EpIndex::kMN ? stride_of(t, 2) : 0;
   } else {
     v.stride0 = stride_of(t, 0);
-    v.stride1 = want.size() == 2 ? stride_of(t, 1) : 0;
+    v.stride1 = want_size == 2 ? stride_of(t, 1) : 0;
   }
   if (v.stride0 < 0 || v.stride1 < 0)
-    return InvalidArgument(n + ": negative strides are not accepted");
+    return InvalidArgument(n() + ": negative strides are not accepted");
   const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
   const unsigned eb = d.bits / 8;
   if (addr % eb != 0)
-    return InvalidArgument(n + ": data address 0x" + hex(addr) + " is not " + to_string(eb) + "-byte aligned");
+    return InvalidArgument(n() + ": data address 0x" + hex(addr) + " is not " + to_string(eb) + "-byte aligned");
   v.data = reinterpret_cast<const void*>(addr);
   return v;
 }
 
 Status check_epilogue_operands(const KernelSpec& spec, const std::vector<EpilogueOperand>& epilogue,
                                const Operands& ops, int64_t n_out, CheckedOperands& c) {
+  // Most specs have no epilogue and get none of its vectors: one test instead of the loop below.
+  static_assert(kEpVectorCount == 7, "the test below names every epilogue vector");
+  if (epilogue.empty() && ops.bias == nullptr && ops.scale == nullptr && ops.colscale == nullptr &&
+      ops.expert_scale == nullptr && ops.residual == nullptr && ops.gate_bias == nullptr && ops.up_bias == nullptr)
+    return Status::Ok();
   const bool masked = spec.layout == GroupLayout::kMasked;
   const int64_t experts = spec.op == Op::kGroupedGemm ? spec.experts : 1;
   for (int vi = 0; vi < kEpVectorCount; ++vi) {
@@ -554,6 +595,13 @@ StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSi
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
                                          const std::vector<EpilogueOperand>& epilogue) {
   CheckedOperands c;
+  KILN_RETURN_IF_ERROR(check_operands(spec, sizes, ops, epilogue, c));
+  return c;
+}
+
+Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
+                      const std::vector<EpilogueOperand>& epilogue, CheckedOperands& c) {
+  c = CheckedOperands{};
   const bool grouped = spec.op == Op::kGroupedGemm;
   const bool masked = spec.layout == GroupLayout::kMasked;
   const int64_t experts = grouped ? spec.experts : -1;
@@ -618,10 +666,10 @@ StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSi
                              to_string(spec.e4m3_bound) + ")) on the device, " +
                              (per_expert ? "one per expert [" + to_string(count) + "]" : string("[1]")));
     KILN_ASSIGN_OR_RETURN(c.b_global,
-                          check_f32_vector("operand b_global", ops.b_global, count, c.device,
-                                           per_expert ? "nvfp4_global=expert takes one per expert (" +
-                                                            to_string(count) + ")"
-                                                      : string("nvfp4_global=tensor takes exactly 1")));
+                          check_f32_vector(Who{"b_global"}, ops.b_global, count, c.device, [per_expert, count] {
+                            return per_expert ? "nvfp4_global=expert takes one per expert (" + to_string(count) + ")"
+                                              : string("nvfp4_global=tensor takes exactly 1");
+                          }));
   }
 
   // Grouped: the per-expert row vector.
@@ -634,19 +682,18 @@ StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSi
     if (ops.offsets == nullptr)
       return InvalidArgument("operand offsets: missing; layout=offsets needs an int32 [" + to_string(spec.experts) +
                              "] device tensor of cumulative row ends");
-    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows("operand offsets", ops.offsets, spec.experts, c.device,
+    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows(Who{"offsets"}, ops.offsets, spec.experts, c.device,
                                                          "cumulative row ends per expert"));
   }
   if (masked) {
     if (ops.counts == nullptr)
       return InvalidArgument("operand counts: missing; layout=masked needs an int32 [" + to_string(spec.experts) +
                              "] device tensor of rows per expert");
-    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows("operand counts", ops.counts, spec.experts, c.device,
+    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows(Who{"counts"}, ops.counts, spec.experts, c.device,
                                                          "rows per expert"));
   }
   c.experts = grouped ? spec.experts : 0;
-  KILN_RETURN_IF_ERROR(check_epilogue_operands(spec, epilogue, ops, n_out, c));  // epilogues issue
-  return c;
+  return check_epilogue_operands(spec, epilogue, ops, n_out, c);  // epilogues issue
 }
 
 kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& sizes) {
@@ -723,10 +770,10 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
   q.ld_out = o.ld;
 
   // out_scale.
-  const string n = "operand out_scale";
-  const string fmt = format_name(spec.out.format);
+  const Who n{"out_scale"};
+  const char* fmt = format_name(spec.out.format);
   if (ops.out_scale == nullptr)
-    return InvalidArgument(n + ": missing; quantize writes the scales of out=" + fmt + " there");
+    return InvalidArgument(n() + ": missing; quantize writes the scales of out=" + fmt + " there");
   switch (qs.mode) {
     case QuantizeMode::kTensor: {
       KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, 1, q.device,
@@ -736,29 +783,33 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
       break;
     }
     case QuantizeMode::kRow: {
-      KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, q.m, q.device,
-                                                             "per-token scales: one f32 per row of a (M = " +
-                                                                 to_string(q.m) + ")"));
+      const int64_t m = q.m;
+      KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, q.m, q.device, [m] {
+                              return "per-token scales: one f32 per row of a (M = " + to_string(m) + ")";
+                            }));
       q.scale = const_cast<float*>(s);
       q.ld_scale = 1;
       break;
     }
     default: {
       int64_t rows = 0, cols = 0;
-      string meaning;
       if (qs.mode == QuantizeMode::kBlock2d) {
         rows = (q.m + 127) / 128;
         cols = sizes.k / 128;
-        meaning = "one scale per 128 x 128 block";
       } else if (transposed) {
         rows = sizes.k;
         cols = q.m / qs.block;
-        meaning = "transpose=true: one scale per column of a per " + to_string(qs.block) + " rows";
       } else {
         rows = q.m;
         cols = sizes.k / qs.block;
-        meaning = "one scale per row per " + to_string(qs.block) + " K";
       }
+      const QuantizeMode mode = qs.mode;
+      const int block = qs.block;
+      auto meaning = [mode, transposed, block] {
+        if (mode == QuantizeMode::kBlock2d) return string("one scale per 128 x 128 block");
+        if (transposed) return "transpose=true: one scale per column of a per " + to_string(block) + " rows";
+        return "one scale per row per " + to_string(block) + " K";
+      };
       KILN_ASSIGN_OR_RETURN(ScaleView v, check_scale_matrix(n, ops.out_scale, spec.out.scale_type, -1, rows, cols,
                                                             q.device, meaning));
       q.scale = const_cast<float*>(v.data);
@@ -768,12 +819,13 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
   }
   const bool nvfp4 = spec.out.format == Format::kNvfp4;
   if (!nvfp4 && ops.out_global != nullptr)
-    return InvalidArgument("operand out_global: given, but only out=nvfp4 writes a global scale (out=" + fmt + ")");
+    return InvalidArgument("operand out_global: given, but only out=nvfp4 writes a global scale (out=" + string(fmt) +
+                           ")");
   if (nvfp4) {
     if (ops.out_global == nullptr)
       return InvalidArgument("operand out_global: missing; out=nvfp4 writes its f32 global decode scale (amax / (6 * " +
                              to_string(spec.e4m3_bound) + ")) to a device f32 [1]");
-    KILN_ASSIGN_OR_RETURN(const float* g, check_f32_vector("operand out_global", ops.out_global, 1, q.device,
+    KILN_ASSIGN_OR_RETURN(const float* g, check_f32_vector(Who{"out_global"}, ops.out_global, 1, q.device,
                                                            "the nvfp4 global scale is exactly 1 f32 (written)"));
     q.global = const_cast<float*>(g);
   }

@@ -60,6 +60,10 @@ struct CheckedOperands {
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
                                          const std::vector<EpilogueOperand>& epilogue);
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops);
+// Plan::run's form: the same checks, written into `out` (reset first; unspecified on error). It saves
+// copying the ~400-byte result through StatusOr twice per launch (tuner issue: dispatch cost).
+Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
+                      const std::vector<EpilogueOperand>& epilogue, CheckedOperands& out);
 // Columns of Y: N, or N / 2 for a gate|up GLU.
 int64_t output_columns(const KernelSpec& spec, int64_t n);
 // The Operands field of an epilogue vector (bias -> ops.bias, ...).

@@ -11,6 +11,7 @@
 #include "runtime/operands.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/quantize_launch.hpp"  // formats issue: the quantize family's phases
+#include "compiler/plan/sm90_plan.hpp"  // Hopper issue: split-K workspace sizes
 #include "runtime/sm90_launch.hpp"    // Hopper issue: the sm90 family's launch
 #include "runtime/tuned_configs.hpp"  // tuner issue: Runtime::plan's tuned-configs block
 #include "templates/common/gemm_params.cuh"
@@ -27,7 +28,7 @@ int bucket_index(int64_t m) {
 
 // ---------------------------------------------------------------- RuntimeImpl
 
-StatusOr<const Driver*> RuntimeImpl::driver() const { return Driver::get(); }
+const StatusOr<const Driver*>& RuntimeImpl::driver() const { return Driver::get(); }
 
 Status RuntimeImpl::device_status() const {
   auto d = Driver::get();
@@ -217,7 +218,15 @@ const ProblemSizes& Plan::sizes() const { return impl_->sizes; }
 KernelFamily Plan::family() const { return impl_->family; }
 const Arch& Plan::arch() const { return impl_->arch; }
 TileConfig Plan::config_for(int64_t m) const { return impl_->configs[bucket_index(m)]; }
-size_t Plan::workspace_bytes(int64_t) const { return 0; }
+size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
+  if (family != KernelFamily::kSm90Gemm || configs[bucket].split_k <= 1) return 0;
+  return static_cast<size_t>(sm90_workspace_bytes(spec, configs[bucket], {std::max<int64_t>(m, 1), sizes.n, sizes.k}));
+}
+
+size_t Plan::workspace_bytes(int64_t m) const {
+  if (impl_->family != KernelFamily::kSm90Gemm) return 0;
+  return impl_->workspace_bytes(bucket_index(m), m);
+}
 
 Status Plan::prepare() const {
   KILN_RETURN_IF_ERROR(impl_->rt->device_status());
@@ -231,10 +240,15 @@ Status Plan::prepare() const {
   }
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, device));
+  size_t workspace = 0;
   for (size_t b = 0; b < kMBuckets.size(); ++b) {
     KILN_ASSIGN_OR_RETURN(LoadedKernel * k, impl_->kernel_for(static_cast<int>(b)));
     KILN_RETURN_IF_ERROR(impl_->rt->prepare_on_device(k, device));
+    // Split-K buckets: the workspace for the largest M that maps to them (below the next bucket).
+    const int64_t m_hi = kMBuckets[std::min(b + 1, kMBuckets.size() - 1)];
+    workspace = std::max(workspace, impl_->workspace_bytes(static_cast<int>(b), m_hi));
   }
+  if (workspace > 0) KILN_RETURN_IF_ERROR(impl_->workspace.get(*d, device, workspace, nullptr).status());
   return Status::Ok();
 }
 
@@ -256,7 +270,7 @@ StatusOr<LoadedKernel*> bucket_kernel(const PlanImpl& p, const Driver* d, int bu
 // formats issue: quantize specs (a -> out, out_scale, out_global), one launch per phase.
 Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream) {
   KILN_ASSIGN_OR_RETURN(CheckedQuantize q, check_quantize_operands(p.spec, p.sizes, ops));
-  auto drv = p.rt->driver();
+  const StatusOr<const Driver*>& drv = p.rt->driver();
   if (!drv.ok()) return drv.status().with_context("Plan::run");
   const Driver* d = *drv;
   ScopedContext ctx;
@@ -269,11 +283,15 @@ Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream)
 
 }  // namespace
 
-Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_bytes*/, CUstream_st* stream) const {
+// The hot path (tuner issue: dispatch of a prepared plan <= 3 us host time). With the kernel loaded:
+// the operand checks (no allocation, messages built on errors only), one atomic load each for the
+// retained context and the bucket's kernel, one cuCtxGetCurrent, one cuLaunchKernel; no lock.
+Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const {
   const PlanImpl& p = *impl_;
   if (p.family == KernelFamily::kQuantize) return run_quantize(p, ops, stream);
-  KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(p.spec, p.sizes, ops, p.epilogue_operands));
-  auto drv = p.rt->driver();
+  CheckedOperands c;
+  KILN_RETURN_IF_ERROR(check_operands(p.spec, p.sizes, ops, p.epilogue_operands, c));
+  const StatusOr<const Driver*>& drv = p.rt->driver();
   if (!drv.ok()) return drv.status().with_context("Plan::run");
   const Driver* d = *drv;
   if (c.m == 0) return Status::Ok();
@@ -285,8 +303,23 @@ Status Plan::run(const Operands& ops, void* /*workspace*/, size_t /*workspace_by
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, c.device));
   kiln_dev::GemmParams gp = gemm_params(c, p.sizes);
   // ---- Hopper issue: the sm90 family takes TMA tensor maps and a persistent grid.
-  if (p.family == KernelFamily::kSm90Gemm)
-    return sm90_launch(*d, *k, p.spec, p.configs[bucket], gp, c.device, reinterpret_cast<CUstream>(stream));
+  if (p.family == KernelFamily::kSm90Gemm) {
+    // Split-K configs need a workspace: the caller's (zero-filled before its first use), else the plan's.
+    void* ws = nullptr;
+    if (p.configs[bucket].split_k > 1) {
+      const size_t need = p.workspace_bytes(bucket, c.m);
+      if (workspace != nullptr) {
+        if (workspace_bytes < need)
+          return InvalidArgument("Plan::run: workspace of " + std::to_string(workspace_bytes) + " bytes; M=" +
+                                 std::to_string(c.m) + " with config " + p.configs[bucket].to_string() + " needs " +
+                                 std::to_string(need) + " (Plan::workspace_bytes(m)), zero-filled before first use");
+        ws = workspace;
+      } else {
+        KILN_ASSIGN_OR_RETURN(ws, p.workspace.get(*d, c.device, need, reinterpret_cast<CUstream>(stream)));
+      }
+    }
+    return sm90_launch(*d, *k, p.spec, p.configs[bucket], gp, c.device, reinterpret_cast<CUstream>(stream), ws);
+  }
   ProblemSizes run_sizes = p.sizes;
   run_sizes.m = c.m;
   LaunchShape ls = launch_shape(p.spec, p.family, p.configs[bucket], run_sizes);

@@ -22,6 +22,7 @@
 #include "compiler/nvrtc/nvrtc.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/driver/driver.hpp"
+#include "runtime/workspace.hpp"
 
 namespace kiln {
 
@@ -42,7 +43,7 @@ class RuntimeImpl {
   std::atomic<int64_t> compiles{0}, cache_hits{0}, loads{0};
 
   Status device_status() const;
-  StatusOr<const Driver*> driver() const;
+  const StatusOr<const Driver*>& driver() const;  // Driver::get(): the process's one copy
 
   StatusOr<CompiledKernel> compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
                                    const Arch& arch, bool want_ptx);
@@ -73,6 +74,9 @@ class PlanImpl {
   std::array<TileConfig, kMBuckets.size()> configs;
   std::vector<EpilogueOperand> epilogue_operands;  // epilogues issue: the spec's vectors in slot order
   mutable std::array<std::atomic<LoadedKernel*>, kMBuckets.size()> kernels{};
+  PlanWorkspace workspace;  // Hopper issue: split-K's counters and partials (runtime/workspace.hpp)
+  // The workspace bytes run() needs for m rows with the bucket's config (0 for most configs).
+  size_t workspace_bytes(int bucket, int64_t m) const;
 
   StatusOr<LoadedKernel*> kernel_for(int bucket) const;
 };

@@ -111,7 +111,9 @@ StatusOr<int> sm90_sm_count(const Driver& d, int device) {
 }
 
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
-                   const kiln_dev::GemmParams& gp, int device, CUstream stream) {
+                   const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace) {
+  if (cfg.split_k > 1 && workspace == nullptr)
+    return Internal("sm90_launch: config " + cfg.to_string() + " splits K but no workspace was given");
   // The last encoded pair of tensor maps, per thread: a serving loop that runs one plan on the same
   // buffers re-encodes nothing. A map depends only on what the key holds — the kernel (which fixes the
   // formats, the box and the swizzle), the base addresses, the extents and the row strides — never on
@@ -152,20 +154,24 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     cache.experts = gp.experts;
     cache.b_expert_stride = gp.b_expert_stride;
   }
-  // The launch copies its arguments: the cache may change after cuLaunchKernel returns.
-  CUtensorMap map_a = cache.map_a;
-  CUtensorMap map_b = cache.map_b;
   KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device));
   LaunchShape ls = sm90_launch_shape(spec, cfg, ProblemSizes{gp.m, gp.n, gp.k});
   if (spec.layout != GroupLayout::kDense && gp.m == 0) return Status::Ok();
   if (cfg.cluster_m == 1) {
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(sms));
   } else {
-    KILN_ASSIGN_OR_RETURN(int clusters, active_clusters(d, k, ls, device, sms, cfg.cluster_m));
+    // The last kernel's cluster occupancy, per thread (the shared table takes a lock).
+    thread_local const void* cluster_kernel = nullptr;
+    thread_local int cluster_device = -1, clusters = 0;
+    if (cluster_kernel != k.kernel || cluster_device != device) {
+      KILN_ASSIGN_OR_RETURN(clusters, active_clusters(d, k, ls, device, sms, cfg.cluster_m));
+      cluster_kernel = k.kernel;
+      cluster_device = device;
+    }
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(clusters * cfg.cluster_m));
   }
-  kiln_dev::GemmParams params = gp;
-  void* args[] = {&map_a, &map_b, &params};
+  // cuLaunchKernel copies the arguments during the call: the cached maps and gp are passed as they are.
+  void* args[] = {&cache.map_a, &cache.map_b, const_cast<kiln_dev::GemmParams*>(&gp), &workspace};
   return d.check(d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, 1, 1, ls.block_x, 1, 1,
                                   ls.dynamic_smem, stream, args, nullptr),
                  "cuLaunchKernel(sm90_gemm)");

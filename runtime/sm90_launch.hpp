@@ -29,8 +29,9 @@ Status sm90_encode_operand(const Driver& d, const char* name, Format format, con
                            int experts = 0, int64_t expert_stride = 0);
 // The device's multiprocessor count (cached per device ordinal).
 StatusOr<int> sm90_sm_count(const Driver& d, int device);
-// Launches the loaded sm90 kernel `k` for gp on stream.
+// Launches the loaded sm90 kernel `k` for gp on stream. workspace: sm90_workspace_bytes(spec, cfg,
+// sizes) bytes of device memory whose split-K counters are zero (null when that is 0).
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
-                   const kiln_dev::GemmParams& gp, int device, CUstream stream);
+                   const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace = nullptr);
 
 }  // namespace kiln

@@ -87,6 +87,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
                          : spec.layout == GroupLayout::kMasked ? "kiln_dev::Grouping::kMasked"
                                                                : "kiln_dev::Grouping::kDense";
   body += constant("kiln_dev::Grouping", "kGrouping", grouping);
+  body += constant("int", "kSplitK", to_string(cfg.split_k));  // the kernel's section 10
   body += constant("int", "kExperts", to_string(spec.layout == GroupLayout::kDense ? 0 : spec.experts));
   body += constant("int", "kArch", to_string(arch.sm()));
 
@@ -106,8 +107,8 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   s += "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" + to_string(k.threads) + ", 1) " +
        k.entry +
        "(const __grid_constant__ kiln_dev::TmaDesc tma_a, const __grid_constant__ kiln_dev::TmaDesc tma_b,\n"
-       "    kiln_dev::GemmParams p) {\n";
-  s += "  kiln_dev::sm90_gemm<KilnConfig>(tma_a, tma_b, p);\n}\n";
+       "    kiln_dev::GemmParams p, void* workspace) {\n";
+  s += "  kiln_dev::sm90_gemm<KilnConfig>(tma_a, tma_b, p, workspace);\n}\n";
   return k;
 }
 

@@ -87,7 +87,8 @@ const char* family_name(KernelFamily f) {
 std::string TileConfig::to_string() const {
   return "bm" + std::to_string(block_m) + "_bn" + std::to_string(block_n) + "_bk" + std::to_string(block_k) +
          "_s" + std::to_string(stages) + "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
-         "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "");
+         "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "") +
+         (split_k != 1 ? "_k" + std::to_string(split_k) : "");
 }
 
 nlohmann::json config_to_json(const TileConfig& c) {
@@ -95,6 +96,7 @@ nlohmann::json config_to_json(const TileConfig& c) {
                    {"stages", c.stages},   {"warps_m", c.warps_m}, {"warps_n", c.warps_n},
                    {"group_m", c.group_m}};
   if (c.cluster_m != 1) j["cluster_m"] = c.cluster_m;  // Hopper issue: optional, absent = 1
+  if (c.split_k != 1) j["split_k"] = c.split_k;        // Hopper issue: optional, absent = 1
   return j;
 }
 
@@ -129,8 +131,13 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
       return InvalidArgument("tile config: cluster_m must be an integer in 1..16, got " + it->dump());
     c.cluster_m = static_cast<int>(it->get<int64_t>());
   }
+  if (auto it = j.find("split_k"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 64)
+      return InvalidArgument("tile config: split_k must be an integer in 1..64, got " + it->dump());
+    c.split_k = static_cast<int>(it->get<int64_t>());
+  }
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const bool known = it.key() == "cluster_m" ||
+    const bool known = it.key() == "cluster_m" || it.key() == "split_k" ||
                        std::any_of(std::begin(kFields), std::end(kFields),
                                    [&](const Field& f) { return it.key() == f.key; });
     if (!known) return InvalidArgument("tile config: unknown field '" + it.key() + "'");
@@ -148,8 +155,8 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
   KILN_RETURN_IF_ERROR(sm80_pairing(spec).status());  // formats issue: compiler/plan/sm80_formats.hpp
   KILN_RETURN_IF_ERROR(check_sm80_epilogue(spec));    // epilogues issue
   // ---- Hopper issue: the sm90 family (TMA + wgmma) where it applies, the portable family otherwise.
-  // sm90_supports names the pairings it takes: dense same-kind 16-bit or FP8 (tensor, row and DeepSeek
-  // block scales); MX, mixed inputs and grouped problems run on the portable family only.
+  // sm90_supports names the pairings it takes: dense or grouped (offsets / masked) same-kind 16-bit or
+  // FP8 (tensor, row and DeepSeek block scales); MX and mixed inputs run on the portable family only.
   // KILN_FAMILY=sm80 (common/env.hpp) keeps the portable family.
   // Epilogues issue: epilogues and gate|up GLUs run on the portable family only, on sm_90a too.
   if (!has_epilogue(spec) && sm90_supports(spec, arch) && !sm90_disabled_by_env())
@@ -227,6 +234,9 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
   if (cfg.cluster_m != 1)
     return InvalidArgument("config " + cfg.to_string() + ": cluster_m=" + to_string(cfg.cluster_m) +
                            "; thread-block clusters exist in the sm90 family only (cluster_m 1)");
+  if (cfg.split_k != 1)
+    return InvalidArgument("config " + cfg.to_string() + ": split_k=" + to_string(cfg.split_k) +
+                           "; split-K exists in the sm90 family only (split_k 1)");
   KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
   KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
   const bool mixed = mainloop == Sm80Mainloop::kMixedInput;

@@ -42,9 +42,13 @@ struct TileConfig {
   // through TMA multicast (1 or 2). Optional in JSON and in to_string ("_c2") so existing rows and keys
   // stay as they are when it is 1.
   int cluster_m = 1;
+  // Hopper issue (sm90 family only): CTAs that share one output tile's K range (split-K for small M:
+  // more CTAs read the weights; the last to finish sums the partials in a fixed order). Optional in
+  // JSON and to_string ("_k4") when it is 1.
+  int split_k = 1;
 
   bool operator==(const TileConfig&) const = default;
-  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2" when cluster_m != 1)
+  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1)
   int threads() const { return warps_m * warps_n * 32; }
 };
 nlohmann::json config_to_json(const TileConfig& c);

@@ -122,8 +122,19 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int scale_slot = sm90_staged_scales(spec, cfg) ? atoms(spec, cfg) * 4 * (cfg.block_m + 4) : 0;
   // Grouped: the per-CTA expert table (cluster-tile ends, row bases, row counts: int32 each).
   const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
+  const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
   return cfg.stages * ((cfg.block_m + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
-         group_table + kAlignSlack;
+         group_table + split_flags + kAlignSlack;
+}
+
+int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes) {
+  if (cfg.split_k <= 1) return 0;
+  // The kernel's section 10: int32 counters per (tile, consumer warpgroup), rounded up to 256 bytes, then
+  // the f32 partials of every split of every tile.
+  (void)spec;
+  const int64_t slots = cluster_tiles(sizes, cfg) * consumers(cfg);
+  return (slots * 4 + 255) / 256 * 256 + slots * cfg.split_k * int64_t{cfg.block_m / std::max(1, cfg.warps_m / 4)} *
+                                             (cfg.block_n / std::max(1, cfg.warps_n)) * 4;
 }
 
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
@@ -147,7 +158,7 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   } ranges[] = {{"block_m", cfg.block_m, 64, 256}, {"block_n", cfg.block_n, 64, 256},
                 {"warps_m", cfg.warps_m, 4, 12},   {"warps_n", cfg.warps_n, 1, 2},
                 {"stages", cfg.stages, 2, 16},     {"group_m", cfg.group_m, 1, 64},
-                {"cluster_m", cfg.cluster_m, 1, 2}};
+                {"cluster_m", cfg.cluster_m, 1, 2},  {"split_k", cfg.split_k, 1, 64}};
   for (const auto& r : ranges) {
     if (r.v < r.lo || r.v > r.hi)
       return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" + to_string(r.lo) +
@@ -211,6 +222,12 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                              "); " + scales + " scales are applied to each 128-K tile's promoted partial: use "
                              "warpgroup tiles of at most 64x128 (e.g. 128x128 with warps 8x1)");
   }
+  // Split-K (the kernel's section 10): dense problems, no clusters.
+  if (cfg.split_k > 1 && (spec.layout != GroupLayout::kDense || cfg.cluster_m != 1))
+    return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " +
+                           (cfg.cluster_m != 1 ? "cluster_m=" + to_string(cfg.cluster_m)
+                                               : string("a grouped problem")) +
+                           ": split-K runs on dense problems without clusters (split_k 1, or cluster_m 1)");
   const int smem = sm90_smem_bytes(spec, cfg);
   if (smem > arch.max_smem_per_block())
     return ResourceExhausted(
@@ -258,6 +275,15 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // Small M: one consumer warpgroup of 64 rows; narrower N when that leaves SMs idle.
   TileConfig small = finish(make(spec, 64, 128, 4, 1));
   if (tiles(sizes, small) < kSms) small = finish(make(spec, 64, 64, 4, 1));
+  // Still fewer tiles than SMs (decode: M <= 64 with N of a few thousand): split K so that about one
+  // unit per SM reads the weights (the kernel's section 10), keeping >= 8 stages of K per split.
+  // Dense only; the last split of a tile sums the partials through a workspace.
+  if (spec.layout == GroupLayout::kDense) {
+    const int64_t t = tiles(sizes, small);
+    const int64_t steps = (std::max<int64_t>(sizes.k, 1) + small.block_k - 1) / small.block_k;
+    const int64_t split = std::min<int64_t>({kSms / std::max<int64_t>(t, 1), steps / 8, 16});
+    if (split >= 2) small.split_k = static_cast<int>(split);
+  }
   return small;
 }
 
@@ -266,7 +292,7 @@ LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, con
   // One CTA per tile (cluster_m per cluster tile); the runtime caps it at what the device holds at once.
   // Grouped: the per-expert row counts live on the device; sum_e ceil(r_e / block_m) <= M / block_m + E
   // bounds the tile rows (masked: M = E * max_m, the same bound holds).
-  int64_t ctiles = cluster_tiles(sizes, cfg);
+  int64_t ctiles = cluster_tiles(sizes, cfg) * cfg.split_k;  // split-K: a unit per split of each tile
   if (spec.layout != GroupLayout::kDense) {
     const int64_t m = std::max<int64_t>(sizes.m, 1), n = std::max<int64_t>(sizes.n, 1);
     ctiles = ((m + cfg.block_m - 1) / cfg.block_m + spec.experts) * ((n + cfg.block_n - 1) / cfg.block_n);
@@ -313,6 +339,17 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
           if (sm90_check_config(spec, arch, c).ok()) out.push_back(c);
         }
       }
+    }
+  }
+  // Split-K (the kernel's section 10) for small M: the 64-row tiles at their deepest ring, K split 2..16
+  // ways (dense problems only: check_config refuses the rest).
+  for (const auto& s : shapes) {
+    if (s[0] != 64 || ((s[4] == 2 || s[2] == 12) && !block)) continue;
+    for (int split : {2, 4, 8, 16}) {
+      TileConfig c = make(spec, s[0], s[1], s[2], s[3], s[4]);
+      c.split_k = split;
+      c.stages = max_stages(spec, arch, c);
+      if (sm90_check_config(spec, arch, c).ok()) out.push_back(c);
     }
   }
   return out;

@@ -1,8 +1,8 @@
 // compiler/plan/sm90_plan.hpp — the sm90 family's rules: which specs, which configs, which launch.
 //
 // The sm90 family (templates/kernels/sm90_gemm.cuh: TMA + warp-specialized wgmma, persistent) is
-// kiln's dense GEMM on sm_90a. plan.cpp's select_family / check_config / default_config /
-// launch_shape call into this file for KernelFamily::kSm90Gemm; nothing here touches libcuda.
+// kiln's dense and grouped (offsets / masked) GEMM on sm_90a. plan.cpp's select_family / check_config /
+// default_config / launch_shape call into this file for KernelFamily::kSm90Gemm; nothing here touches libcuda.
 //
 // How a TileConfig reads for this family (the fields are the sm80 family's, reinterpreted):
 //   block_m, block_n  the block tile; block_k = K elements per stage: one 128-byte swizzle atom (64
@@ -31,7 +31,8 @@
 
 namespace kiln {
 
-// Whether the sm90 family computes spec on arch: sm_90a, dense fprop, two bf16, two f16 or two FP8
+// Whether the sm90 family computes spec on arch: sm_90a, dense or grouped (offsets / masked, at most
+// kSm90MaxExperts experts) fprop, two bf16, two f16 or two FP8
 // operands, bf16/f16/f32 out. FP8 scales: a tensor | m | block1x128, b tensor | n | block128x128 (f32;
 // the blocks also ue8m0). Assumes select_family's operand and problem checks passed.
 // Grouped GEMMs on the sm90 family take at most this many experts (a per-CTA table in shared memory).
@@ -52,6 +53,9 @@ LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, con
 // of alignment slack); mirrors sm90::Gemm<Config>::kThreads / kSmemBytes.
 int sm90_threads(const TileConfig& cfg);
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
+// Device workspace a launch of cfg needs for sizes (split-K's counters and partial sums; 0 without
+// split-K). Its counters must be zero before the first launch; every completed launch leaves them zero.
+int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes);
 // Whether the kernel adds each K tile's FP8 partial sum into f32 registers (see the kernel's header).
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg);
 // K elements of one 128-byte swizzle atom (a TMA box's width): 64 for bf16/f16, 128 for FP8.

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <array>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -12,21 +14,31 @@ namespace kiln {
 namespace {
 
 // Primary contexts are retained once per device for the process lifetime (never released:
-// releasing at exit would race with other static destructors that may still free memory).
+// releasing at exit would race with other static destructors that may still free memory). Every
+// Plan::run looks its device's up (ScopedContext::enter), so a retained one is read with one atomic
+// load, no lock (tuner issue: dispatch cost); the lock only orders the first retain per device.
+constexpr int kMaxDevices = 64;  // as RuntimeImpl::prepare_on_device's per-device bit mask
 std::mutex g_ctx_mu;
-std::vector<CUcontext> g_primary;
+std::array<std::atomic<CUcontext>, kMaxDevices> g_primary{};
+
+// The retained primary context of `device`, or null when it is not retained yet (or out of range).
+CUcontext retained_primary_context(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  return g_primary[static_cast<size_t>(device)].load(std::memory_order_acquire);
+}
 
 StatusOr<CUcontext> primary_context(const Driver* d, int device) {
+  if (device < 0) return InvalidArgument("device ordinal " + std::to_string(device) + " out of range");
   std::lock_guard<std::mutex> lock(g_ctx_mu);
-  if (g_primary.size() <= static_cast<size_t>(device)) g_primary.resize(device + 1, nullptr);
-  if (g_primary[device] == nullptr) {
-    CUdevice dev;
-    KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGet(&dev, device), "cuDeviceGet"));
-    CUcontext ctx;
-    KILN_RETURN_IF_ERROR(d->check(d->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain"));
-    g_primary[device] = ctx;
-  }
-  return g_primary[device];
+  if (CUcontext ctx = retained_primary_context(device)) return ctx;
+  // An ordinal the driver does not know fails here with its own message (CUDA_ERROR_INVALID_DEVICE).
+  CUdevice dev;
+  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGet(&dev, device), "cuDeviceGet"));
+  if (device >= kMaxDevices) return InvalidArgument("device ordinal " + std::to_string(device) + " out of range");
+  CUcontext ctx;
+  KILN_RETURN_IF_ERROR(d->check(d->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain"));
+  g_primary[static_cast<size_t>(device)].store(ctx, std::memory_order_release);
+  return ctx;
 }
 
 }  // namespace
@@ -41,8 +53,8 @@ Status Driver::check(CUresult r, const char* what) const {
                      std::to_string(static_cast<int>(r)) + "): " + (desc ? desc : "no description"));
 }
 
-StatusOr<const Driver*> Driver::get() {
-  static StatusOr<const Driver*> loaded = load();  // C++ guarantees thread-safe init
+const StatusOr<const Driver*>& Driver::get() {
+  static const StatusOr<const Driver*> loaded = load();  // C++ guarantees thread-safe init
   return loaded;
 }
 
@@ -116,9 +128,13 @@ StatusOr<const Driver*> Driver::load() {
 }
 
 Status ScopedContext::enter(const Driver* d, int device) {
-  KILN_ASSIGN_OR_RETURN(CUcontext ctx, primary_context(d, device));
+  CUcontext ctx = retained_primary_context(device);
+  if (ctx == nullptr) {
+    KILN_ASSIGN_OR_RETURN(ctx, primary_context(d, device));
+  }
   CUcontext cur = nullptr;
-  KILN_RETURN_IF_ERROR(d->check(d->cuCtxGetCurrent(&cur), "cuCtxGetCurrent"));
+  const CUresult r = d->cuCtxGetCurrent(&cur);
+  if (r != CUDA_SUCCESS) return d->check(r, "cuCtxGetCurrent");
   if (cur == ctx) return Status::Ok();
   KILN_RETURN_IF_ERROR(d->check(d->cuCtxPushCurrent(ctx), "cuCtxPushCurrent"));
   d_ = d;

@@ -1,4 +1,5 @@
-// templates/kernels/sm90_gemm.cuh — the Hopper dense GEMM: TMA ring + warp-specialized wgmma, persistent.
+// templates/kernels/sm90_gemm.cuh — the Hopper GEMM (dense and grouped): TMA ring + warp-specialized wgmma,
+// persistent.
 //
 //   Y[M, N] = (X[M, K] . W[N, K]^T) * sa * sb        (fprop; X = operand a, W = operand b)
 //
@@ -86,6 +87,20 @@
 //    consumer column) into a slot beside the ring with 4-byte cp.async, and arrives on full[s] through
 //    cp.async.mbarrier.arrive.noinc (stage_scales). The consumers read 2 * kMmaM + 1 shared words per
 //    atom after the full wait instead of issuing global loads; E8M0 words are decoded with a shift.
+// 9. Grouped GEMMs (Config::kGrouping offsets or masked; common/gemm_params.cuh "Grouped GEMMs"). The
+//    per-expert row counts live on the device, so warp 0 of every CTA builds a table in shared memory
+//    before the first barrier (build_groups): per expert, its first row of X / Y, its row count
+//    (offsets sanitized as the portable family does: ends clamped to [0, M], non-decreasing; masked
+//    counts clamped to [0, max_m]) and the end of its cluster tiles in the walk (an inclusive prefix
+//    sum of ceil(ceil(rows / kBlockM) / kCluster) * tiles_n). The persistent walk then runs over all
+//    experts' cluster tiles at once — every SM busy whatever the routing — and tile_of finds a tile's
+//    expert with a binary search of the table, and its place inside the expert with the same grouped
+//    rasterization as a dense problem. X is one 2-D map over all M rows (a tile's rows past its
+//    expert's end read the next expert's rows or TMA's zeros and are never stored); W [E, N, K] is a
+//    3-D map {K, N, E} (b_expert_stride elements apart), so a box never reaches into the next expert's
+//    weights. Scales follow the portable family: a's per-row / block scales by global row, b's tensor
+//    scale one per expert and its per-channel / block scales b_scale_expert_stride elements apart. The
+//    launch covers the worst case, (ceil(M / block_m) + E) * tiles_n cluster tiles, capped at the SMs.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -118,6 +133,7 @@
 #include "ptx/ld.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
+#include "ptx/sync.cuh"
 #include "ptx/warp.cuh"
 #include "ptx/wgmma.cuh"
 #include "scheduler/group_tile.cuh"
@@ -177,9 +193,14 @@ struct Gemm {
   static constexpr bool kGrouped = kGrouping != Grouping::kDense;
   static constexpr int kExperts = kGrouped ? Config::kExperts : 0;
   static constexpr int kGroupTableBytes = 12 * kExperts;  // cluster-tile ends, row bases, rows: int [E] each
+  // Split-K (section 10): kSplitK CTAs share one tile's K range; one "last arriver" flag per warpgroup.
+  static constexpr int kSplitK = Config::kSplitK;
+  static constexpr bool kSplit = kSplitK > 1;
+  static constexpr int kSplitFlagBytes = kSplit ? 16 : 0;
   // Ring, then the scale slots, then full[kStages] and empty[kStages] mbarriers; +1024 so the ring can
   // start on a 1024-byte boundary whatever the dynamic shared-memory base is.
-  static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + kGroupTableBytes + 1024;
+  static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + kGroupTableBytes + kSplitFlagBytes +
+                                     1024;
   // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
   // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : 40;
@@ -217,6 +238,8 @@ struct Gemm {
   static_assert(kTileBytesA % 1024 == 0 && kTileBytesB % 1024 == 0,
                 "every stage's A and B boxes start on 1024-byte boundaries (the swizzle period)");
   static_assert(Config::kGroupM >= 1, "grouped rasterization needs at least one tile row per group");
+  static_assert(kSplitK >= 1 && kSplitK <= 64 && (!kSplit || (!kGrouped && kCluster == 1)),
+                "split-K takes 1..64 splits, on dense problems without clusters");
   static_assert(!kGrouped || (kExperts >= 1 && kExperts <= 1024),
                 "grouped GEMMs take 1..1024 experts (the per-CTA table lives in shared memory)");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536,
@@ -249,7 +272,26 @@ struct Gemm {
     u32 full;    // mbarrier full[s] at full + 8 * s
     u32 empty;  // mbarrier empty[s] at empty + 8 * s
     u32 groups;  // grouped (section 9): int ct_end[E], row_base[E], rows[E] from here
+    u32 flags;   // split-K (section 10): one word per consumer warpgroup
   };
+
+  // Split-K (section 10): the walk's unit u is split u % kSplitK of cluster tile u / kSplitK, and a
+  // split's K range is a contiguous run of whole stages (atoms [begin, end)).
+  struct KRange {
+    int begin, end;
+  };
+  static __device__ __forceinline__ int unit_tile(int u) { return kSplit ? u / kSplitK : u; }
+  static __device__ __forceinline__ KRange k_range(int u, int k_tiles) {
+    if constexpr (!kSplit) {
+      return KRange{0, k_tiles};
+    } else {
+      const int s = u % kSplitK;
+      const int steps = (k_tiles + kAtoms - 1) / kAtoms;
+      const int b = int(i64(steps) * s / kSplitK) * kAtoms;
+      const int e = int(i64(steps) * (s + 1) / kSplitK) * kAtoms;
+      return KRange{b, e < k_tiles ? e : k_tiles};
+    }
+  }
 
   // One output tile: rows [row0, min(row0 + kBlockM, row_end)) of Y (global rows: offsets and masked
   // layouts count Y's rows as X's), tile column n, expert e (0 when dense). Rows >= row_end are computed
@@ -278,7 +320,7 @@ struct Gemm {
     if constexpr (kGrouped) {
       w.count = int(lds_u32(sm.groups + 4 * (kExperts - 1)));  // the last expert's cluster-tile end
     } else {
-      w.count = w.ctiles_m * tiles_n;
+      w.count = w.ctiles_m * tiles_n * kSplitK;  // units: cluster tiles x splits
     }
     if constexpr (kCluster == 1) {
       w.first = blockIdx.x;
@@ -393,21 +435,22 @@ struct Gemm {
     const bool async = scales_async(p, k_tiles);
     int stage = 0;
     u32 phase = 0;
-    for (int ct = w.first; ct < w.count; ct += w.step) {
-      const Tile tile = tile_of(w, ct, p, sm);
+    for (int u = w.first; u < w.count; u += w.step) {
+      const Tile tile = tile_of(w, unit_tile(u), p, sm);
+      const KRange kr = k_range(u, k_tiles);
       const int first_a = tile.row0;
       const int first_b = tile.n * kBlockN + w.rank * kBoxRowsB;
       const int row_a = first_a < p.m ? first_a : p.m - 1;
       const int row_b = first_b < p.n ? first_b : p.n - 1;
       ScaleSrc src{};
       if constexpr (kStagedScales) src = scale_sources(p, tile, lane);
-      for (int kt = 0; kt < k_tiles; kt += kAtoms) {
+      for (int kt = kr.begin; kt < kr.end; kt += kAtoms) {
         // The consumers (of every CTA of the cluster) are done with this stage.
         mbar_wait(sm.empty + 8 * stage, phase ^ 1);
         const u32 full = sm.full + 8 * stage;
         if (lane == 0) {
           // A last stage of two atoms past an odd atom count loads (and expects) its first atom only.
-          const int atoms = (kAtoms == 2 && kt + 1 == k_tiles) ? 1 : kAtoms;
+          const int atoms = (kAtoms == 2 && kt + 1 == kr.end) ? 1 : kAtoms;
           // Own A + all of B (part of it from the peer).
           mbar_arrive_expect_tx(full, u32(atoms * (kAtomBytesA + kAtomBytesB)));
 #pragma unroll
@@ -429,7 +472,7 @@ struct Gemm {
           }
         }
         if constexpr (kStagedScales) {
-          stage_scale_copies(p, sm.scales + stage * kScaleSlotBytes, src, kt, k_tiles, async, lane);
+          stage_scale_copies(p, sm.scales + stage * kScaleSlotBytes, src, kt, kr.end, async, lane);
           if (async) {
             cp_async_mbar_arrive_noinc(full);
           } else {
@@ -498,16 +541,16 @@ struct Gemm {
     }
   }
 
-  // A stage's scale slot, per atom t (K block kt + t < k_tiles): word r < kBlockM = a's scale of tile row
+  // A stage's scale slot, per atom t (K block kt + t < k_end): word r < kBlockM = a's scale of tile row
   // r, word kBlockM + j = b's scale of consumer column j. The caller then arrives on full[s] from every
   // lane (full counts 1 + 32 arrivals): cp.async.mbarrier.arrive.noinc once the lane's copies land, or
   // a plain arrive (release) after the synchronous stores.
   static __device__ __forceinline__ void stage_scale_copies(const GemmParams& p, u32 slot, const ScaleSrc& src,
-                                                            int kt, int k_tiles, bool async, int lane) {
+                                                            int kt, int k_end, bool async, int lane) {
 #pragma unroll
     for (int t = 0; t < kAtoms; ++t) {
       const int kb = kt + t;
-      if (kb < k_tiles) {
+      if (kb < k_end) {
         const u32 words = slot + t * kScaleAtomBytes;
         if constexpr (kBlockA) {
 #pragma unroll
@@ -693,11 +736,11 @@ struct Gemm {
   // none and all of them in the one-atom mainloop. Both atoms' scales are read from the stage's slot
   // right after full[s].
   static __device__ __forceinline__ void mainloop_two_atoms(const Smem& sm, float (&acc)[kMmaM][kAccRegs],
-                                                            float (&p0)[kMmaM][kAccRegs], int k_tiles, int& stage,
+                                                            float (&p0)[kMmaM][kAccRegs], KRange kr, int& stage,
                                                             u32& phase, u32 a_off, u32 b_off, int wg_m, int wg_n,
                                                             int warp, int lane) {
     float p1[kMmaM][kAccRegs];
-    for (int kt = 0; kt < k_tiles; kt += 2) {
+    for (int kt = kr.begin; kt < kr.end; kt += 2) {
       mbar_wait(sm.full + 8 * stage, phase);
       const u32 slot = sm.scales + stage * kScaleSlotBytes;
       BlockScales s0{};
@@ -708,7 +751,7 @@ struct Gemm {
       wgmma_fence();
       mma_tile(p0, a_base, b_base, /*first=*/true);
       wgmma_commit();
-      if (kt + 1 < k_tiles) {
+      if (kt + 1 < kr.end) {
         BlockScales s1{};
         if constexpr (kStagedScales) s1 = staged_block_scales(slot, 1, kt + 1, wg_m, wg_n, warp, lane);
         fence_all(p1);
@@ -735,8 +778,53 @@ struct Gemm {
     }
   }
 
+  // Section 10: this warpgroup's part of split s of tile ct. Writes its accumulators to the workspace,
+  // takes a ticket on the (tile, warpgroup) counter, and returns false unless it was the last of the
+  // kSplitK splits to arrive; the last one resets the counter for the next launch and sums all kSplitK
+  // partials IN SPLIT ORDER (its own included), so the result does not depend on which split finished
+  // last. Workspace: int counters [ctiles * kConsumers] (rounded up to 256 bytes), then f32 partials
+  // [ctiles * kConsumers][kSplitK][kMmaM * kAccRegs][128 threads] (host mirror: sm90_workspace_bytes).
+  static __device__ __forceinline__ bool split_reduce(float (&acc)[kMmaM][kAccRegs], void* ws, int ctiles, int ct,
+                                                      int s, int consumer, int tid, const Smem& sm) {
+    constexpr int kRegs = kMmaM * kAccRegs;
+    const int slot = ct * kConsumers + consumer;
+    u8* base = static_cast<u8*>(ws);
+    const i64 counter_bytes = (i64(ctiles) * kConsumers * 4 + 255) / 256 * 256;
+    float* parts = reinterpret_cast<float*>(base + counter_bytes) + i64(slot) * kSplitK * kRegs * 128 + tid;
+    float* mine = parts + i64(s) * kRegs * 128;
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+      for (int i = 0; i < kAccRegs; ++i) stg_f32(mine + (mi * kAccRegs + i) * 128, acc[mi][i]);
+    }
+    fence_gpu();  // the partial is visible GPU-wide before the ticket is taken
+    named_barrier_sync(1 + consumer, 128);
+    if (tid == 0) {
+      u32* counter = reinterpret_cast<u32*>(base) + slot;
+      const bool last = atomic_add_u32(counter, 1u) == u32(kSplitK - 1);
+      if (last) stg_u32(counter, 0u);
+      sts_u32(sm.flags + 4 * consumer, last ? 1u : 0u);
+    }
+    named_barrier_sync(1 + consumer, 128);
+    if (lds_u32(sm.flags + 4 * consumer) == 0u) return false;
+    fence_gpu();
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+      for (int i = 0; i < kAccRegs; ++i) acc[mi][i] = 0.0f;
+    }
+    for (int t = 0; t < kSplitK; ++t) {
+#pragma unroll
+      for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+        for (int i = 0; i < kAccRegs; ++i) acc[mi][i] += ldcg_f32(parts + (i64(t) * kRegs + mi * kAccRegs + i) * 128);
+      }
+    }
+    return true;
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const Smem& sm, const Walk& w,
-                                                 int k_tiles, int consumer) {
+                                                 int k_tiles, int consumer, void* ws) {
     // Per-tensor scales first: their latency hides behind the first K tile.
     float a_t = 1.0f, b_t = 1.0f;
     if constexpr (kScaleA == Scale::kTensor) {
@@ -769,23 +857,26 @@ struct Gemm {
     Tile tile_next{};
     ScaleRows rows_next{};
     BlockScales bs_next{};
+    KRange kr_next = k_range(w.first, k_tiles);
     if (w.first < w.count) {
-      tile_next = tile_of(w, w.first, p, sm);
+      tile_next = tile_of(w, unit_tile(w.first), p, sm);
       rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
       if constexpr (kBlockScaled && !kStagedScales) {
-        if (k_tiles > 0) load_block_scales(p, rows_next, 0, bs_next);
+        if (kr_next.end > kr_next.begin) load_block_scales(p, rows_next, kr_next.begin, bs_next);
       }
     }
 
     int stage = 0;
     u32 phase = 0;
-    for (int ct = w.first; ct < w.count; ct += w.step) {
+    for (int u = w.first; u < w.count; u += w.step) {
       const Tile tile = tile_next;
       const ScaleRows rows = rows_next;
-      const bool more = ct + w.step < w.count;
+      const KRange kr = kr_next;
+      const bool more = u + w.step < w.count;
       if (more) {
-        tile_next = tile_of(w, ct + w.step, p, sm);
+        tile_next = tile_of(w, unit_tile(u + w.step), p, sm);
         rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
+        kr_next = k_range(u + w.step, k_tiles);
       }
       // Grouped: b's tensor scale is the expert's (b_scale_expert_stride 1), read per tile.
       float b_tile = b_t;
@@ -811,7 +902,7 @@ struct Gemm {
 #pragma unroll
           for (int i = 0; i < kAccRegs; ++i) acc[mi][i] = 0.0f;
         }
-      } else if (k_tiles == 0) {
+      } else if (kr.end == kr.begin) {
 #pragma unroll
         for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
@@ -821,18 +912,18 @@ struct Gemm {
 
       int prev_stage = 0;
       if constexpr (kAtoms == 2) {
-        mainloop_two_atoms(sm, acc, part, k_tiles, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
+        mainloop_two_atoms(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
       } else {
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = kr.begin; kt < kr.end; ++kt) {
         // This K block's scales arrived during the previous K tile; fetch the next block's now (the
-        // next tile's first after the last one), before waiting for the stage.
+        // next unit's first after the last one), before waiting for the stage.
         BlockScales bs{};
         if constexpr (kBlockScaled && !kStagedScales) {
           bs = bs_next;
-          if (kt + 1 < k_tiles) {
+          if (kt + 1 < kr.end) {
             load_block_scales(p, rows, kt + 1, bs_next);
-          } else if (more) {
-            load_block_scales(p, rows_next, 0, bs_next);
+          } else if (more && kr_next.end > kr_next.begin) {
+            load_block_scales(p, rows_next, kr_next.begin, bs_next);
           }
         }
         mbar_wait(sm.full + 8 * stage, phase);
@@ -852,11 +943,11 @@ struct Gemm {
         } else {
           fence_all(acc);
           wgmma_fence();
-          mma_tile(acc, a_base, b_base, /*first=*/kt == 0);
+          mma_tile(acc, a_base, b_base, /*first=*/kt == kr.begin);
           wgmma_commit();
           // The batch just issued stays in flight; the one before it (stage prev_stage) is done.
           wgmma_wait<1>();
-          if (kt > 0) release(sm, prev_stage, lane);
+          if (kt > kr.begin) release(sm, prev_stage, lane);
         }
         prev_stage = stage;
         if (++stage == kStages) {
@@ -867,9 +958,14 @@ struct Gemm {
       if constexpr (!kPromote) {
         wgmma_wait<0>();
         fence_all(acc);
-        if (k_tiles > 0) release(sm, prev_stage, lane);
+        if (kr.end > kr.begin) release(sm, prev_stage, lane);
       }
       }  // kAtoms == 1
+
+      // Split-K: all but the last split of this tile leave their partial sums and move on.
+      if constexpr (kSplit) {
+        if (!split_reduce(acc, ws, w.count / kSplitK, unit_tile(u), u % kSplitK, consumer, tid, sm)) continue;
+      }
 
       // Epilogue: acc * (row_factor * col_factor). Accumulator register i of slab mi: row 16 * warp + g
       // + 8 * ((i / 2) % 2), column 8 * (i / 4) + 2 * t + (i % 2) of the warpgroup tile
@@ -905,7 +1001,7 @@ struct Gemm {
   // ---- the kernel -------------------------------------------------------------------------------
 
   static __device__ __forceinline__ void run(const TmaDesc& tma_a, const TmaDesc& tma_b,
-                                             const GemmParams& p) {
+                                             const GemmParams& p, void* ws) {
     extern __shared__ __align__(1024) u8 smem[];
     if (p.m <= 0 || p.n <= 0) return;  // uniform: before any barrier
 
@@ -916,6 +1012,7 @@ struct Gemm {
     sm.full = sm.scales + kStages * kScaleSlotBytes;
     sm.empty = sm.full + 8 * kStages;
     sm.groups = sm.empty + 8 * kStages;
+    sm.flags = sm.groups + kGroupTableBytes;
 
     const int tiles_m = (p.m - 1) / kBlockM + 1;
     const int tiles_n = (p.n - 1) / kBlockN + 1;
@@ -948,7 +1045,7 @@ struct Gemm {
       if (threadIdx.x == 0 || (kStagedScales && threadIdx.x < 32)) produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
     } else {
       setmaxnreg_inc<kConsumerRegs>();
-      consume(p, sm, w, k_tiles, wg - 1);
+      consume(p, sm, w, k_tiles, wg - 1, ws);
       // No CTA leaves while a peer may still arrive on its barriers (the producers have exited, and
       // exited threads do not take part).
       if constexpr (kCluster > 1) cluster_sync();
@@ -959,8 +1056,9 @@ struct Gemm {
 }  // namespace sm90
 
 template <class Config>
-__device__ __forceinline__ void sm90_gemm(const TmaDesc& tma_a, const TmaDesc& tma_b, const GemmParams& p) {
-  sm90::Gemm<Config>::run(tma_a, tma_b, p);
+__device__ __forceinline__ void sm90_gemm(const TmaDesc& tma_a, const TmaDesc& tma_b, const GemmParams& p,
+                                          void* workspace) {
+  sm90::Gemm<Config>::run(tma_a, tma_b, p, workspace);
 }
 
 }  // namespace kiln_dev

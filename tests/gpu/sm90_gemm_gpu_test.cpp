@@ -67,7 +67,7 @@ KernelSpec spec_of(const std::string& text) {
 // A pinned sm90 config: block_m x block_n, stages, consumer warps (warps_m along M, warps_n WGs along N),
 // CTAs per cluster along M, rasterization group, 128-byte atoms of K per stage (v4: 2 = block_k 256 FP8).
 struct Pin {
-  int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1;
+  int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1, split = 1;
 };
 TileConfig pinned(const KernelSpec& s, const Pin& p) {
   TileConfig c;
@@ -79,6 +79,7 @@ TileConfig pinned(const KernelSpec& s, const Pin& p) {
   c.warps_n = p.wn;
   c.group_m = p.group;
   c.cluster_m = p.cluster;
+  c.split_k = p.split;
   return c;
 }
 
@@ -120,7 +121,14 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {64, 128, 4, 4, 1, 1, 8, 2},
                      {192, 128, 5, 12, 1},
                      {192, 128, 5, 12, 1, 2},
-                     {128, 128, 3, 8, 1, 2, 8, 2}};
+                     {128, 128, 3, 8, 1, 2, 8, 2},
+                     // split-K (the kernel's section 10): 24-26 64 x 64 / 64 x 128 split 2..8 ways, 27 the
+                     // two-atom 64 x 128 split 3 ways, 28 a 128 x 128 split 2 ways.
+                     {64, 64, 8, 4, 1, 1, 8, 1, 4},
+                     {64, 128, 8, 4, 1, 1, 8, 1, 8},
+                     {64, 64, 8, 4, 1, 1, 8, 1, 2},
+                     {64, 128, 4, 4, 1, 1, 8, 2, 3},
+                     {128, 128, 6, 8, 1, 1, 8, 1, 2}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -143,7 +151,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
     const Pin& p = kPins[info.param.pin];
     out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
            std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "") +
-           (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "");
+           (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") + (p.split > 1 ? "k" + std::to_string(p.split) : "");
   }
   return out;
 }
@@ -302,6 +310,34 @@ std::vector<Case> grouped_cases() {
   return cases;
 }
 
+// ---- split-K (the kernel's section 10) ----------------------------------------------------------------
+// Every scale kind, pinned split configs: M = 1 and odd M, N tails, K whose stage count does not divide
+// by the splits (and for two-atom stages an odd atom count), more units than SMs (the walk wraps and
+// splits of one tile land on different SMs), and the default plan where the heuristic splits (decode
+// shapes with few tiles).
+std::vector<Case> split_cases() {
+  std::vector<Case> cases;
+  const char* const specs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
+                               "gemm a=e4m3:m b=e4m3:n out=bf16",
+                               "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                               "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"};
+  for (const char* sp : specs) {
+    const bool block = std::string(sp).find("block") != std::string::npos;
+    for (int pin : {24, 25, 26, 28}) {
+      cases.push_back({sp, 1, 256, block ? 1152 : 1040, pin});
+      cases.push_back({sp, 77, 2112, block ? 7168 : 7184, pin});
+      cases.push_back({sp, 130, 3000, block ? 2048 : 2064, pin});  // > 132 units: the walk wraps
+    }
+    if (block) {
+      cases.push_back({sp, 1, 256, 1152, 27});   // 9 atoms over 3 splits of two-atom stages
+      cases.push_back({sp, 77, 2112, 7168, 27});
+    }
+    cases.push_back({sp, 64, 2112, 7168, -1});  // the heuristic splits: 33 tiles of 64 x 64
+    cases.push_back({sp, 1, 4096, 7168, -1});
+  }
+  return cases;
+}
+
 // The block path's timing rows: the DeepSeek-V3 shapes 4096 x 7168 x 7168 and x 16384.
 struct TimedShape {
   const char* spec;
@@ -396,6 +432,14 @@ class PrecompileEnvironment : public testing::Environment {
     for (const Case& c : pinned_cases()) {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
+    }
+    for (const Case& c : split_cases()) {
+      const KernelSpec s = spec_of(c.spec);
+      if (c.pin >= 0) {
+        jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
+      } else {
+        add_plan_configs(s, {c.m, c.n, c.k});
+      }
     }
     for (const Case& c : grouped_cases()) {
       const KernelSpec s = spec_of(c.spec);
@@ -495,6 +539,31 @@ INSTANTIATE_TEST_SUITE_P(ScaledDefaultConfigs, Sm90GemmGpuTest, testing::ValuesI
 INSTANTIATE_TEST_SUITE_P(ScaledPinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn(scaled_pinned_cases()),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(GroupedConfigs, Sm90GemmGpuTest, testing::ValuesIn(grouped_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(SplitKConfigs, Sm90GemmGpuTest, testing::ValuesIn(split_cases()), case_name);
+
+// Split-K sums the partials in split order whatever the arrival order: repeat runs are bitwise equal,
+// and the counters are back at zero after every run (else a second run would skip or double a split).
+TEST(Sm90GemmRepeatTest, SplitKRepeatRunsAreBitwiseEqual) {
+  KILN_REQUIRE_SM90();
+  for (const char* sp : {"gemm a=bf16 b=bf16 out=f32", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=f32"}) {
+    const Case c{sp, 77, 2112, 7168, 25};
+    {
+      const KernelSpec s = spec_of(sp);
+      ScopedConfigOverride pin(pinned(s, kPins[25]));
+      auto plan = runtime().plan(s, {c.m, c.n, c.k});
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      EXPECT_GT(plan->workspace_bytes(c.m), 0u) << sp;
+    }
+    auto r1 = check_case(c, 4242);
+    auto r2 = check_case(c, 4242);
+    auto r3 = check_case(c, 4242);
+    ASSERT_TRUE(r1.ok() && r2.ok() && r3.ok());
+    EXPECT_TRUE(r1->passed) << sp;
+    EXPECT_EQ(r1->max_abs_err, r2->max_abs_err) << sp;
+    EXPECT_EQ(r1->rel_fro_err, r2->rel_fro_err) << sp;
+    EXPECT_EQ(r1->rel_fro_err, r3->rel_fro_err) << sp;
+  }
+}
 
 // Deterministic: the same inputs give bitwise the same output (no atomics, fixed order).
 TEST(Sm90GemmRepeatTest, RepeatRunsAreBitwiseEqual) {

@@ -490,5 +490,54 @@ TEST(Sm90GroupedPlanTest, ExpertTableAndGridBound) {
 
 }  // namespace grouped
 
+// ---- split-K (the kernel's section 10) -------------------------------------------------------------
+
+// Split-K configs compile without spills for every scale kind (one- and two-atom stages); the PTX takes a
+// ticket with a GPU-scope atomic after a fence and reads the partials past L1; the rules refuse split-K
+// with clusters or grouped problems, naming the field.
+TEST(Sm90SplitKNvrtcTest, SplitConfigsCompileAndTheRulesNameTheReason) {
+  struct Case {
+    const char* spec;
+    int atoms;
+  };
+  const Case cases[] = {{"gemm a=bf16 b=bf16 out=bf16", 1},
+                        {"gemm a=e4m3:tensor b=e4m3:tensor out=f32", 1},
+                        {"gemm a=e4m3:m b=e4m3:n out=bf16", 1},
+                        {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1},
+                        {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 2}};
+  for (const Case& c : cases) {
+    const KernelSpec s = spec_of(c.spec);
+    TileConfig cfg = default_config(s, sm90a(), {64, 2112, 7168});
+    cfg.block_m = 64;
+    cfg.block_n = 64;
+    cfg.warps_m = 4;
+    cfg.warps_n = 1;
+    cfg.cluster_m = 1;
+    cfg.block_k = c.atoms * 128 / std::max(1, format_bits(s.a.format) / 8);
+    cfg.stages = c.atoms == 2 ? 4 : 8;
+    cfg.split_k = 4;
+    ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << c.spec << " " << cfg.to_string();
+    EXPECT_THAT(cfg.to_string(), HasSubstr("_k4"));
+    const CompileResult r = compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
+    for (const char* e : {"atom.global.add.u32", "fence.acq_rel.gpu", "ld.global.cg.f32", "bar.sync"})
+      EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec;
+    // Workspace: 33 x 1 tiles of 64 x 64, 4 splits: counters (256 bytes) + 33 * 4 * 64 * 64 * 4 bytes.
+    EXPECT_EQ(sm90_workspace_bytes(s, cfg, {64, 2112, 7168}), 256 + int64_t{33} * 4 * 64 * 64 * 4);
+    TileConfig clustered = cfg;
+    clustered.cluster_m = 2;
+    const Status st = sm90_check_config(s, sm90a(), clustered);
+    EXPECT_FALSE(st.ok());
+    EXPECT_THAT(st.message(), HasSubstr("split_k=4"));
+  }
+  const KernelSpec g = spec_of("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16");
+  TileConfig gc = default_config(g, sm90a(), {64, 2112, 7168});
+  gc.cluster_m = 1;
+  gc.split_k = 2;
+  EXPECT_FALSE(sm90_check_config(g, sm90a(), gc).ok());
+  // No split, no workspace.
+  const KernelSpec d = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  EXPECT_EQ(sm90_workspace_bytes(d, default_config(d, sm90a(), {4096, 4096, 4096}), {4096, 4096, 4096}), 0);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -61,10 +61,15 @@ TEST(FormatsPlanTest, Sm80FamilyForEveryNewPairingOnEveryArch) {
     for (const std::string& text : new_pairings()) {
       auto f = select_family(spec_of(text), arch_of(a));
       ASSERT_TRUE(f.ok()) << text << " on " << a << ": " << f.status().to_string();
-      // MX scales, mixed inputs and grouped problems never go to the sm90 family; dense FP8 x FP8 with
-      // row and DeepSeek block scales (the specs starting "gemm a=e") does on sm_90a (sm90_supports).
+      // MX scales and mixed inputs never go to the sm90 family; FP8 x FP8 with row and DeepSeek block
+      // scales (the dense specs starting "gemm a=e") and grouped same-kind 16-bit pairs do on sm_90a
+      // (sm90_supports).
       const bool sm90 = sm90_supports(spec_of(text), arch_of(a));
-      EXPECT_EQ(sm90, std::string_view(a) == "sm_90a" && text.rfind("gemm a=e", 0) == 0) << text << " on " << a;
+      const bool sm90_pairing = text.rfind("gemm a=e", 0) == 0 ||
+                                (text.rfind("grouped_gemm", 0) == 0 &&
+                                 (text.find("a=bf16 b=bf16") != std::string::npos ||
+                                  text.find("a=f16 b=f16") != std::string::npos));
+      EXPECT_EQ(sm90, std::string_view(a) == "sm_90a" && sm90_pairing) << text << " on " << a;
       EXPECT_EQ(*f, sm90 ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << text << " on " << a;
       EXPECT_TRUE(check_reference_spec(spec_of(text), arch_of(a)).ok()) << text;
     }
@@ -96,14 +101,25 @@ TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
   EXPECT_THAT(unsupported("gemm a=nvfp4 b=nvfp4 out=bf16"), HasSubstr("4-bit activations"));
   EXPECT_THAT(unsupported("grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:n out=bf16"),
               HasSubstr("grouped FP8 weights"));
-  // Grouped FP8 x FP8 and MXFP8 x MXFP8 plan (per-expert weight scales); bf16 x FP8 weights do not.
-  for (const char* g : {"grouped_gemm[experts=4,layout=offsets] a=mxfp8 b=mxfp8 out=bf16",
-                        "grouped_gemm[experts=4,layout=masked] a=e4m3:block1x128 b=e4m3:block128x128 out=f32",
-                        "grouped_gemm[experts=4,layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
-                        "grouped_gemm[experts=4,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16"}) {
-    auto f = select_family(spec_of(g), arch_of("sm_90a"));
-    ASSERT_TRUE(f.ok()) << g << ": " << f.status().to_string();
-    EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << g;
+  // Grouped FP8 x FP8 and MXFP8 x MXFP8 plan (per-expert weight scales); bf16 x FP8 weights do not. On
+  // sm_90a the FP8 ones take the sm90 family (its grouped walk), MXFP8 the portable one; on sm_89 all
+  // are portable.
+  const struct {
+    const char* spec;
+    KernelFamily on90a;
+  } grouped[] = {{"grouped_gemm[experts=4,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", KernelFamily::kSm80Gemm},
+                 {"grouped_gemm[experts=4,layout=masked] a=e4m3:block1x128 b=e4m3:block128x128 out=f32",
+                  KernelFamily::kSm90Gemm},
+                 {"grouped_gemm[experts=4,layout=offsets] a=e4m3:m b=e4m3:n out=bf16", KernelFamily::kSm90Gemm},
+                 {"grouped_gemm[experts=4,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16",
+                  KernelFamily::kSm90Gemm}};
+  for (const auto& g : grouped) {
+    auto f = select_family(spec_of(g.spec), arch_of("sm_90a"));
+    ASSERT_TRUE(f.ok()) << g.spec << ": " << f.status().to_string();
+    EXPECT_EQ(*f, g.on90a) << g.spec;
+    auto p = select_family(spec_of(g.spec), arch_of("sm_89"));
+    ASSERT_TRUE(p.ok()) << g.spec << ": " << p.status().to_string();
+    EXPECT_EQ(*p, KernelFamily::kSm80Gemm) << g.spec;
   }
   EXPECT_THAT(unsupported("gemm a=e4m3:tensor b=e4m3:block1x128 out=bf16 pass=wgrad"), HasSubstr("pass=wgrad"));
 }

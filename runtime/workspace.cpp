@@ -1,0 +1,33 @@
+// runtime/workspace.cpp — see workspace.hpp.
+#include "runtime/workspace.hpp"
+
+#include <string>
+
+namespace kiln {
+
+StatusOr<void*> PlanWorkspace::get(const Driver& d, int device, size_t bytes, CUstream stream) const {
+  if (bytes == 0) return nullptr;
+  if (device < 0 || device >= kMaxDevices)
+    return InvalidArgument("workspace: device ordinal " + std::to_string(device) + " out of range");
+  std::lock_guard<std::mutex> lock(mu_);
+  DeviceBuffer& buf = buffers_[static_cast<size_t>(device)];
+  if (buf.size() >= bytes) return buf.data();
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  KILN_RETURN_IF_ERROR(d.check(d.cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return NotReady("Plan::run during CUDA-graph capture needs a " + std::to_string(bytes) +
+                    "-byte split-K workspace that is not allocated yet; call prepare() before capturing, or pass "
+                    "a zero-filled workspace of Plan::workspace_bytes(m) bytes to run()");
+  if (buf.size() > 0) {
+    // Launches still in flight may use the old buffer.
+    KILN_RETURN_IF_ERROR(d.check(d.cuCtxSynchronize(), "cuCtxSynchronize (growing the split-K workspace)"));
+  }
+  // Round up so that nearby M do not each grow it.
+  const size_t rounded = (bytes + (size_t{1} << 20) - 1) & ~((size_t{1} << 20) - 1);
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer fresh, DeviceBuffer::alloc(rounded));
+  KILN_RETURN_IF_ERROR(fresh.fill_bytes(0));
+  buf = std::move(fresh);
+  return buf.data();
+}
+
+}  // namespace kiln
