@@ -30,6 +30,12 @@ if [ "${1:-}" = --prepare ]; then
       --max-candidates "${TUNE_CANDIDATES:-24}" | tail -1 || exit 1
     cp "$TUNE_SHAPES" "$S/tune_shapes.json"
   fi
+  # Optional: the tuner-vs-exhaustive comparison (TUNE_COMPARE=file.json): every candidate compiled here.
+  if [ -n "${TUNE_COMPARE:-}" ]; then
+    KILN_CACHE_DIR="$S/cache" build/tools/kiln tune "$TUNE_COMPARE" --compile-only --gpu h200 --max-candidates 0 |
+      tail -1 || exit 1
+    cp "$TUNE_COMPARE" "$S/compare_shapes.json"
+  fi
   rm -rf $C && mkdir -p $C || exit 1
   tar -C "$S" -cf - . | xz -9 -T1 >$C/bundle.tar.xz || exit 1
   rm -rf "$S"
@@ -48,6 +54,7 @@ export KILN_LIBRARY=$X/capi/libkiln.so.0.1.0
 OUT=${OUT:-/tmp/kiln-device-run}
 mkdir -p "$OUT"
 SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v compute-sanitizer)
+if [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/summary.txt"; else
 {
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
   echo "unpacked in $(elapsed)s"
@@ -95,10 +102,22 @@ SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v com
   KILN_CACHE_DIR=$(mktemp -d) timeout 120 python3 -m pytest -q python/tests 2>&1 | tail -3
   echo "tests done at $(elapsed)s"
 } >"$OUT/summary.txt" 2>&1
+fi
 cat "$OUT/summary.txt"
 left=$(( BUDGET - $(elapsed) ))
 [ $left -gt 30 ] || { echo "no time left for bench_shapes"; exit 0; }
 mkdir -p "$X/bench-cache" && cp "$X/cache/kiln.db" "$X/bench-cache/" 2>/dev/null
+# Optional: the tuner's default space against an exhaustive sweep of the same space, same shapes, no
+# recording (tuner issue: the winner within 3% of the sweep's best; time per shape).
+if [ -f "$X/compare_shapes.json" ]; then
+  for mode in default exhaustive; do
+    extra=""; [ $mode = exhaustive ] && extra="--max-candidates 0"
+    t1=$(date +%s)
+    KILN_CACHE_DIR=$X/bench-cache timeout 240 "$X/kiln" tune "$X/compare_shapes.json" --gpu h200 --budget 240 \
+      --no-record $extra >"$OUT/compare_$mode.log" 2>&1
+    echo "compare $mode rc=$? $(( $(date +%s) - t1 ))s"; tail -6 "$OUT/compare_$mode.log"
+  done
+fi
 # Optional tuning run (the bundle's tune_shapes.json): its winners go into the bench's cache database, so
 # bench_shapes.py plans with them; exported to $OUT/tuned.json for tuner/pretuned/.
 if [ -f "$X/tune_shapes.json" ]; then

@@ -110,7 +110,12 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, 0));
 
-  KILN_ASSIGN_OR_RETURN(HostOperands h, random_operands(spec, m, n, k, o.group_rows, s));
+  std::shared_ptr<const HostOperands> inputs = o.inputs;
+  if (!inputs) {
+    KILN_ASSIGN_OR_RETURN(HostOperands fresh, random_operands(spec, m, n, k, o.group_rows, s));
+    inputs = std::make_shared<const HostOperands>(std::move(fresh));
+  }
+  const HostOperands& h = *inputs;
   KILN_ASSIGN_OR_RETURN(DeviceOperands dev, DeviceOperands::upload(h));
   const int64_t rows = h.rows;
   const int ob = format_bits(spec.out.format) / 8;

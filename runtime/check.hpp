@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "runtime/check_inputs.hpp"
 
 namespace kiln {
 
@@ -29,6 +30,10 @@ struct CheckOptions {
   // empty experts (runtime/check_inputs.hpp).
   std::vector<int32_t> group_rows;
   uint64_t seed = 0;        // 0: draw a seed from the clock (reported back)
+  // Host inputs made earlier by random_operands for the same spec, m, n, k and group_rows (with `seed`):
+  // used as they are instead of drawing new ones (the tuner checks every candidate of a shape on one
+  // random draw: generating a 7168 x 16384 weight on the host takes seconds).
+  std::shared_ptr<const HostOperands> inputs;
   bool check = true;        // compare with the reference
   bool time = false;        // time with CUDA events
   int warmup = 3;

@@ -166,7 +166,9 @@ class Plan:
         torch.from_dlpack), launched on torch's current stream of a's device (or on stream: a
         torch.cuda.Stream or an int CUstream). Allocates out in the spec's output dtype when it is
         None (shape: a's with the last dimension N). Returns out. Nothing synchronizes.
-        workspace: a device tensor of at least workspace_size(M) bytes (0 for this release's kernels).
+        workspace: a device tensor of at least workspace_size(M) bytes, zero-filled before its first use
+            (only sm90 split-K configs need one; None: the plan's own, fine unless this plan runs on
+            several streams at once).
 
         Quantized operands and scales are passed as the spec describes them (packed FP4 weights as
         uint8 [.., K/2] or gpt-oss's [.., K/32, 16]; E8M0/UE4M3 scales as uint8). Grouped GEMMs take
