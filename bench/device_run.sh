@@ -54,7 +54,14 @@ export KILN_LIBRARY=$X/capi/libkiln.so.0.1.0
 OUT=${OUT:-/tmp/kiln-device-run}
 mkdir -p "$OUT"
 SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v compute-sanitizer)
-if [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/summary.txt"; else
+if [ -n "${TEST_BINS:-}" ]; then
+  # Only the named gpu test binaries (e.g. TEST_BINS="gpu_sm90_gemm_gpu_test"), one after the other.
+  for n in $TEST_BINS; do
+    KILN_CACHE_DIR=$(mktemp -d) timeout "${GPU_TEST_TIMEOUT:-240}" "$X/$n" --gtest_filter="${TEST_FILTER:--*Timing*}" \
+      >>"$OUT/gpu_tier.log" 2>&1
+    echo "$n rc=$? at $(elapsed)s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tier.log" | tail -2 | tr '\n' ' ')"
+  done >"$OUT/summary.txt"
+elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/summary.txt"; else
 {
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
   echo "unpacked in $(elapsed)s"

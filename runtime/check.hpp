@@ -38,6 +38,7 @@ struct CheckOptions {
   bool time = false;        // time with CUDA events
   int warmup = 3;
   int repeats = 20;
+  bool flush_l2 = true;     // time each repeat with a cold L2 (median_event_ms)
 };
 
 struct CheckReport {
@@ -60,8 +61,11 @@ struct CheckReport {
 
 StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOptions& opts);
 // Median of `repeats` CUDA-event timings (ms) of launch() on the default stream, after `warmup` untimed
-// calls (shared by run_check and run_quantize_check).
-StatusOr<double> median_event_ms(const std::function<Status()>& launch, int warmup, int repeats);
+// calls (shared by run_check and run_quantize_check). With flush_l2 every timed call starts with a
+// cold L2: a scratch buffer of twice the device's L2 is overwritten (on the same stream, outside the
+// timed events) before it, so weights that fit in L2 are read from HBM as in a serving loop.
+StatusOr<double> median_event_ms(const std::function<Status()>& launch, int warmup, int repeats,
+                                 bool flush_l2 = true);
 // Tolerance on rel_fro_err for a spec (output rounding + accumulation order).
 double check_tolerance(const KernelSpec& spec, int64_t k);
 

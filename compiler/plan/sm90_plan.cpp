@@ -198,12 +198,12 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            to_string(wg_n) + " with block_k=" + to_string(cfg.block_k) +
                            ": their 160 registers hold warpgroup tiles of at most 64x128 (64 accumulators + 64 "
                            "partials) and one 128-byte atom per stage");
-  // Two-atom stages alternate two promoted partials (the kernel's section 8).
-  if (atoms(spec, cfg) == 2 && (!sm90_promotes(spec, cfg) || 3 * acc_regs(cfg) > 192))
+  // Promoted two-atom stages alternate two partials (the kernel's section 8); unpromoted ones (bf16, f16,
+  // fast-accumulating FP8) issue both atoms into the accumulators.
+  if (atoms(spec, cfg) == 2 && sm90_promotes(spec, cfg) && 3 * acc_regs(cfg) > 192)
     return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
-                           " (two 128-byte atoms per stage) alternates two promoted FP8 partials: it needs FP8 "
-                           "operands and warpgroup tiles of at most 64x128 (accumulators + 2 partials <= 192 "
-                           "registers), not " + format_name(spec.a.format) + " at " +
+                           " (two 128-byte atoms per stage) alternates two promoted FP8 partials: warpgroup tiles "
+                           "of at most 64x128 (accumulators + 2 partials <= 192 registers), not " +
                            to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) + " (use block_k " +
                            to_string(kRowBytes / eb) + ")");
   // Block scales multiply each K tile's promoted partial (the kernel's section 7).
@@ -222,6 +222,12 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                              "); " + scales + " scales are applied to each 128-K tile's promoted partial: use "
                              "warpgroup tiles of at most 64x128 (e.g. 128x128 with warps 8x1)");
   }
+  // Split-K with unpromoted two-atom stages: ptxas serializes the wgmmas (C7520, the conditional second
+  // atom of a split's odd tail), so that pairing is refused.
+  if (cfg.split_k > 1 && atoms(spec, cfg) == 2 && !sm90_promotes(spec, cfg))
+    return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with block_k=" + to_string(cfg.block_k) +
+                           " (two unpromoted atoms per stage): ptxas serializes that kernel's wgmmas; use block_k " +
+                           to_string(kRowBytes / eb) + " or split_k 1");
   // Split-K (the kernel's section 10): dense problems, no clusters.
   if (cfg.split_k > 1 && (spec.layout != GroupLayout::kDense || cfg.cluster_m != 1))
     return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " +
@@ -323,11 +329,14 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
                            {256, 128, 8, 1, 1}, {128, 128, 4, 2, 1},
                            // v4 (the kernel's section 8), offered for block-scaled specs: two-atom stages
                            // with overlapped promotion, and three consumer warpgroups.
-                           {128, 128, 8, 1, 2}, {64, 128, 4, 1, 2},  {64, 256, 4, 2, 2},  {192, 128, 12, 1, 1}};
+                           {128, 128, 8, 1, 2}, {64, 128, 4, 1, 2},  {64, 256, 4, 2, 2},  {192, 128, 12, 1, 1},
+                           {64, 64, 4, 1, 2}};
   const bool block = sm90_block_scaled(spec);
   for (const auto& s : shapes) {
+    // v4 shapes are for block scales, except the 64-row two-atom tiles: unpromoted, they read 256 bytes of
+    // every W row per stage (decode bandwidth) for any spec.
     const bool v4 = s[4] == 2 || s[2] == 12;
-    if (v4 && !block) continue;
+    if (v4 && !block && !(s[0] == 64 && s[4] == 2)) continue;
     for (int cluster_m : {1, 2}) {
       for (int group_m : {4, 8, 16}) {
         TileConfig c = make(spec, s[0], s[1], s[2], s[3], s[4]);
@@ -344,7 +353,7 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
   // Split-K (the kernel's section 10) for small M: the 64-row tiles at their deepest ring, K split 2..16
   // ways (dense problems only: check_config refuses the rest).
   for (const auto& s : shapes) {
-    if (s[0] != 64 || ((s[4] == 2 || s[2] == 12) && !block)) continue;
+    if (s[0] != 64 || ((s[4] == 2 || s[2] == 12) && !block && !(s[0] == 64 && s[4] == 2))) continue;
     for (int split : {2, 4, 8, 16}) {
       TileConfig c = make(spec, s[0], s[1], s[2], s[3], s[4]);
       c.split_k = split;

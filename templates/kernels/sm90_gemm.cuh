@@ -217,9 +217,9 @@ struct Gemm {
   static_assert(kBlockK % kAtomK == 0 && (kAtoms == 1 || kAtoms == 2),
                 "a stage holds one or two 128-byte swizzle atoms of K (64 bf16/f16 or 128 FP8 elements "
                 "each): the TMA box's inner extent under CU_TENSOR_MAP_SWIZZLE_128B is at most 128 bytes");
-  static_assert(kAtoms == 1 || (kPromote && kMmaM * kAccRegs * 3 <= 192),
-                "two-atom stages alternate two partial sets (section 8): promoted FP8, and accumulators + "
-                "2 partials <= 192 f32 registers (warpgroup tiles of at most 64 x 128)");
+  static_assert(kAtoms == 1 || !kPromote || kMmaM * kAccRegs * 3 <= 192,
+                "promoted two-atom stages alternate two partial sets (section 8): accumulators + 2 partials "
+                "<= 192 f32 registers (warpgroup tiles of at most 64 x 128)");
   static_assert(Config::kWarpsM % 4 == 0, "consumer warps come in warpgroups of 4 stacked along M");
   static_assert(kConsumers >= 1 && kConsumers <= 3,
                 "1, 2 or 3 consumer warpgroups (the register split above is sized for those)");
@@ -911,10 +911,12 @@ struct Gemm {
       }
 
       int prev_stage = 0;
-      if constexpr (kAtoms == 2) {
+      if constexpr (kAtoms == 2 && kPromote) {
         mainloop_two_atoms(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
       } else {
-      for (int kt = kr.begin; kt < kr.end; ++kt) {
+      // One atom per stage, or (unpromoted: bf16 / f16 / fast-accumulating FP8) two atoms whose wgmmas
+      // go into the accumulators as one batch: 256 bytes of every W row per stage (decode bandwidth).
+      for (int kt = kr.begin; kt < kr.end; kt += kAtoms) {
         // This K block's scales arrived during the previous K tile; fetch the next block's now (the
         // next unit's first after the last one), before waiting for the stage.
         BlockScales bs{};
@@ -944,6 +946,9 @@ struct Gemm {
           fence_all(acc);
           wgmma_fence();
           mma_tile(acc, a_base, b_base, /*first=*/kt == kr.begin);
+          if constexpr (kAtoms == 2) {
+            if (kt + 1 < kr.end) mma_tile(acc, a_base + kAtomBytesA, b_base + kAtomBytesB, /*first=*/false);
+          }
           wgmma_commit();
           // The batch just issued stays in flight; the one before it (stage prev_stage) is done.
           wgmma_wait<1>();
@@ -960,7 +965,7 @@ struct Gemm {
         fence_all(acc);
         if (kr.end > kr.begin) release(sm, prev_stage, lane);
       }
-      }  // kAtoms == 1
+      }  // one-atom or unpromoted mainloop
 
       // Split-K: all but the last split of this tile leave their partial sums and move on.
       if constexpr (kSplit) {

@@ -128,7 +128,11 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {64, 128, 8, 4, 1, 1, 8, 1, 8},
                      {64, 64, 8, 4, 1, 1, 8, 1, 2},
                      {64, 128, 4, 4, 1, 1, 8, 2, 3},
-                     {128, 128, 6, 8, 1, 1, 8, 1, 2}};
+                     {128, 128, 6, 8, 1, 1, 8, 1, 2},
+                     // unpromoted two-atom stages (256 bytes of every row per stage): 29 64 x 64, 30 the wide
+                     // 128 x 256 (never split: sm90_check_config refuses it).
+                     {64, 64, 6, 4, 1, 1, 8, 2},
+                     {128, 256, 2, 8, 1, 1, 8, 2}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -338,6 +342,24 @@ std::vector<Case> split_cases() {
   return cases;
 }
 
+// Unpromoted two-atom stages (bf16, f16, fast-accumulating FP8 with tensor / row scales): K whose atom
+// count is odd (a last stage of one atom), M = 1, tails, a multi-wave shape, and with split-K.
+std::vector<Case> two_atom_cases() {
+  std::vector<Case> cases;
+  const char* const specs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32",
+                               "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e4m3:n out=f32",
+                               "gemm a=e5m2:tensor b=e4m3:tensor out=f16"};
+  for (const char* sp : specs) {
+    for (int pin : {20, 29, 30}) {
+      cases.push_back({sp, 1, 256, 1040, pin});
+      cases.push_back({sp, 77, 200, 528, pin});
+      cases.push_back({sp, 513, 1000, 1040, pin});
+      cases.push_back({sp, 2000, 3000, 784, pin});
+    }
+  }
+  return cases;
+}
+
 // The block path's timing rows: the DeepSeek-V3 shapes 4096 x 7168 x 7168 and x 16384.
 struct TimedShape {
   const char* spec;
@@ -430,6 +452,10 @@ class PrecompileEnvironment : public testing::Environment {
       }
     }
     for (const Case& c : pinned_cases()) {
+      const KernelSpec s = spec_of(c.spec);
+      jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
+    }
+    for (const Case& c : two_atom_cases()) {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
@@ -540,6 +566,7 @@ INSTANTIATE_TEST_SUITE_P(ScaledPinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn
                          case_name);
 INSTANTIATE_TEST_SUITE_P(GroupedConfigs, Sm90GemmGpuTest, testing::ValuesIn(grouped_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(SplitKConfigs, Sm90GemmGpuTest, testing::ValuesIn(split_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(TwoAtomConfigs, Sm90GemmGpuTest, testing::ValuesIn(two_atom_cases()), case_name);
 
 // Split-K sums the partials in split order whatever the arrival order: repeat runs are bitwise equal,
 // and the counters are back at zero after every run (else a second run would skip or double a split).

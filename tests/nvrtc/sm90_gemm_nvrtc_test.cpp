@@ -539,5 +539,50 @@ TEST(Sm90SplitKNvrtcTest, SplitConfigsCompileAndTheRulesNameTheReason) {
   EXPECT_EQ(sm90_workspace_bytes(d, default_config(d, sm90a(), {4096, 4096, 4096}), {4096, 4096, 4096}), 0);
 }
 
+// Unpromoted two-atom stages compile without spills for 16-bit and fast-accumulating FP8 operands (the
+// decode tiles and the wide 128 x 256), with and without split-K, and load two boxes of each operand per
+// stage.
+TEST(Sm90TwoAtomNvrtcTest, UnpromotedTwoAtomStagesCompile) {
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32",
+                           "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e4m3:n out=bf16"}) {
+    const KernelSpec s = spec_of(text);
+    const int eb = std::max(1, format_bits(s.a.format) / 8);
+    struct Shape {
+      int bm, bn, wm, stages, split;
+    };
+    for (const Shape sh : {Shape{64, 64, 4, 6, 1}, Shape{128, 256, 8, 2, 1}}) {
+      TileConfig c;
+      c.block_m = sh.bm;
+      c.block_n = sh.bn;
+      c.block_k = 256 / eb;
+      c.stages = sh.stages;
+      c.warps_m = sh.wm;
+      c.warps_n = 1;
+      c.group_m = 8;
+      c.split_k = sh.split;
+      ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << text << " " << c.to_string();
+      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
+      EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.2d")) << text;
+    }
+    // Split-K with two unpromoted atoms is refused (ptxas serializes its wgmmas: C7520); FP8 at 64 x 64 is
+    // promoted (the section-8 two-atom mainloop), which splits.
+    TileConfig split;
+    split.block_m = 64;
+    split.block_n = 64;
+    split.block_k = 256 / eb;
+    split.stages = 6;
+    split.warps_m = 4;
+    split.warps_n = 1;
+    split.split_k = 4;
+    const Status st = sm90_check_config(s, sm90a(), split);
+    if (sm90_promotes(s, split)) {
+      EXPECT_TRUE(st.ok()) << text << ": " << st.to_string();
+    } else {
+      EXPECT_FALSE(st.ok()) << text;
+      EXPECT_THAT(st.message(), HasSubstr("serializes")) << text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -56,20 +56,22 @@ TEST(Sm90PlanV4Test, TwoAtomStagesAreValidForPromotedFp8) {
   EXPECT_EQ(sm90_smem_bytes(tensor, c), 3 * 256 * 256 + 16 * 3 + 1024);
 }
 
-TEST(Sm90PlanV4Test, TwoAtomStagesRefuseWhatCannotHoldTwoPartials) {
-  // 16-bit operands are not promoted.
+TEST(Sm90PlanV4Test, TwoAtomStagesForEveryFormatThreeNever) {
+  // Unpromoted operands (bf16, and FP8 at 64 x 256 per warpgroup) issue both atoms into the
+  // accumulators (256 bytes of every row per stage); promoted FP8 alternates two partials, which every
+  // promotable tile (<= 64 accumulators) holds.
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
-  Status st = sm90_check_config(bf16, sm90a(), config(128, 128, 128, 3, 8, 1));
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(st.message(), HasSubstr("two promoted FP8 partials"));
-  // 64 x 256 per warpgroup is not promoted either (and the block scales refuse it first or after).
+  EXPECT_TRUE(sm90_check_config(bf16, sm90a(), config(128, 128, 128, 3, 8, 1)).ok());
+  EXPECT_TRUE(sm90_check_config(bf16, sm90a(), config(64, 64, 128, 6, 4, 1)).ok());
   const KernelSpec tensor = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
-  st = sm90_check_config(tensor, sm90a(), config(128, 256, 256, 2, 8, 1));
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(st.message(), HasSubstr("block_k=256"));
+  EXPECT_TRUE(sm90_check_config(tensor, sm90a(), config(128, 256, 256, 2, 8, 1)).ok());
+  EXPECT_FALSE(sm90_promotes(tensor, config(128, 256, 256, 2, 8, 1)));
   // Three atoms per stage do not exist.
-  st = sm90_check_config(tensor, sm90a(), config(128, 128, 384, 2, 8, 1));
+  Status st = sm90_check_config(tensor, sm90a(), config(128, 128, 384, 2, 8, 1));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("block_k=384"));
+  st = sm90_check_config(bf16, sm90a(), config(128, 128, 192, 2, 8, 1));
+  EXPECT_THAT(st.message(), HasSubstr("block_k=192"));
 }
 
 TEST(Sm90PlanV4Test, ThreeConsumerWarpgroupsStackAlongM) {
@@ -119,12 +121,22 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
                 .to_string(),
             "bm128_bn128_bk128_s7_w8x1_g8");
   EXPECT_EQ(default_config(block, sm90a(), {128, 7168, 16384}).to_string(), "bm128_bn128_bk128_s7_w8x1_g8");
-  // Specs without block scales do not get the v4 shapes in their space.
+  // Specs without block scales do not get the v4 shapes in their space, except the 64-row two-atom
+  // tiles (256 bytes of every row per stage for decode; unpromoted ones never split).
   for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=bf16 b=bf16 out=bf16"}) {
+    bool two_atom = false;
     for (const TileConfig& c : sm90_config_space(spec_of(text), sm90a())) {
       EXPECT_NE(c.warps_m, 12) << text << " " << c.to_string();
-      EXPECT_EQ(c.block_k * (c.block_k == 64 ? 2 : 1), 128) << text << " " << c.to_string();
+      const int bytes = c.block_k * std::max(1, format_bits(spec_of(text).a.format) / 8);
+      if (bytes == 256) {
+        two_atom = true;
+        EXPECT_EQ(c.block_m, 64) << text << " " << c.to_string();
+        if (!sm90_promotes(spec_of(text), c)) EXPECT_EQ(c.split_k, 1) << text << " " << c.to_string();
+      } else {
+        EXPECT_EQ(bytes, 128) << text << " " << c.to_string();
+      }
     }
+    EXPECT_TRUE(two_atom) << text;
   }
 }
 
