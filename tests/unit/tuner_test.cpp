@@ -175,7 +175,7 @@ TEST(PruneTest, TiedSm90VariantsRankDeepestRingGroup8NoClusterFirst) {
   std::map<std::string, int> deepest;
   auto shape = [](const TileConfig& t) {
     return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "w" + std::to_string(t.warps_m) + "x" +
-           std::to_string(t.warps_n);
+           std::to_string(t.warps_n) + "k" + std::to_string(t.block_k) + "s" + std::to_string(t.split_k);
   };
   for (const PrunedCandidate& c : all.kept) deepest[shape(c.config)] = std::max(deepest[shape(c.config)], c.config.stages);
   // The first candidate of every tile shape is its deepest ring, group 8, no cluster.
