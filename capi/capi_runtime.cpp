@@ -119,7 +119,7 @@ kiln_status kiln_plan_compile(kiln_plan plan, int64_t m) {
     KILN_RETURN_IF_ERROR(require(plan, "plan"));
     if (m < 1) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 1");
     const kiln::Plan& p = plan->plan;
-    return plan->runtime->compile(p.spec(), p.family(), p.config_for(m), p.arch()).status();
+    return plan->runtime->compile(p.spec(), p.family_for(m), p.config_for(m), p.arch()).status();
   });
 }
 

@@ -206,7 +206,7 @@ Status RuntimeImpl::prepare_on_device(LoadedKernel* k, int device) {
 StatusOr<LoadedKernel*> PlanImpl::kernel_for(int bucket) const {
   LoadedKernel* k = kernels[bucket].load(std::memory_order_acquire);
   if (k) return k;
-  KILN_ASSIGN_OR_RETURN(k, rt->load(spec, family, configs[bucket], arch));
+  KILN_ASSIGN_OR_RETURN(k, rt->load(spec, families[bucket], configs[bucket], arch));
   kernels[bucket].store(k, std::memory_order_release);
   return k;
 }
@@ -218,8 +218,9 @@ const ProblemSizes& Plan::sizes() const { return impl_->sizes; }
 KernelFamily Plan::family() const { return impl_->family; }
 const Arch& Plan::arch() const { return impl_->arch; }
 TileConfig Plan::config_for(int64_t m) const { return impl_->configs[bucket_index(m)]; }
+KernelFamily Plan::family_for(int64_t m) const { return impl_->families[bucket_index(m)]; }
 size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
-  if (family != KernelFamily::kSm90Gemm || configs[bucket].split_k <= 1) return 0;
+  if (families[bucket] != KernelFamily::kSm90Gemm || configs[bucket].split_k <= 1) return 0;
   return static_cast<size_t>(sm90_workspace_bytes(spec, configs[bucket], {std::max<int64_t>(m, 1), sizes.n, sizes.k}));
 }
 
@@ -303,7 +304,7 @@ Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, C
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, c.device));
   kiln_dev::GemmParams gp = gemm_params(c, p.sizes);
   // ---- Hopper issue: the sm90 family takes TMA tensor maps and a persistent grid.
-  if (p.family == KernelFamily::kSm90Gemm) {
+  if (p.families[bucket] == KernelFamily::kSm90Gemm) {
     // Split-K configs need a workspace: the caller's (zero-filled before its first use), else the plan's.
     void* ws = nullptr;
     if (p.configs[bucket].split_k > 1) {
@@ -322,7 +323,7 @@ Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, C
   }
   ProblemSizes run_sizes = p.sizes;
   run_sizes.m = c.m;
-  LaunchShape ls = launch_shape(p.spec, p.family, p.configs[bucket], run_sizes);
+  LaunchShape ls = launch_shape(p.spec, p.families[bucket], p.configs[bucket], run_sizes);
   void* args[] = {&gp};
   return d->check(d->cuLaunchKernel(reinterpret_cast<CUfunction>(k->kernel), ls.grid_x, ls.grid_y, ls.grid_z,
                                     ls.block_x, 1, 1, ls.dynamic_smem, reinterpret_cast<CUstream>(stream), args,
@@ -340,7 +341,9 @@ std::string Plan::describe_json() const {
   j["k"] = p.sizes.k;
   nlohmann::json buckets = nlohmann::json::array();
   for (size_t b = 0; b < kMBuckets.size(); ++b) {
-    buckets.push_back({{"m_max", kMBuckets[b]}, {"config", p.configs[b].to_string()}});
+    nlohmann::json bj{{"m_max", kMBuckets[b]}, {"config", p.configs[b].to_string()}};
+    if (p.families[b] != p.family) bj["family"] = family_name(p.families[b]);  // a per-bucket exception
+    buckets.push_back(std::move(bj));
   }
   j["buckets"] = buckets;
   return j.dump();
@@ -405,6 +408,7 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   impl->sizes = sizes;
   impl->arch = a;
   impl->family = fam;
+  impl->families.fill(fam);
   // Epilogues issue: the epilogue's vector operands, so that run() checks them without parsing.
   KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
   if (program) impl->epilogue_operands = program->operands;
@@ -416,8 +420,22 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   // ---- BEGIN tuned configs (tuner issue; runtime/tuned_configs.hpp, docs/tuning.md) ----
   // Per bucket: in-memory -> user database -> pre-tuned tables -> (opt-in online tuning) -> the
   // heuristic above. Never fails the plan.
-  apply_tuned_configs(*this, *impl);
+  const auto sources = apply_tuned_configs(*this, *impl);
   // ---- END tuned configs ----
+  // ---- Hopper issue: heuristic buckets that measured faster on the portable family run there
+  // (grouped FP8 at a few rows per expert; compiler/plan/sm90_plan.hpp sm90_portable_bucket). Tuned
+  // and pinned buckets keep the plan's family (their configs are sm90 configs).
+  if (fam == KernelFamily::kSm90Gemm) {
+    for (size_t b = 0; b < kMBuckets.size(); ++b) {
+      if (sources[b] != ConfigSource::kHeuristic || !sm90_portable_bucket(spec, kMBuckets[b])) continue;
+      ProblemSizes s = sizes;
+      s.m = kMBuckets[b];
+      const TileConfig portable = default_config(spec, a, KernelFamily::kSm80Gemm, s);
+      if (!check_config(spec, a, KernelFamily::kSm80Gemm, portable).ok()) continue;
+      impl->families[b] = KernelFamily::kSm80Gemm;
+      impl->configs[b] = portable;
+    }
+  }
   return Plan(std::move(impl));
 }
 

@@ -72,6 +72,9 @@ class PlanImpl {
   Arch arch;
   KernelFamily family;
   std::array<TileConfig, kMBuckets.size()> configs;
+  // Hopper issue: the family of each bucket's kernel: `family`, except buckets that measured faster on
+  // the portable family (compiler/plan/sm90_plan.hpp sm90_portable_bucket).
+  std::array<KernelFamily, kMBuckets.size()> families;
   std::vector<EpilogueOperand> epilogue_operands;  // epilogues issue: the spec's vectors in slot order
   mutable std::array<std::atomic<LoadedKernel*>, kMBuckets.size()> kernels{};
   PlanWorkspace workspace;  // Hopper issue: split-K's counters and partials (runtime/workspace.hpp)
@@ -79,6 +82,7 @@ class PlanImpl {
   size_t workspace_bytes(int bucket, int64_t m) const;
 
   StatusOr<LoadedKernel*> kernel_for(int bucket) const;
+  int bucket_of(int64_t m) const;  // the M bucket run() picks for m rows (grouped: rows per expert)
 };
 
 }  // namespace kiln

@@ -354,9 +354,10 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
   return out;
 }
 
-void apply_tuned_configs(Runtime& rt, PlanImpl& plan) {
+std::array<ConfigSource, kTuningMBuckets.size()> apply_tuned_configs(Runtime& rt, PlanImpl& plan) {
   TunedConfigs tc = resolve_tuned_configs(rt, plan.spec, plan.family, plan.sizes, plan.arch);
   plan.configs = tc.configs;
+  return tc.sources;
 }
 
 ScopedConfigOverride::ScopedConfigOverride(const TileConfig& cfg) : cfg_(cfg), previous_(t_override) {

@@ -83,7 +83,9 @@ struct TunedConfigs {
 TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
                                    const ProblemSizes& sizes, const Arch& arch);
 // Runtime::plan's hook: overwrites plan.configs with resolve_tuned_configs().
-void apply_tuned_configs(Runtime& rt, PlanImpl& plan);
+// Returns where each bucket's config came from (Runtime::plan keeps the heuristic's buckets open to the
+// family choice of sm90_portable_bucket).
+std::array<ConfigSource, kTuningMBuckets.size()> apply_tuned_configs(Runtime& rt, PlanImpl& plan);
 
 // While alive, Runtime::plan on this thread uses cfg for every bucket and consults no tuning
 // (how the tuner runs a candidate through a real Plan and run_check). Nests.

@@ -45,9 +45,9 @@ StatusOr<CompileReport> compile_plan(Runtime& rt, const Plan& plan, const Proble
   r.sizes = sizes;
   r.arch = plan.arch().name();
   r.arch_source = std::move(arch_source);
-  r.family = family_name(plan.family());
+  r.family = family_name(plan.family_for(sizes.m));
   r.config = plan.config_for(sizes.m);
-  KILN_ASSIGN_OR_RETURN(r.kernel, rt.compile(plan.spec(), plan.family(), r.config, plan.arch(), want_ptx));
+  KILN_ASSIGN_OR_RETURN(r.kernel, rt.compile(plan.spec(), plan.family_for(sizes.m), r.config, plan.arch(), want_ptx));
   r.cache_path = rt.cache_path();
   return r;
 }

@@ -96,6 +96,11 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   return (same16 || fp8) && out_ok && spec.gate_up == GateUp::kNone;
 }
 
+bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert) {
+  return spec.op == Op::kGroupedGemm && format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) &&
+         !sm90_block_scaled(spec) && rows_per_expert <= 16;
+}
+
 bool sm90_block_scaled(const KernelSpec& spec) {
   return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
 }

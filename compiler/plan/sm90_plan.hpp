@@ -39,6 +39,11 @@ namespace kiln {
 inline constexpr int kSm90MaxExperts = 1024;
 
 bool sm90_supports(const KernelSpec& spec, const Arch& arch);
+// Whether a plan of the sm90 family runs the bucket of `rows_per_expert` rows on the portable family
+// instead: grouped FP8 x FP8 with tensor or per-row scales at <= 16 rows per expert, where the 64-row
+// wgmma tile is mostly padding (H200, 2026-11-29 session 4: 1.32-1.47x `_scaled_grouped_mm` on the
+// portable family against 1.01-1.26x on sm90 at 2-16 rows per expert; bench/RESULTS.md).
+bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert);
 // Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
 // each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).
 bool sm90_block_scaled(const KernelSpec& spec);

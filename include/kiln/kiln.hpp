@@ -92,6 +92,9 @@ class Plan {
   const Arch& arch() const;
   // The config run() uses for m rows.
   TileConfig config_for(int64_t m) const;
+  // The family of the kernel run() uses for m rows: family(), or the portable family for the buckets
+  // where it measured faster (grouped FP8 at a few rows per expert on sm_90a).
+  KernelFamily family_for(int64_t m) const;
   size_t workspace_bytes(int64_t m) const;
   // Compiles and loads the plan's kernels (before graph capture).
   Status prepare() const;

@@ -692,6 +692,45 @@ TEST_F(TunedConfigsTest, UntunedShapesAreRecordedWhenAsked) {
   EXPECT_EQ((*rows)[0].seen, 1);
 }
 
+// Hopper issue: a plan of the sm90 family runs the heuristic's buckets of grouped FP8 (tensor / row)
+// at <= 16 rows per expert on the portable family, where it measured faster; tuned or pinned buckets,
+// other specs and other archs keep one family. No GPU needed: planning only.
+TEST(PerBucketFamilyTest, GroupedFp8DecodeBucketsRunPortableOnSm90a) {
+  auto rt = runtime();
+  const Arch sm90a = arch_of("sm_90a");
+  auto plan_of = [&](const char* text) {
+    auto p = rt->plan(*parse_spec(text), {64, 5760, 2944}, sm90a);
+    EXPECT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    return *p;
+  };
+  const Plan row = plan_of("grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16");
+  EXPECT_EQ(row.family(), KernelFamily::kSm90Gemm);
+  for (int64_t m : {1, 2, 8, 16}) EXPECT_EQ(row.family_for(m), KernelFamily::kSm80Gemm) << m;
+  for (int64_t m : {24, 64, 512, 4096}) EXPECT_EQ(row.family_for(m), KernelFamily::kSm90Gemm) << m;
+  EXPECT_TRUE(check_config(row.spec(), sm90a, KernelFamily::kSm80Gemm, row.config_for(2)).ok());
+  EXPECT_TRUE(check_config(row.spec(), sm90a, KernelFamily::kSm90Gemm, row.config_for(512)).ok());
+  EXPECT_NE(row.describe_json().find("\"family\":\"sm80_gemm\""), std::string::npos) << row.describe_json();
+  const Plan tensor = plan_of("grouped_gemm[experts=8,layout=masked] a=e4m3:tensor b=e4m3:tensor out=f32");
+  EXPECT_EQ(tensor.family_for(4), KernelFamily::kSm80Gemm);
+  // bf16 and block-scaled grouped specs, and dense FP8, stay on sm90 in every bucket.
+  for (const char* text : {"grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16",
+                           "grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                           "gemm a=e4m3:m b=e4m3:n out=bf16"}) {
+    const Plan p = plan_of(text);
+    for (int64_t m : {1, 16, 4096}) EXPECT_EQ(p.family_for(m), p.family()) << text << " m=" << m;
+  }
+  // A pinned config (how the tuner runs an sm90 candidate) keeps every bucket on the plan's family.
+  TileConfig pin = row.config_for(512);
+  ScopedConfigOverride o(pin);
+  const Plan pinned = plan_of("grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16");
+  for (int64_t m : {1, 16, 4096}) EXPECT_EQ(pinned.family_for(m), KernelFamily::kSm90Gemm) << m;
+  // Elsewhere the portable family is the plan's family anyway.
+  auto p89 = rt->plan(*parse_spec("grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16"),
+                      {64, 5760, 2880}, arch_of("sm_89"));
+  ASSERT_TRUE(p89.ok());
+  for (int64_t m : {1, 4096}) EXPECT_EQ(p89->family_for(m), KernelFamily::kSm80Gemm);
+}
+
 TEST(TuningDeviceTest, ParsesNamesAndFields) {
   auto h = parse_tuning_device("h200", 13);
   ASSERT_TRUE(h.ok());
