@@ -38,6 +38,15 @@ def mxfp4_weights(rows, k, gen=None):
     return blocks, scales, w
 
 
+def family_of(desc, rows):
+    """The family of the kernel a plan runs for `rows` (rows per expert for grouped plans): a bucket may
+    name its own (Plan::family_for), else the plan's. Buckets are the first m_max >= rows."""
+    for b in desc.get("buckets", []):
+        if rows <= b["m_max"]:
+            return b.get("family", desc.get("family", "?"))
+    return desc.get("family", "?")
+
+
 def rel_err(out, ref):
     return ((out.double() - ref).norm() / ref.norm().clamp(min=1e-300)).item()
 
@@ -141,11 +150,11 @@ def main():
             except Exception as e:  # report, do not hide
                 results.append({"shape": [M, N, K], "name": name, "error": str(e)[:300]})
                 continue
-            add([M, N, K], f"kiln {name} [{desc.get('family', '?')}]", ms, flop, M * K * ab + N * K * bb + M * N * 2,
+            add([M, N, K], f"kiln {name} [{family_of(desc, M)}]", ms, flop, M * K * ab + N * K * bb + M * N * 2,
                 err, unwritten, desc, anchor_key, anc.get(anchor_key))
         try:
             ms, err, unwritten, desc = kiln_mxfp4_dense(rt, M, N, K)
-            add([M, N, K], f"kiln bf16 x mxfp4 [{desc.get('family', '?')}]", ms, flop,
+            add([M, N, K], f"kiln bf16 x mxfp4 [{family_of(desc, M)}]", ms, flop,
                 M * K * 2 + N * K // 2 + N * K // 32 + M * N * 2, err, unwritten, desc, "mxfp4_eager",
                 anc.get("mxfp4_eager"))
         except Exception as e:
@@ -171,7 +180,7 @@ def main():
                     results.append({"shape": shape, "name": fmt, "error": str(e)[:300]})
                     continue
                 # GB/s here: the active experts' weight bytes (the decode floor), per BENCHMARKS.md.
-                add(shape, f"kiln grouped {fmt} [{desc.get('family', '?')}]", ms, flop, wbytes, err, unwritten, desc,
+                add(shape, f"kiln grouped {fmt} [{family_of(desc, -(-T * topk // E))}]", ms, flop, wbytes, err, unwritten, desc,
                     anchor_key, anc.get(anchor_key))
             for key in ("bf16_grouped", "fp8_row_grouped", "bf16_loop"):
                 if isinstance(anc.get(key), float):

@@ -45,9 +45,14 @@ StatusOr<CompileReport> compile_plan(Runtime& rt, const Plan& plan, const Proble
   r.sizes = sizes;
   r.arch = plan.arch().name();
   r.arch_source = std::move(arch_source);
-  r.family = family_name(plan.family_for(sizes.m));
-  r.config = plan.config_for(sizes.m);
-  KILN_ASSIGN_OR_RETURN(r.kernel, rt.compile(plan.spec(), plan.family_for(sizes.m), r.config, plan.arch(), want_ptx));
+  // run() buckets a grouped offsets problem by its expected rows per expert (runtime/operands.hpp).
+  const KernelSpec& spec = plan.spec();
+  const int64_t rows = spec.op == Op::kGroupedGemm && spec.layout == GroupLayout::kOffsets && spec.experts > 0
+                           ? (sizes.m + spec.experts - 1) / spec.experts
+                           : sizes.m;
+  r.family = family_name(plan.family_for(rows));
+  r.config = plan.config_for(rows);
+  KILN_ASSIGN_OR_RETURN(r.kernel, rt.compile(spec, plan.family_for(rows), r.config, plan.arch(), want_ptx));
   r.cache_path = rt.cache_path();
   return r;
 }
