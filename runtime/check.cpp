@@ -250,7 +250,7 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     r.tolerance = check_tolerance(spec, k);
     // ---- Hopper issue: wgmma's FP8 accumulator is narrower than f32 (compiler/plan/sm90_plan.hpp).
     if (plan.family_for(bucket_m) == KernelFamily::kSm90Gemm)
-      r.tolerance = sm90_check_tolerance(spec, plan.config_for(m), k, r.tolerance);
+      r.tolerance = sm90_check_tolerance(spec, plan.config_for(bucket_m), k, r.tolerance);
     r.checked = true;
     r.passed = r.unwritten == 0 && r.nonfinite == 0 && r.overwritten == 0 && r.rel_fro_err <= r.tolerance;
   }

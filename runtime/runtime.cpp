@@ -308,6 +308,12 @@ Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, C
     // Split-K configs need a workspace: the caller's (zero-filled before its first use), else the plan's.
     void* ws = nullptr;
     if (p.configs[bucket].split_k > 1) {
+      const int64_t slots = sm90_split_slots(p.configs[bucket], {c.m, p.sizes.n, p.sizes.k});
+      if (slots > kSm90SplitCounterSlots)
+        return InvalidArgument("Plan::run: M=" + std::to_string(c.m) + " with the split-K config " +
+                               p.configs[bucket].to_string() + " makes " + std::to_string(slots) +
+                               " tile slots; split-K takes at most " + std::to_string(kSm90SplitCounterSlots) +
+                               " (tune this M bucket, or pin a config without split_k)");
       const size_t need = p.workspace_bytes(bucket, c.m);
       if (workspace != nullptr) {
         if (workspace_bytes < need)

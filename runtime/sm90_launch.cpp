@@ -79,7 +79,8 @@ Status sm90_encode_operand(const Driver& d, const char* name, Format format, con
                            " bytes; TMA needs a multiple of 16 below 2^40");
   if (reinterpret_cast<uintptr_t>(base) % 16 != 0)
     return InvalidArgument(who() + ": base address is not 16-byte aligned (TMA)");
-  const int64_t expert_bytes = expert_stride * eb;
+  // One expert: its stride is free (any view of [1, N, K] is legal); use the dense extent.
+  const int64_t expert_bytes = experts == 1 ? std::max<int64_t>(rows, 1) * stride : expert_stride * eb;
   if (experts > 0 && (expert_bytes % 16 != 0 || expert_bytes >= kMaxTmaStride || expert_bytes < rows * stride))
     return InvalidArgument(who() + ": expert stride " + std::to_string(expert_bytes) + " bytes; TMA needs a multiple "
                            "of 16 below 2^40, at least one expert's " + std::to_string(rows) + " rows");

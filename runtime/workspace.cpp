@@ -18,14 +18,15 @@ StatusOr<void*> PlanWorkspace::get(const Driver& d, int device, size_t bytes, CU
     return NotReady("Plan::run during CUDA-graph capture needs a " + std::to_string(bytes) +
                     "-byte split-K workspace that is not allocated yet; call prepare() before capturing, or pass "
                     "a zero-filled workspace of Plan::workspace_bytes(m) bytes to run()");
-  if (buf.size() > 0) {
-    // Launches still in flight may use the old buffer.
-    KILN_RETURN_IF_ERROR(d.check(d.cuCtxSynchronize(), "cuCtxSynchronize (growing the split-K workspace)"));
-  }
   // Round up so that nearby M do not each grow it.
   const size_t rounded = (bytes + (size_t{1} << 20) - 1) & ~((size_t{1} << 20) - 1);
   KILN_ASSIGN_OR_RETURN(DeviceBuffer fresh, DeviceBuffer::alloc(rounded));
   KILN_RETURN_IF_ERROR(fresh.fill_bytes(0));
+  // The fill runs on the legacy stream: finish it before a launch on any (possibly non-blocking) stream.
+  KILN_RETURN_IF_ERROR(d.check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize (zero-filling the workspace)"));
+  // The old buffer may still be in use by launches in flight, or about to be by another thread that got
+  // its pointer: it is kept (freed with the plan), never freed here.
+  if (buf.size() > 0) retired_.push_back(std::move(buf));
   buf = std::move(fresh);
   return buf.data();
 }

@@ -132,14 +132,17 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
          group_table + split_flags + kAlignSlack;
 }
 
+int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes) {
+  return cluster_tiles(sizes, cfg) * consumers(cfg);
+}
+
 int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes) {
   if (cfg.split_k <= 1) return 0;
-  // The kernel's section 10: int32 counters per (tile, consumer warpgroup), rounded up to 256 bytes, then
-  // the f32 partials of every split of every tile.
+  // The kernel's section 10: the fixed counter region, then the f32 partials of every split of every tile.
   (void)spec;
-  const int64_t slots = cluster_tiles(sizes, cfg) * consumers(cfg);
-  return (slots * 4 + 255) / 256 * 256 + slots * cfg.split_k * int64_t{cfg.block_m / std::max(1, cfg.warps_m / 4)} *
-                                             (cfg.block_n / std::max(1, cfg.warps_n)) * 4;
+  const int64_t slots = sm90_split_slots(cfg, sizes);
+  return kSm90SplitCounterSlots * 4 + slots * cfg.split_k * int64_t{cfg.block_m / std::max(1, cfg.warps_m / 4)} *
+                                          (cfg.block_n / std::max(1, cfg.warps_n)) * 4;
 }
 
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {

@@ -115,10 +115,11 @@ kiln_status kiln_plan_prepare(kiln_plan plan);
  * it: no GPU needed (fill a cache on a build machine; check that a spec compiles). */
 kiln_status kiln_plan_compile(kiln_plan plan, int64_t m);
 /* Bytes of workspace run() needs for m rows: 0 except for sm90 split-K configs (small M, few tiles),
- * which keep per-tile counters and partial sums there. With workspace == NULL run() uses one the plan
- * owns (allocated zero-filled on first use, or by kiln_plan_prepare before graph capture). A caller's
- * workspace must be zero-filled before its first use; every completed run leaves it zeroed. Runs of ONE
- * plan on several streams at once each need their own workspace. */
+ * which keep per-tile counters (a fixed first 1 MiB) and partial sums there. With workspace == NULL
+ * run() uses one the plan owns (allocated zero-filled on first use, or by kiln_plan_prepare before graph
+ * capture). A caller's workspace must be zero-filled before its first use; every completed run leaves
+ * its counters (the first 1 MiB) zero again, the rest is scratch. Runs of ONE plan on several streams at
+ * once each need their own workspace. */
 kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
 /* Writes a NUL-terminated JSON description (spec, family, config, arch) into buf. */
 kiln_status kiln_plan_describe(kiln_plan plan, char* buf, size_t buf_size, size_t* needed);

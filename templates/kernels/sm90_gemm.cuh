@@ -197,6 +197,7 @@ struct Gemm {
   static constexpr int kSplitK = Config::kSplitK;
   static constexpr bool kSplit = kSplitK > 1;
   static constexpr int kSplitFlagBytes = kSplit ? 16 : 0;
+  static constexpr int kSplitCounterSlots = 1 << 18;  // compiler/plan/sm90_plan.hpp kSm90SplitCounterSlots
   // Ring, then the scale slots, then full[kStages] and empty[kStages] mbarriers; +1024 so the ring can
   // start on a 1024-byte boundary whatever the dynamic shared-memory base is.
   static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + kGroupTableBytes + kSplitFlagBytes +
@@ -782,14 +783,17 @@ struct Gemm {
   // takes a ticket on the (tile, warpgroup) counter, and returns false unless it was the last of the
   // kSplitK splits to arrive; the last one resets the counter for the next launch and sums all kSplitK
   // partials IN SPLIT ORDER (its own included), so the result does not depend on which split finished
-  // last. Workspace: int counters [ctiles * kConsumers] (rounded up to 256 bytes), then f32 partials
-  // [ctiles * kConsumers][kSplitK][kMmaM * kAccRegs][128 threads] (host mirror: sm90_workspace_bytes).
+  // last. Workspace: a FIXED region of kSplitCounterSlots int counters (so no launch, whatever its M or
+  // config, ever finds its counters on bytes another launch used for partials; only the counters need
+  // to be zero between launches), then f32 partials [ctiles * kConsumers][kSplitK][kMmaM * kAccRegs][128
+  // threads] (host mirror: sm90_workspace_bytes; the runtime refuses more tiles than counters).
   static __device__ __forceinline__ bool split_reduce(float (&acc)[kMmaM][kAccRegs], void* ws, int ctiles, int ct,
                                                       int s, int consumer, int tid, const Smem& sm) {
     constexpr int kRegs = kMmaM * kAccRegs;
     const int slot = ct * kConsumers + consumer;
     u8* base = static_cast<u8*>(ws);
-    const i64 counter_bytes = (i64(ctiles) * kConsumers * 4 + 255) / 256 * 256;
+    (void)ctiles;
+    const i64 counter_bytes = i64(kSplitCounterSlots) * 4;
     float* parts = reinterpret_cast<float*>(base + counter_bytes) + i64(slot) * kSplitK * kRegs * 128 + tid;
     float* mine = parts + i64(s) * kRegs * 128;
 #pragma unroll
@@ -916,6 +920,12 @@ struct Gemm {
       } else {
       // One atom per stage, or (unpromoted: bf16 / f16 / fast-accumulating FP8) two atoms whose wgmmas
       // go into the accumulators as one batch: 256 bytes of every W row per stage (decode bandwidth).
+      // An empty split (more splits than stages of K) runs no K tile: fetch the next unit's first block
+      // scales here, which its last K tile would have done.
+      if constexpr (kBlockScaled && !kStagedScales) {
+        if (kr.begin == kr.end && more && kr_next.end > kr_next.begin)
+          load_block_scales(p, rows_next, kr_next.begin, bs_next);
+      }
       for (int kt = kr.begin; kt < kr.end; kt += kAtoms) {
         // This K block's scales arrived during the previous K tile; fetch the next block's now (the
         // next unit's first after the last one), before waiting for the stage.

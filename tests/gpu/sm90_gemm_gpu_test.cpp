@@ -568,6 +568,28 @@ INSTANTIATE_TEST_SUITE_P(GroupedConfigs, Sm90GemmGpuTest, testing::ValuesIn(grou
 INSTANTIATE_TEST_SUITE_P(SplitKConfigs, Sm90GemmGpuTest, testing::ValuesIn(split_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(TwoAtomConfigs, Sm90GemmGpuTest, testing::ValuesIn(two_atom_cases()), case_name);
 
+// One split-K plan run at M = 64, 128, 64 on its own workspace: more tiles at the larger M must not
+// find their counters on the partials of the smaller one (the counters sit in a fixed region).
+TEST(Sm90GemmRepeatTest, SplitKWorkspaceServesEveryM) {
+  KILN_REQUIRE_SM90();
+  const KernelSpec s = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  StatusOr<Plan> plan = InvalidArgument("unset");
+  {
+    ScopedConfigOverride pin(pinned(s, kPins[24]));  // 64 x 64 split 4 ways in every bucket
+    plan = runtime().plan(s, {64, 2112, 7168});
+  }
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  for (int64_t m : {64, 128, 64, 1, 128}) {
+    CheckOptions o;
+    o.m = m;
+    o.seed = 99;
+    auto r = run_check(runtime(), *plan, o);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->unwritten, 0) << "m=" << m;
+    EXPECT_TRUE(r->passed) << "m=" << m << " rel " << r->rel_fro_err;
+  }
+}
+
 // Split-K sums the partials in split order whatever the arrival order: repeat runs are bitwise equal,
 // and the counters are back at zero after every run (else a second run would skip or double a split).
 TEST(Sm90GemmRepeatTest, SplitKRepeatRunsAreBitwiseEqual) {

@@ -521,8 +521,13 @@ TEST(Sm90SplitKNvrtcTest, SplitConfigsCompileAndTheRulesNameTheReason) {
     const CompileResult r = compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
     for (const char* e : {"atom.global.add.u32", "fence.acq_rel.gpu", "ld.global.cg.f32", "bar.sync"})
       EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec;
-    // Workspace: 33 x 1 tiles of 64 x 64, 4 splits: counters (256 bytes) + 33 * 4 * 64 * 64 * 4 bytes.
-    EXPECT_EQ(sm90_workspace_bytes(s, cfg, {64, 2112, 7168}), 256 + int64_t{33} * 4 * 64 * 64 * 4);
+    // Workspace: the fixed counter region, then 33 x 1 tiles of 64 x 64 x 4 splits of f32 partials; the
+    // counters never move with M (a larger M only adds partials after them).
+    EXPECT_EQ(sm90_workspace_bytes(s, cfg, {64, 2112, 7168}),
+              kSm90SplitCounterSlots * 4 + int64_t{33} * 4 * 64 * 64 * 4);
+    EXPECT_EQ(sm90_workspace_bytes(s, cfg, {128, 2112, 7168}),
+              kSm90SplitCounterSlots * 4 + int64_t{66} * 4 * 64 * 64 * 4);
+    EXPECT_EQ(sm90_split_slots(cfg, {128, 2112, 7168}), 66);
     TileConfig clustered = cfg;
     clustered.cluster_m = 2;
     const Status st = sm90_check_config(s, sm90a(), clustered);
