@@ -2,10 +2,14 @@
 #include "runtime/check_inputs.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "compiler/numerics/fp8.hpp"
 #include "compiler/numerics/fp8_block.hpp"
@@ -30,6 +34,36 @@ float uniform(uint64_t& s, float range) {
 
 int rand_int(uint64_t& s, int lo, int hi) { return lo + static_cast<int>(splitmix(s) % uint64_t(hi - lo + 1)); }
 
+// Large operands are drawn in parallel (the tuner draws one per shape, and a grouped weight of
+// E x N x K = 530 M elements took most of a shape's budget on one core): rows split into chunks, each
+// drawn from its own seed derived from the caller's, so a seed still fixes the values (whatever the
+// thread count: the chunking depends on the sizes only). Below kParallelElements the single-stream
+// draw of the first release is kept, so small checks draw the same numbers as before.
+constexpr int64_t kParallelElements = int64_t{1} << 23;
+constexpr int64_t kChunks = 64;
+
+uint64_t chunk_seed(uint64_t base, int64_t chunk) {
+  uint64_t s = base ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(chunk + 1));
+  return splitmix(s) | 1;
+}
+
+// Runs fn(chunk, first_row, end_row) for row chunks of `rows` (boundaries multiples of `align`) on up to
+// hardware_concurrency threads.
+void parallel_rows(int64_t rows, int64_t align, const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+  const int64_t per = std::max<int64_t>(align, (rows / kChunks + align - 1) / align * align);
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  for (int64_t r = 0; r < rows; r += per) chunks.emplace_back(r, std::min(rows, r + per));
+  const unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 32u));
+  std::vector<std::thread> pool;
+  std::atomic<size_t> next{0};
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < chunks.size();) fn(static_cast<int64_t>(i), chunks[i].first, chunks[i].second);
+    });
+  }
+  for (auto& t : pool) t.join();
+}
+
 constexpr DLDataType kU8{kDLUInt, 8, 1};
 constexpr DLDataType kF32{kDLFloat, 32, 1};
 constexpr DLDataType kI32{kDLInt, 32, 1};
@@ -45,36 +79,49 @@ DLDataType dtype_of(Format f) {
 
 // Random elements of format f, stored as the kernel reads them (the first release's generator: the
 // 16-bit and per-tensor FP8 checks draw exactly the same numbers as before).
+void random_codes_into(Format f, int64_t n, uint64_t& s, uint8_t* dst);
+
 std::vector<uint8_t> random_codes(Format f, int64_t rows, int64_t cols, uint64_t& s) {
   const int eb = format_bits(f) / 8;
   std::vector<uint8_t> out(static_cast<size_t>(rows * cols * eb));
-  const int64_t n = rows * cols;
+  if (rows * cols < kParallelElements) {
+    random_codes_into(f, rows * cols, s, out.data());
+    return out;
+  }
+  const uint64_t base = splitmix(s);
+  parallel_rows(rows, 1, [&](int64_t chunk, int64_t r0, int64_t r1) {
+    uint64_t cs = chunk_seed(base, chunk);
+    random_codes_into(f, (r1 - r0) * cols, cs, out.data() + r0 * cols * eb);
+  });
+  return out;
+}
+
+void random_codes_into(Format f, int64_t n, uint64_t& s, uint8_t* dst) {
   switch (f) {
     case Format::kBf16: {
-      auto* p = reinterpret_cast<uint16_t*>(out.data());
+      auto* p = reinterpret_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) p[i] = numerics::bf16_from_float(uniform(s, 2.f));
       break;
     }
     case Format::kF16: {
-      auto* p = reinterpret_cast<uint16_t*>(out.data());
+      auto* p = reinterpret_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) p[i] = numerics::f16_from_float(uniform(s, 2.f));
       break;
     }
     case Format::kF32: {
-      auto* p = reinterpret_cast<float*>(out.data());
+      auto* p = reinterpret_cast<float*>(dst);
       for (int64_t i = 0; i < n; ++i) p[i] = uniform(s, 2.f);
       break;
     }
     case Format::kE4m3:
-      for (int64_t i = 0; i < n; ++i) out[i] = numerics::e4m3_from_float(uniform(s, 8.f), true);
+      for (int64_t i = 0; i < n; ++i) dst[i] = numerics::e4m3_from_float(uniform(s, 8.f), true);
       break;
     case Format::kE5m2:
-      for (int64_t i = 0; i < n; ++i) out[i] = numerics::e5m2_from_float(uniform(s, 8.f), true);
+      for (int64_t i = 0; i < n; ++i) dst[i] = numerics::e5m2_from_float(uniform(s, 8.f), true);
       break;
     default:
       break;
   }
-  return out;
 }
 
 // Random real values whose magnitude varies per row (2^-3..2^3) and per 32-K block (2^-2..2^2), so
@@ -127,10 +174,42 @@ Status fp8_scaled(const OperandSpec& o, int64_t rows, int64_t k, uint64_t& s, Ho
   const bool vector = o.scale == ScaleGranularity::kM || o.scale == ScaleGranularity::kN;
   std::vector<int64_t> sshape = vector ? std::vector<int64_t>{rows} : std::vector<int64_t>{srows, scols};
   if (o.format == Format::kE4m3) {
-    const std::vector<float> x = random_values(rows, k, s);
     numerics::Fp8BlockOptions opt;
     opt.blocking = blocking;
     opt.scale_type = o.scale_type;
+    if (rows * k >= kParallelElements) {
+      // Row chunks (whole 128-row scale blocks for 128x128) drawn and quantized in parallel: the
+      // quantizer's rows are independent, so the chunks' data and scales concatenate.
+      const int64_t align = blocking == Fp8Blocking::kBlock128x128 ? 128 : 1;
+      const int64_t scale_per_row = blocking == Fp8Blocking::kRow ? 1 : scols;  // scale elements per (block) row
+      const bool f32 = o.scale_type == ScaleType::kF32;
+      std::vector<uint8_t> codes(static_cast<size_t>(rows * k));
+      std::vector<float> sf(f32 ? static_cast<size_t>(srows * scols) : 0);
+      std::vector<uint8_t> sb(f32 ? 0 : static_cast<size_t>(srows * scols));
+      std::atomic<bool> failed{false};
+      const uint64_t base = splitmix(s);
+      parallel_rows(rows, align, [&](int64_t chunk, int64_t r0, int64_t r1) {
+        uint64_t cs = chunk_seed(base, chunk);
+        const std::vector<float> x = random_values(r1 - r0, k, cs);
+        auto q = numerics::fp8_block_quantize(x, r1 - r0, k, opt);
+        if (!q.ok()) {
+          failed = true;
+          return;
+        }
+        std::memcpy(codes.data() + r0 * k, q->data.data(), q->data.size());
+        const int64_t s0 = (r0 / align) * scale_per_row;
+        if (f32) {
+          std::memcpy(sf.data() + s0, q->scales_f32.data(), q->scales_f32.size() * sizeof(float));
+        } else {
+          std::memcpy(sb.data() + s0, q->scale_bytes.data(), q->scale_bytes.size());
+        }
+      });
+      if (failed) return Internal("fp8_scaled: fp8_block_quantize failed on a chunk");
+      data = tensor_of(codes, std::move(data_shape), kU8);
+      scale = f32 ? tensor_of(sf, sshape, kF32) : tensor_of(sb, sshape, kU8);
+      return Status::Ok();
+    }
+    const std::vector<float> x = random_values(rows, k, s);
     KILN_ASSIGN_OR_RETURN(numerics::QuantizedTensor q, numerics::fp8_block_quantize(x, rows, k, opt));
     data = tensor_of(q.data, std::move(data_shape), kU8);
     scale = o.scale_type == ScaleType::kF32 ? tensor_of(q.scales_f32, sshape, kF32) : tensor_of(q.scale_bytes, sshape, kU8);

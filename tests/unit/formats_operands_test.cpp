@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "compiler/numerics/fp8_block.hpp"
 #include "compiler/numerics/mx.hpp"
 #include "compiler/numerics/reference_gemm.hpp"
 #include "runtime/check_inputs.hpp"
@@ -305,6 +306,46 @@ TEST(FormatsOperandsTest, CpuReferenceOfMxfp4IsTheGemmOfTheDequantizedValues) {
       }
       EXPECT_EQ(out[static_cast<size_t>(i * 17 + j)], acc) << i << "," << j;
     }
+  }
+}
+
+// Operands of >= 2^23 elements are drawn and quantized in parallel row chunks: every chunk's codes and
+// scales land where one whole-tensor quantization puts them (dequantize and quantize again gives the
+// same bytes: a misplaced scale block would not), a seed fixes the values, and other seeds differ.
+TEST(FormatsOperandsTest, LargeOperandsDrawnInParallelChunksStayConsistent) {
+  for (const char* text : {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "gemm a=e4m3:m b=e4m3:n out=bf16",
+                           "gemm a=bf16 b=bf16 out=bf16"}) {
+    auto spec = parse_spec(text);
+    ASSERT_TRUE(spec.ok());
+    const int64_t m = 8, n = 1100, k = 8192;  // W: 9 M elements, 128-row blocks with a partial last one
+    uint64_t s1 = 7, s2 = 7, s3 = 8;
+    auto h1 = random_operands(*spec, m, n, k, {}, s1);
+    auto h2 = random_operands(*spec, m, n, k, {}, s2);
+    auto h3 = random_operands(*spec, m, n, k, {}, s3);
+    ASSERT_TRUE(h1.ok() && h2.ok() && h3.ok()) << text;
+    EXPECT_EQ(h1->b.bytes, h2->b.bytes) << text << ": a seed fixes the values";
+    EXPECT_EQ(h1->b_scale.bytes, h2->b_scale.bytes) << text;
+    EXPECT_NE(h1->b.bytes, h3->b.bytes) << text;
+    if (spec->b.format != Format::kE4m3) continue;
+    numerics::QuantizedTensor q;
+    q.format = Format::kE4m3;
+    q.rows = n;
+    q.cols = k;
+    q.data = h1->b.bytes;
+    q.scale_type = ScaleType::kF32;
+    numerics::Fp8BlockOptions opt;
+    opt.blocking = spec->b.scale == ScaleGranularity::kBlock128x128 ? numerics::Fp8Blocking::kBlock128x128
+                                                                    : numerics::Fp8Blocking::kRow;
+    q.block_rows = opt.blocking == numerics::Fp8Blocking::kBlock128x128 ? 128 : 1;
+    q.block_cols = opt.blocking == numerics::Fp8Blocking::kBlock128x128 ? 128 : k;
+    q.scales_f32.resize(h1->b_scale.bytes.size() / 4);
+    std::memcpy(q.scales_f32.data(), h1->b_scale.bytes.data(), h1->b_scale.bytes.size());
+    auto x = numerics::fp8_block_dequantize(q);
+    ASSERT_TRUE(x.ok()) << x.status().to_string();
+    auto again = numerics::fp8_block_quantize(*x, n, k, opt);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->data, q.data) << text;
+    EXPECT_EQ(again->scales_f32, q.scales_f32) << text;
   }
 }
 
