@@ -109,12 +109,15 @@ ConfigEstimate estimate_config(const KernelSpec& spec, const GpuModel& gpu, Kern
     e.est_us = INFINITY;
     return e;
   }
+  // Split-K (sm90): every tile is split_k units of k / split_k each; the walk runs units.
+  const int split = sm90 ? std::max(1, cfg.split_k) : 1;
+  const int64_t units = e.tiles * split;
   const int64_t slots = static_cast<int64_t>(gpu.sm_count) * e.blocks_per_sm;
-  e.waves = static_cast<double>(e.tiles) / static_cast<double>(slots);
-  const int64_t full_waves = ceil_div(e.tiles, slots);
+  e.waves = static_cast<double>(units) / static_cast<double>(slots);
+  const int64_t full_waves = ceil_div(units, slots);
   // How many SMs the last wave keeps busy: an SM that runs fewer tiles than it could hold is still
   // busy, an SM with no tile idles for the whole wave.
-  const int64_t last_tiles = e.tiles - (full_waves - 1) * slots;
+  const int64_t last_tiles = units - (full_waves - 1) * slots;
   e.last_wave_fill = static_cast<double>(std::min<int64_t>(last_tiles, gpu.sm_count)) / gpu.sm_count;
 
   // Compute: every SM runs blocks_per_sm tiles of a wave side by side at its mma rate, slowed when
@@ -135,14 +138,14 @@ ConfigEstimate estimate_config(const KernelSpec& spec, const GpuModel& gpu, Kern
   const double feed = std::min(
       {1.0, smem_need > 0 ? gpu.smem_bytes_per_clk / smem_need : 1.0, gpu.l2_bytes_per_clk / l2_need});
   // Tiles a wave runs side by side on one SM: the resident limit, or fewer when the tiles run out.
-  const int64_t per_sm = std::min<int64_t>(e.blocks_per_sm, ceil_div(e.tiles, gpu.sm_count));
+  const int64_t per_sm = std::min<int64_t>(e.blocks_per_sm, ceil_div(units, gpu.sm_count));
   const int64_t warps_per_sm = per_sm * threads / 32;
   // Warp specialization (sm90) hides latency with its TMA ring, not with resident warps.
   const double latency =
       sm90 ? 1.0
            : std::min(1.0, 0.5 + static_cast<double>(warps_per_sm) / 16.0) * (cfg.stages >= 3 ? 1.0 : 0.85);
   const double sm_fma_per_us = fma_rate * feed * latency * gpu.clock_ghz * 1e3;
-  const double tile_fma = static_cast<double>(cfg.block_m) * cfg.block_n * k;
+  const double tile_fma = static_cast<double>(cfg.block_m) * cfg.block_n * static_cast<double>(k) / split;
   const double compute_us =
       static_cast<double>(full_waves) * static_cast<double>(per_sm) * tile_fma / sm_fma_per_us;
 
@@ -150,17 +153,22 @@ ConfigEstimate estimate_config(const KernelSpec& spec, const GpuModel& gpu, Kern
   // in flight cover over the DRAM latency (Little's law: stages - 1 tiles of A and B per block), and
   // at most ~2.5x its even share of the bandwidth; idle SMs pull nothing.
   const double a_bytes = format_bits(spec.a.format) / 8.0, b_bytes = format_bits(spec.b.format) / 8.0;
+  // Split-K writes every split's f32 partial tile and the last split reads them all back, after the
+  // mainloops (like an epilogue: not overlapped with them).
+  const double split_bytes =
+      split > 1 ? 2.0 * static_cast<double>(e.tiles) * cfg.block_m * cfg.block_n * 4.0 * split : 0.0;
   const double dram_bytes = static_cast<double>(m) * k * a_bytes +
                             static_cast<double>(groups) * n * k * b_bytes +
                             static_cast<double>(m) * n * out_bytes;
-  const double active = std::min<double>(static_cast<double>(e.tiles), gpu.sm_count);
+  const double active = std::min<double>(static_cast<double>(units), gpu.sm_count);
   const double in_flight = static_cast<double>(per_sm) * std::max(1, cfg.stages - 1) * stage_bytes;
   const double sm_gbps = std::min(in_flight / gpu.dram_latency_ns, 2.5 * gpu.dram_gbps / gpu.sm_count);
   const double bw = std::min(gpu.dram_gbps, active * sm_gbps);  // GB/s = bytes per ns
   const double memory_us = dram_bytes / (bw * 1e3);
 
   constexpr double kLaunchUs = 3.0;
-  e.est_us = std::max(compute_us, memory_us) + kLaunchUs;
+  const double split_us = split_bytes / (bw * 1e3);
+  e.est_us = std::max(compute_us, memory_us) + split_us + kLaunchUs;
   return e;
 }
 

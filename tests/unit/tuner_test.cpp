@@ -236,6 +236,33 @@ TEST(StaticModelTest, DecodeFavoursMoreBytesInFlight) {
   EXPECT_GE(deep, 7168.0 * 7168 * 2 / (gpu.dram_gbps * 1e3));
 }
 
+// Hopper issue: split-K turns a few tiles into enough units for every SM (decode: 64 x 2112 x 7168 is
+// 33 tiles of 64 x 64 on 132 SMs), and costs partial-sum traffic where the tiles already fill the GPU.
+TEST(StaticModelTest, SplitKHelpsFewTilesOnly) {
+  const GpuModel gpu = gpu_model(arch_of("sm_90a"), 132);
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  TileConfig c = default_config(bf16, arch_of("sm_90a"), {64, 2112, 7168});
+  c.block_m = 64;
+  c.block_n = 64;
+  c.warps_m = 4;
+  c.warps_n = 1;
+  c.block_k = 64;
+  c.stages = 8;
+  c.split_k = 1;
+  const ConfigEstimate one = estimate_config(bf16, gpu, KernelFamily::kSm90Gemm, c, {64, 2112, 7168});
+  c.split_k = 4;
+  const ConfigEstimate four = estimate_config(bf16, gpu, KernelFamily::kSm90Gemm, c, {64, 2112, 7168});
+  EXPECT_EQ(four.tiles, one.tiles);
+  EXPECT_NEAR(four.waves, 4 * one.waves, 1e-9);
+  EXPECT_LT(four.est_us, 0.8 * one.est_us);
+  // 4096 x 7168 already fills the SMs many times over: splitting only adds partial sums.
+  c.split_k = 1;
+  const double big1 = estimate_config(bf16, gpu, KernelFamily::kSm90Gemm, c, {4096, 7168, 7168}).est_us;
+  c.split_k = 4;
+  const double big4 = estimate_config(bf16, gpu, KernelFamily::kSm90Gemm, c, {4096, 7168, 7168}).est_us;
+  EXPECT_GT(big4, big1);
+}
+
 // ---- presets, shape files, sharding ----
 
 TEST(PresetsTest, ShapesComeFromTheBenchmarkList) {
