@@ -241,14 +241,7 @@ TEST(StaticModelTest, DecodeFavoursMoreBytesInFlight) {
 TEST(StaticModelTest, SplitKHelpsFewTilesOnly) {
   const GpuModel gpu = gpu_model(arch_of("sm_90a"), 132);
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
-  TileConfig c = default_config(bf16, arch_of("sm_90a"), {64, 2112, 7168});
-  c.block_m = 64;
-  c.block_n = 64;
-  c.warps_m = 4;
-  c.warps_n = 1;
-  c.block_k = 64;
-  c.stages = 8;
-  c.split_k = 1;
+  TileConfig c = cfg(64, 64, 64, 8, 4, 1);  // sm90: 64 x 64, one consumer warpgroup, 8 stages
   const ConfigEstimate one = estimate_config(bf16, gpu, KernelFamily::kSm90Gemm, c, {64, 2112, 7168});
   c.split_k = 4;
   const ConfigEstimate four = estimate_config(bf16, gpu, KernelFamily::kSm90Gemm, c, {64, 2112, 7168});
