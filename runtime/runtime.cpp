@@ -224,10 +224,7 @@ size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
   return static_cast<size_t>(sm90_workspace_bytes(spec, configs[bucket], {std::max<int64_t>(m, 1), sizes.n, sizes.k}));
 }
 
-size_t Plan::workspace_bytes(int64_t m) const {
-  if (impl_->family != KernelFamily::kSm90Gemm) return 0;
-  return impl_->workspace_bytes(bucket_index(m), m);
-}
+size_t Plan::workspace_bytes(int64_t m) const { return impl_->workspace_bytes(bucket_index(m), m); }
 
 Status Plan::prepare() const {
   KILN_RETURN_IF_ERROR(impl_->rt->device_status());

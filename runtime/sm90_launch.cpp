@@ -157,7 +157,6 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
   }
   KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device));
   LaunchShape ls = sm90_launch_shape(spec, cfg, ProblemSizes{gp.m, gp.n, gp.k});
-  if (spec.layout != GroupLayout::kDense && gp.m == 0) return Status::Ok();
   if (cfg.cluster_m == 1) {
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(sms));
   } else {

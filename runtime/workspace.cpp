@@ -9,8 +9,10 @@ StatusOr<void*> PlanWorkspace::get(const Driver& d, int device, size_t bytes, CU
   if (bytes == 0) return nullptr;
   if (device < 0 || device >= kMaxDevices)
     return InvalidArgument("workspace: device ordinal " + std::to_string(device) + " out of range");
+  const size_t dev = static_cast<size_t>(device);
+  if (size_[dev].load(std::memory_order_acquire) >= bytes) return ptr_[dev].load(std::memory_order_acquire);
   std::lock_guard<std::mutex> lock(mu_);
-  DeviceBuffer& buf = buffers_[static_cast<size_t>(device)];
+  DeviceBuffer& buf = buffers_[dev];
   if (buf.size() >= bytes) return buf.data();
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   KILN_RETURN_IF_ERROR(d.check(d.cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
@@ -28,6 +30,8 @@ StatusOr<void*> PlanWorkspace::get(const Driver& d, int device, size_t bytes, CU
   // its pointer: it is kept (freed with the plan), never freed here.
   if (buf.size() > 0) retired_.push_back(std::move(buf));
   buf = std::move(fresh);
+  ptr_[dev].store(buf.data(), std::memory_order_release);
+  size_[dev].store(buf.size(), std::memory_order_release);
   return buf.data();
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <vector>
@@ -32,8 +33,12 @@ class PlanWorkspace {
 
  private:
   static constexpr int kMaxDevices = 64;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // allocation only; run() reads the published pointer and size lock-free
   mutable std::array<DeviceBuffer, kMaxDevices> buffers_{};
+  // Published after each allocation, pointer first: a size read (acquire) covers the pointer read after
+  // it, which can only be that buffer or a larger one (buffers never shrink and outgrown ones live on).
+  mutable std::array<std::atomic<void*>, kMaxDevices> ptr_{};
+  mutable std::array<std::atomic<size_t>, kMaxDevices> size_{};
   mutable std::vector<DeviceBuffer> retired_;  // outgrown buffers, kept until the plan goes
 };
 

@@ -787,12 +787,11 @@ struct Gemm {
   // config, ever finds its counters on bytes another launch used for partials; only the counters need
   // to be zero between launches), then f32 partials [ctiles * kConsumers][kSplitK][kMmaM * kAccRegs][128
   // threads] (host mirror: sm90_workspace_bytes; the runtime refuses more tiles than counters).
-  static __device__ __forceinline__ bool split_reduce(float (&acc)[kMmaM][kAccRegs], void* ws, int ctiles, int ct,
+  static __device__ __forceinline__ bool split_reduce(float (&acc)[kMmaM][kAccRegs], void* ws, int ct,
                                                       int s, int consumer, int tid, const Smem& sm) {
     constexpr int kRegs = kMmaM * kAccRegs;
     const int slot = ct * kConsumers + consumer;
     u8* base = static_cast<u8*>(ws);
-    (void)ctiles;
     const i64 counter_bytes = i64(kSplitCounterSlots) * 4;
     float* parts = reinterpret_cast<float*>(base + counter_bytes) + i64(slot) * kSplitK * kRegs * 128 + tid;
     float* mine = parts + i64(s) * kRegs * 128;
@@ -979,7 +978,7 @@ struct Gemm {
 
       // Split-K: all but the last split of this tile leave their partial sums and move on.
       if constexpr (kSplit) {
-        if (!split_reduce(acc, ws, w.count / kSplitK, unit_tile(u), u % kSplitK, consumer, tid, sm)) continue;
+        if (!split_reduce(acc, ws, unit_tile(u), u % kSplitK, consumer, tid, sm)) continue;
       }
 
       // Epilogue: acc * (row_factor * col_factor). Accumulator register i of slab mi: row 16 * warp + g

@@ -459,23 +459,14 @@ class PrecompileEnvironment : public testing::Environment {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
-    for (const Case& c : split_cases()) {
-      const KernelSpec s = spec_of(c.spec);
-      if (c.pin >= 0) {
-        jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
-      } else {
-        add_plan_configs(s, {c.m, c.n, c.k});
-      }
-    }
-    for (const Case& c : grouped_cases()) {
-      const KernelSpec s = spec_of(c.spec);
-      if (c.pin >= 0) {
-        jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
-        KernelSpec ref = s;
-        ref.out = OperandSpec{Format::kF32, ScaleGranularity::kNone, ScaleType::kNone};
-        jobs.push_back({ref, KernelFamily::kReferenceGemm, TileConfig{}});
-      } else {
-        add_plan_configs(s, {c.m, c.n, c.k});
+    for (const auto& list : {split_cases(), grouped_cases()}) {
+      for (const Case& c : list) {
+        const KernelSpec s = spec_of(c.spec);
+        if (c.pin >= 0) {
+          jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
+        } else {
+          add_plan_configs(s, {c.m, c.n, c.k});
+        }
       }
     }
     auto add_timed = [&](const Timed& t) {

@@ -507,14 +507,8 @@ TEST(Sm90SplitKNvrtcTest, SplitConfigsCompileAndTheRulesNameTheReason) {
                         {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 2}};
   for (const Case& c : cases) {
     const KernelSpec s = spec_of(c.spec);
-    TileConfig cfg = default_config(s, sm90a(), {64, 2112, 7168});
-    cfg.block_m = 64;
-    cfg.block_n = 64;
-    cfg.warps_m = 4;
-    cfg.warps_n = 1;
-    cfg.cluster_m = 1;
-    cfg.block_k = c.atoms * 128 / std::max(1, format_bits(s.a.format) / 8);
-    cfg.stages = c.atoms == 2 ? 4 : 8;
+    TileConfig cfg = v4_config(64, 64, c.atoms * 128 / std::max(1, format_bits(s.a.format) / 8),
+                               c.atoms == 2 ? 4 : 8, 4, 1);
     cfg.split_k = 4;
     ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << c.spec << " " << cfg.to_string();
     EXPECT_THAT(cfg.to_string(), HasSubstr("_k4"));
@@ -556,14 +550,7 @@ TEST(Sm90TwoAtomNvrtcTest, UnpromotedTwoAtomStagesCompile) {
       int bm, bn, wm, stages, split;
     };
     for (const Shape sh : {Shape{64, 64, 4, 6, 1}, Shape{128, 256, 8, 2, 1}}) {
-      TileConfig c;
-      c.block_m = sh.bm;
-      c.block_n = sh.bn;
-      c.block_k = 256 / eb;
-      c.stages = sh.stages;
-      c.warps_m = sh.wm;
-      c.warps_n = 1;
-      c.group_m = 8;
+      TileConfig c = v4_config(sh.bm, sh.bn, 256 / eb, sh.stages, sh.wm, 1);
       c.split_k = sh.split;
       ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << text << " " << c.to_string();
       const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
@@ -571,13 +558,7 @@ TEST(Sm90TwoAtomNvrtcTest, UnpromotedTwoAtomStagesCompile) {
     }
     // Split-K with two unpromoted atoms is refused (ptxas serializes its wgmmas: C7520); FP8 at 64 x 64 is
     // promoted (the section-8 two-atom mainloop), which splits.
-    TileConfig split;
-    split.block_m = 64;
-    split.block_n = 64;
-    split.block_k = 256 / eb;
-    split.stages = 6;
-    split.warps_m = 4;
-    split.warps_n = 1;
+    TileConfig split = v4_config(64, 64, 256 / eb, 6, 4, 1);
     split.split_k = 4;
     const Status st = sm90_check_config(s, sm90a(), split);
     if (sm90_promotes(s, split)) {
