@@ -89,6 +89,8 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
   # The portable family's grouped FP8 / 16-bit cases (the default dispatch now takes the sm90 family).
   echo "formats under KILN_FAMILY=sm80: $(KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) timeout 150 \
     "$X/gpu_formats_gpu_test" 2>&1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' ')"
+  echo "epilogues under KILN_FAMILY=sm80: $(KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) timeout 150 \
+    "$X/gpu_epilogue_gpu_test" --gtest_filter='Epilogues/*' 2>&1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' ')"
   echo "--- memcheck (epilogues, sm90 repeat, sm90 grouped) / racecheck (sm90 repeat, grouped) at $(elapsed)s"
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
       --gtest_filter='GroupedConfigs/*m300*:GroupedConfigs/*m1_*' | tail -2 ) 2>&1

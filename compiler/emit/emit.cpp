@@ -37,6 +37,7 @@ namespace {
 
 using emit_internal::constant;
 using emit_internal::device_format;
+using emit_internal::device_gate_up;
 using emit_internal::device_scale_type;
 
 using std::string;
@@ -86,15 +87,6 @@ StatusOr<string> format_constants(const KernelSpec& spec) {
   return s;
 }
 
-const char* device_gate_up(GateUp g) {
-  switch (g) {
-    case GateUp::kNone: return "kiln_dev::GateUp::kNone";
-    case GateUp::kInterleaved: return "kiln_dev::GateUp::kInterleaved";
-    case GateUp::kStacked: return "kiln_dev::GateUp::kStacked";
-  }
-  return "kiln_dev::GateUp::kNone";
-}
-
 string unit(const char* header, const string& banner_detail, const string& config_body, const char* entry,
             int threads, const char* device_fn, const string& functor = string()) {
   string s;
@@ -131,14 +123,9 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       body += formats;
       body += constant("int", "kArch", to_string(arch.sm()));
       // Epilogues issue: the generated functor and the gate|up layout (kernels/sm80_epilogue.cuh).
-      string functor;
-      KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
-      if (program) {
-        KILN_ASSIGN_OR_RETURN(EpilogueCode code, emit_epilogue(*program));
-        functor = code.functor;
-        body += constant("kiln_dev::GateUp", "kGateUp", device_gate_up(spec.gate_up));
-        body += "  using Epilogue = KilnEpilogue;\n";
-      }
+      KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec));
+      body += epilogue.config;
+      const string& functor = epilogue.functor;
       k.entry = "kiln_sm80_gemm";
       k.threads = cfg.threads();
       k.smem_bytes = smem_bytes(spec, cfg);
@@ -151,10 +138,7 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
           body, k.entry.c_str(), k.threads, mixed ? "kiln_dev::sm80_mixed_gemm" : "kiln_dev::sm80_gemm", functor);
       return k;
     }
-    case KernelFamily::kSm90Gemm:  // Hopper issue
-      // Epilogues issue: the sm90 template has no epilogue hook; never emit one that would drop it.
-      if (!spec.epilogue.empty() || spec.gate_up != GateUp::kNone)
-        return Unsupported("sm90_gemm: epilogues and gate_up run on the portable family (sm80_gemm) only");
+    case KernelFamily::kSm90Gemm:  // Hopper issue (its epilogue functor: emit_sm90_kernel)
       return emit_sm90_kernel(spec, cfg, arch);
     case KernelFamily::kQuantize: {  // formats issue: no tile config (compiler/plan/quantize_plan.hpp)
       KILN_RETURN_IF_ERROR(quantize_check_config(cfg));

@@ -1,6 +1,30 @@
 #include "compiler/emit/emit_util.hpp"
 
+#include <optional>
+
+#include "compiler/epilogue/epilogue.hpp"
+
 namespace kiln::emit_internal {
+
+StatusOr<EpilogueParts> epilogue_parts(const KernelSpec& spec) {
+  EpilogueParts parts;
+  KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
+  if (!program) return parts;
+  KILN_ASSIGN_OR_RETURN(EpilogueCode code, emit_epilogue(*program));
+  parts.functor = code.functor;
+  parts.config = constant("kiln_dev::GateUp", "kGateUp", device_gate_up(spec.gate_up)) +
+                 "  using Epilogue = KilnEpilogue;\n";
+  return parts;
+}
+
+const char* device_gate_up(GateUp g) {
+  switch (g) {
+    case GateUp::kNone: return "kiln_dev::GateUp::kNone";
+    case GateUp::kInterleaved: return "kiln_dev::GateUp::kInterleaved";
+    case GateUp::kStacked: return "kiln_dev::GateUp::kStacked";
+  }
+  return "kiln_dev::GateUp::kNone";
+}
 
 const char* device_format(Format f) {
   switch (f) {

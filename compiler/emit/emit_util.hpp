@@ -4,14 +4,25 @@
 
 #include <string>
 
+#include "kiln/status.hpp"
 #include "compiler/spec/kernel_spec.hpp"
 
 namespace kiln::emit_internal {
 
 // Host format -> the device enumerator naming it (templates/common/types.cuh).
 const char* device_format(Format f);
+// Host gate|up layout -> its device enumerator (kiln_dev::GateUp).
+const char* device_gate_up(GateUp g);
 // Host scale type -> its device enumerator (kiln_dev::ScaleType).
 const char* device_scale_type(ScaleType t);
+// A spec's epilogue (epilogues issue), for either GEMM family: the generated functor (struct
+// KilnEpilogue, placed before KilnConfig) and the config lines naming it (kGateUp, using Epilogue).
+// Both empty for a spec without one (epilogue/config.cuh then defaults them).
+struct EpilogueParts {
+  std::string functor;
+  std::string config;
+};
+StatusOr<EpilogueParts> epilogue_parts(const KernelSpec& spec);
 // "  static constexpr TYPE NAME = VALUE;\n" for a generated config struct.
 std::string constant(const char* type, const char* name, const std::string& value);
 

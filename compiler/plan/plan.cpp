@@ -158,8 +158,9 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
   // sm90_supports names the pairings it takes: dense or grouped (offsets / masked) same-kind 16-bit or
   // FP8 (tensor, row and DeepSeek block scales); MX and mixed inputs run on the portable family only.
   // KILN_FAMILY=sm80 (common/env.hpp) keeps the portable family.
-  // Epilogues issue: epilogues and gate|up GLUs run on the portable family only, on sm_90a too.
-  if (!has_epilogue(spec) && sm90_supports(spec, arch) && !sm90_disabled_by_env())
+  // Epilogues issue: epilogue functors and interleaved gate|up GLUs run on both families; stacked
+  // gate|up on the portable family only (sm90_supports).
+  if (sm90_supports(spec, arch) && !sm90_disabled_by_env())
     return KernelFamily::kSm90Gemm;
   return KernelFamily::kSm80Gemm;
 }
@@ -225,11 +226,7 @@ Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& 
 
 Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily family, const TileConfig& cfg) {
   // ---- Hopper issue: the sm90 family reads TileConfig its own way (compiler/plan/sm90_plan.hpp).
-  if (family == KernelFamily::kSm90Gemm) {
-    if (has_epilogue(spec))  // epilogues issue
-      return Unsupported("sm90_gemm: epilogues and gate_up run on the portable family (sm80_gemm) only");
-    return sm90_check_config(spec, arch, cfg);
-  }
+  if (family == KernelFamily::kSm90Gemm) return sm90_check_config(spec, arch, cfg);
   if (family == KernelFamily::kQuantize) return quantize_check_config(cfg);
   if (cfg.cluster_m != 1)
     return InvalidArgument("config " + cfg.to_string() + ": cluster_m=" + to_string(cfg.cluster_m) +

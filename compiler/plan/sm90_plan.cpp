@@ -93,7 +93,10 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   const bool fp8 = fp8_scale_ok(spec.a, true) && fp8_scale_ok(spec.b, false);
   const bool out_ok = (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
                       spec.out.scale == ScaleGranularity::kNone;
-  return (same16 || fp8) && out_ok && spec.gate_up == GateUp::kNone;
+  // Epilogue functors run in the kernel's epilogue (section 4), gate|up pairs when interleaved: a
+  // thread holds columns 2t, 2t + 1 of the wgmma accumulator. Stacked halves stay on the portable
+  // family (its cp.async rows are permuted; a TMA box cannot be).
+  return (same16 || fp8) && out_ok && spec.gate_up != GateUp::kStacked;
 }
 
 bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert) {

@@ -28,6 +28,7 @@
 
 #include "common/gemm_params.cuh"
 #include "common/types.cuh"
+#include "epilogue/config.cuh"
 #include "epilogue/context.cuh"
 #include "epilogue/functions.cuh"
 #include "epilogue/glu.cuh"
@@ -38,25 +39,6 @@
 
 namespace kiln_dev {
 namespace sm80 {
-
-// The config's epilogue, if it names one: `using Epilogue = ...;` and `kGateUp` (compiler/emit writes
-// both or neither). Detected so that configs without them keep compiling unchanged.
-template <class...>
-struct VoidOf {
-  using type = void;
-};
-template <class Config, class = void>
-struct ConfigEpilogue {
-  static constexpr bool kHas = false;
-  static constexpr GateUp kGateUp = GateUp::kNone;
-  using Fn = void;
-};
-template <class Config>
-struct ConfigEpilogue<Config, typename VoidOf<typename Config::Epilogue>::type> {
-  static constexpr bool kHas = true;
-  static constexpr GateUp kGateUp = Config::kGateUp;
-  using Fn = typename Config::Epilogue;
-};
 
 template <class Config>
 struct Epilogue {

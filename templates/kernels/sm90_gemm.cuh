@@ -38,7 +38,11 @@
 //    partial as large as the accumulators: kWgTileM * kWgTileN <= 64 * 128).
 // 4. Epilogue straight from the accumulators: acc * (sa * sb), rounded to the output format and
 //    stored two columns at a time where ldc and the base allow (else one); rows >= M and columns >= N
-//    are never written. TMA zero-fills the rows past M/N and the K tail, so those parts of the
+//    are never written. With a generated epilogue functor (epilogue/config.cuh; docs/epilogue.md) each
+//    stored value is Fn::apply(ctx, acc * factors, 0, 0, m, n, e) — the portable family's contract
+//    (kernels/sm80_epilogue.cuh) — and with gate_up=interleaved a thread's column pair (2t, 2t + 1 of
+//    every n8 group: wgmma's accumulator layout keeps it in one thread, ptx/wgmma.cuh) is one (gate,
+//    up) pair, stored as ONE element Y[m, col / 2] = Fn::apply(ctx, 0, gate, up, m, col / 2, e). TMA zero-fills the rows past M/N and the K tail, so those parts of the
 //    accumulators are zeros, never garbage.
 // 5. Persistent: the grid is min(tiles, SMs) (runtime/sm90_launch.cpp) and block b takes tiles
 //    b, b + grid, ... in the grouped order of common/raster.cuh (group_m tile rows walked column by
@@ -126,6 +130,9 @@
 #include "common/sm90_tma_desc.cuh"
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
+#include "epilogue/config.cuh"
+#include "epilogue/context.cuh"
+#include "epilogue/functions.cuh"
 #include "epilogue/store.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/cp_async.cuh"
@@ -188,6 +195,11 @@ struct Gemm {
   static constexpr int kScaleAtomWords = kBlockM + 4;  // a: one word per tile row; b: one per warpgroup column
   static constexpr int kScaleAtomBytes = 4 * kScaleAtomWords;
   static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : 0;
+  // Epilogue functor (section 4): a generated KilnEpilogue, and interleaved gate|up pairs.
+  static constexpr bool kHasFn = ConfigEpilogue<Config>::kHas;
+  static constexpr GateUp kGateUp = ConfigEpilogue<Config>::kGateUp;
+  static constexpr bool kGlu = kGateUp != GateUp::kNone;
+  using Fn = typename ConfigEpilogue<Config>::Fn;
   // Grouped GEMMs (section 9): the per-expert table the walk reads, built once per CTA.
   static constexpr Grouping kGrouping = Config::kGrouping;
   static constexpr bool kGrouped = kGrouping != Grouping::kDense;
@@ -221,6 +233,9 @@ struct Gemm {
   static_assert(kAtoms == 1 || !kPromote || kMmaM * kAccRegs * 3 <= 192,
                 "promoted two-atom stages alternate two partial sets (section 8): accumulators + 2 partials "
                 "<= 192 f32 registers (warpgroup tiles of at most 64 x 128)");
+  static_assert(!kGlu || (kHasFn && kGateUp == GateUp::kInterleaved),
+                "gate_up: interleaved (gate, up) W rows combined by an epilogue functor (stacked halves run on "
+                "the portable family)");
   static_assert(Config::kWarpsM % 4 == 0, "consumer warps come in warpgroups of 4 stacked along M");
   static_assert(kConsumers >= 1 && kConsumers <= 3,
                 "1, 2 or 3 consumer warpgroups (the register split above is sized for those)");
@@ -1002,8 +1017,20 @@ struct Gemm {
             for (int half = 0; half < 2; ++half) {
               const int row = row0 + mi * 64 + half * 8;
               if (row < tile.row_end) {
-                store_pair(p, paired_ok, row, col, acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0),
-                           acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1));
+                const float v0 = acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0);
+                const float v1 = acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1);
+                if constexpr (kGlu) {
+                  // col is even and N is even, so col + 1 < N: this thread holds the (gate, up) pair.
+                  const int jo = col >> 1;
+                  store_out_one<kOut>(p.out, p.ldc, row, jo, Fn::apply(EpilogueLoads{p}, 0.0f, v0, v1, row, jo, tile.e));
+                } else if constexpr (kHasFn) {
+                  const EpilogueLoads ctx{p};
+                  const float y0 = Fn::apply(ctx, v0, 0.0f, 0.0f, row, col, tile.e);
+                  const float y1 = col + 1 < p.n ? Fn::apply(ctx, v1, 0.0f, 0.0f, row, col + 1, tile.e) : 0.0f;
+                  store_pair(p, paired_ok, row, col, y0, y1);
+                } else {
+                  store_pair(p, paired_ok, row, col, v0, v1);
+                }
               }
             }
           }

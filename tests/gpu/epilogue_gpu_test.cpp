@@ -1,5 +1,7 @@
-// gpu tier (epilogues issue): the portable family's epilogue functors and gate|up GLUs against the
-// reference on fresh random data. run_check (runtime/check.cpp) runs the plan on random operands
+// gpu tier (epilogues issue): epilogue functors and gate|up GLUs against the reference on fresh random
+// data, on the family the planner picks: on an H200 the sm90 family for the specs it takes (16-bit or
+// FP8 operands, no or interleaved gate|up: the "sm90_" cases and others), the portable family for the
+// rest (run the binary again with KILN_FAMILY=sm80 to put every case on the portable family). run_check (runtime/check.cpp) runs the plan on random operands
 // including the epilogue's vectors (runtime/check_inputs.cpp), runs kiln's GPU reference GEMM with the
 // epilogue and gate_up stripped (all N columns, f32), and applies the epilogue to that on the host with
 // compiler/epilogue's evaluator, pairing (gate, up) as the spec says (interleaved: columns 2j, 2j + 1;
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "compiler/plan/sm90_plan.hpp"
 #include "runtime/check.hpp"
 #include "runtime/check_inputs.hpp"
 #include "runtime/device_buffer.hpp"
@@ -178,6 +181,38 @@ std::vector<Case> all_cases() {
        203,
        1056,
        {0, 1, 0, 57, 1, 0, 240, 1}},
+      // The sm90 family (on sm_90a): FP8 per-token x per-channel grouped gpt-oss SwiGLU with per-expert
+      // biases and router weights, bf16 masked GeGLU, FP8 blocks with a bias, split-K decode.
+      {"sm90_fp8_row_swiglu_offsets",
+       "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=bf16 gate_up=interleaved "
+       "epilogue=\"g = min(gate + gate_bias[e,n], 7.0); u = clamp(up + up_bias[e,n], -7.0, 7.0); "
+       "out = g * sigmoid(1.702 * g) * (u + 1.0) * scale[m]\"",
+       300,
+       512,
+       1024,
+       {0, 1, 0, 57, 1, 0, 240, 1}},
+      {"sm90_fp8_row_swiglu_offsets", "grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16 "
+       "gate_up=interleaved epilogue=\"out = silu(gate + gate_bias[e,n]) * (up + up_bias[e,n])\"",
+       2048, 768, 512, {}},
+      {"sm90_bf16_geglu_masked",
+       "grouped_gemm[experts=6,layout=masked] a=bf16 b=bf16 out=bf16 gate_up=interleaved "
+       "epilogue=\"out = gelu(gate) * up * scale[m]\"",
+       70,
+       258,
+       192,
+       {0, 70, 5, 0, 1, 17}},
+      {"sm90_fp8_block_bias",
+       "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 epilogue=\"out = acc + bias[n]\"",
+       1000,
+       1030,
+       1024,
+       {}},
+      {"sm90_bf16_decode_swiglu",
+       "gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\"",
+       3,
+       4096,
+       4096,
+       {}},
       {"expert_vectors_masked",
        "grouped_gemm[experts=6,layout=masked] a=bf16 b=bf16 out=f32 "
        "epilogue=\"out = relu2(acc + bias[e,n]) * scale[m] + residual[m,n]\"",
@@ -198,14 +233,21 @@ TEST_P(EpilogueGpuTest, MatchesReference) {
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   auto plan = rt->plan(*spec, {c.m, c.n, c.k});
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  EXPECT_EQ(plan->family(), KernelFamily::kSm80Gemm);
+  // The family the planner should pick for this device (sm90 where it takes the spec, unless
+  // KILN_FAMILY=sm80), and the one it picked, in the figures.
+  auto arch = rt->device_arch();
+  ASSERT_TRUE(arch.ok()) << arch.status().to_string();
+  const bool sm90 = sm90_supports(*spec, *arch) && !sm90_disabled_by_env();
+  EXPECT_EQ(plan->family(), sm90 ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm);
+  if (c.label.rfind("sm90_", 0) == 0 && arch->sm() == 90 && !sm90_disabled_by_env())
+    EXPECT_EQ(plan->family(), KernelFamily::kSm90Gemm) << c.label;
   CheckOptions o;
   o.m = c.m;
   o.group_rows = c.groups;
   auto r = run_check(*rt, *plan, o);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  std::printf("[ figures ] %s m=%lld n=%lld k=%lld seed=%llu rel_fro=%.3g max_abs=%.3g tol=%.1g config=%s\n",
-              c.label.c_str(), (long long)c.m, (long long)c.n, (long long)c.k, (unsigned long long)r->seed,
+  std::printf("[ figures ] %s %s m=%lld n=%lld k=%lld seed=%llu rel_fro=%.3g max_abs=%.3g tol=%.1g config=%s\n",
+              family_name(plan->family()), c.label.c_str(), (long long)c.m, (long long)c.n, (long long)c.k, (unsigned long long)r->seed,
               r->rel_fro_err, r->max_abs_err, r->tolerance, r->config.c_str());
   std::fflush(stdout);
   EXPECT_EQ(r->unwritten, 0) << "seed " << r->seed;

@@ -1,5 +1,6 @@
-// nvrtc tier (epilogues issue): the portable family with epilogue functors and gate|up GLUs compiles
-// with NVRTC alone for sm_90a, sm_89, sm_86 and sm_80 with no register spills — every examples/specs
+// nvrtc tier (epilogues issue): kernels with epilogue functors and gate|up GLUs compile with NVRTC
+// alone for sm_90a (the sm90 family where it takes the spec: interleaved or no gate|up, 16-bit or FP8
+// operands; the portable family otherwise), sm_89, sm_86 and sm_80 (portable) with no register spills — every examples/specs
 // file with an epilogue, plus the paths each piece touches: stacked gate|up on both mainloops
 // (B rows and their E8M0 / per-channel scale rows permuted), FP8 per-channel weights, MXFP8's
 // per-column promotion, grouped offsets and masked, non-GLU epilogues reading [m], [n], [e], [e,n]
@@ -19,6 +20,7 @@
 #include "common/env.hpp"
 #include "compiler/emit/emit.hpp"
 #include "compiler/nvrtc/nvrtc.hpp"
+#include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
 
 namespace kiln {
@@ -76,7 +78,7 @@ CompileResult compile_ok(const KernelSpec& spec, const Arch& arch, int64_t m, co
   auto fam = select_family(spec, arch);
   EXPECT_TRUE(fam.ok()) << what << ": " << fam.status().to_string();
   if (!fam.ok()) return {};
-  EXPECT_EQ(*fam, KernelFamily::kSm80Gemm) << what;
+  EXPECT_EQ(*fam, sm90_supports(spec, arch) ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << what;
   const TileConfig cfg = default_config(spec, arch, *fam, {m, 5760, 2880});
   auto k = emit_kernel(spec, *fam, cfg, arch);
   EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
@@ -131,6 +133,24 @@ TEST(EpilogueKernelsNvrtcTest, FunctorIsInlinedIntoTheStores) {
   EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.f32"));  // f32 router weights (and scales)
   EXPECT_THAT(r.ptx, HasSubstr("ex2.approx"));        // expf of the sigmoid
   EXPECT_THAT(r.ptx, HasSubstr("st.global.u16"));     // one bf16 per pair
+}
+
+// The same on the sm90 family: an FP8 grouped SwiGLU with per-expert biases and router weights runs its
+// functor in the wgmma kernel's epilogue, one bf16 per (gate, up) pair.
+TEST(EpilogueKernelsNvrtcTest, Sm90FunctorIsInlinedIntoTheStores) {
+  const KernelSpec s = spec_of(
+      "grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16 gate_up=interleaved "
+      "epilogue=\"g = min(gate + gate_bias[e,n], 7.0); u = clamp(up + up_bias[e,n], -7.0, 7.0); "
+      "out = g * sigmoid(1.702 * g) * (u + 1.0) * scale[m]\"");
+  const Arch h = *parse_arch("sm_90a");
+  ASSERT_TRUE(sm90_supports(s, h));
+  for (int64_t m : {4096, 64}) {
+    const CompileResult r = compile_ok(s, h, m, "sm90 swiglu (ptx)", /*want_ptx=*/true);
+    EXPECT_THAT(r.ptx, HasSubstr("wgmma.mma_async"));
+    EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.u16"));  // bf16 biases
+    EXPECT_THAT(r.ptx, HasSubstr("ex2.approx"));        // expf of the sigmoid
+    EXPECT_THAT(r.ptx, HasSubstr("st.global.u16"));     // one bf16 per pair
+  }
 }
 
 }  // namespace

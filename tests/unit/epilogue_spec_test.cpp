@@ -18,6 +18,7 @@
 #include "compiler/emit/emit.hpp"
 #include "compiler/epilogue/epilogue.hpp"
 #include "compiler/plan/plan.hpp"
+#include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
 #include "runtime/check_inputs.hpp"
 #include "runtime/operands.hpp"
@@ -230,7 +231,12 @@ TEST(EpilogueSpecTest, ExampleSpecsParse) {
     for (const char* a : {"sm_90a", "sm_89", "sm_86", "sm_80"}) {
       auto fam = select_family(s, arch_of(a));
       ASSERT_TRUE(fam.ok()) << ex.file << " " << a << ": " << fam.status().to_string();
-      EXPECT_EQ(*fam, KernelFamily::kSm80Gemm) << ex.file << " " << a;
+      // sm_90a: the sm90 family takes interleaved gate|up with 16-bit or FP8 operands (geglu); stacked
+      // halves (swiglu) and MXFP4 weights (gpt-oss) run on the portable family.
+      EXPECT_EQ(sm90_supports(s, arch_of(a)), std::string(a) == "sm_90a" && ex.file == std::string("geglu_gemm.kiln"))
+          << ex.file << " " << a;
+      const bool sm90 = sm90_supports(s, arch_of(a));
+      EXPECT_EQ(*fam, sm90 ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << ex.file << " " << a;
       EXPECT_TRUE(can_implement(s, arch_of(a), {64, 5760, 2880}).ok()) << ex.file << " " << a;
     }
   }
@@ -262,20 +268,30 @@ TEST(EpilogueSpecTest, DocumentedSpecsParse) {
 
 // ---- planning ----------------------------------------------------------------------------------
 
-TEST(EpiloguePlanTest, EpiloguesRunOnThePortableFamilyEvenOnSm90a) {
+TEST(EpiloguePlanTest, Sm90aRunsEpiloguesAndInterleavedGluOnTheSm90Family) {
   const Arch h = arch_of("sm_90a");
   EXPECT_EQ(*select_family(parse_ok("gemm a=bf16 b=bf16 out=bf16"), h), KernelFamily::kSm90Gemm);
   EXPECT_EQ(*select_family(parse_ok("gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = relu(acc)\""), h),
-            KernelFamily::kSm80Gemm);
+            KernelFamily::kSm90Gemm);
   EXPECT_EQ(*select_family(parse_ok("gemm a=e4m3 b=e4m3 out=bf16 epilogue=\"out = acc + bias[n]\""), h),
-            KernelFamily::kSm80Gemm);
-  // The sm90 family refuses an epilogue spec even when asked for by name.
-  const KernelSpec s = parse_ok("gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = relu(acc)\"");
-  Status st = check_config(s, h, KernelFamily::kSm90Gemm, TileConfig{});
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
-  auto em = emit_kernel(s, KernelFamily::kSm90Gemm, TileConfig{}, h);
-  ASSERT_FALSE(em.ok());
-  EXPECT_THAT(em.status().message(), HasSubstr("portable family"));
+            KernelFamily::kSm90Gemm);
+  EXPECT_EQ(*select_family(parse_ok("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved "
+                                    "epilogue=\"out = silu(gate) * up\""),
+                           h),
+            KernelFamily::kSm90Gemm);
+  // Stacked halves would need a permuted TMA box: the portable family runs them, and the sm90 family
+  // refuses them when asked for by name.
+  const KernelSpec stacked =
+      parse_ok("gemm a=bf16 b=bf16 out=bf16 gate_up=stacked epilogue=\"out = silu(gate) * up\"");
+  EXPECT_EQ(*select_family(stacked, h), KernelFamily::kSm80Gemm);
+  EXPECT_EQ(check_config(stacked, h, KernelFamily::kSm90Gemm, TileConfig{}).code(), StatusCode::kUnsupported);
+  // The sm90 kernel source carries the functor and the gate|up layout.
+  const KernelSpec glu = parse_ok("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\"");
+  auto em = emit_kernel(glu, KernelFamily::kSm90Gemm, default_config(glu, h, KernelFamily::kSm90Gemm, {64, 512, 256}), h);
+  ASSERT_TRUE(em.ok()) << em.status().to_string();
+  EXPECT_THAT(em->source, HasSubstr("struct KilnEpilogue"));
+  EXPECT_THAT(em->source, HasSubstr("kiln_dev::GateUp::kInterleaved"));
+  EXPECT_THAT(em->source, HasSubstr("using Epilogue = KilnEpilogue;"));
 }
 
 TEST(EpiloguePlanTest, GateUpNeedsAnEpilogueAndAnEvenN) {
