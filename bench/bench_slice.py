@@ -21,6 +21,22 @@ import anchors  # noqa: E402
 import kiln  # noqa: E402
 
 
+def mx_quantize(x):
+    """(e4m3 [R, K], E8M0 uint8 [R, K/32]): per 32 along K, scale 2^ceil(log2(amax / 448)) (NUMERICS.md §2's
+    rceil), elements x / scale rounded to e4m3 (saturating)."""
+    R, K = x.shape
+    xb = x.float().reshape(R, K // 32, 32)
+    amax = xb.abs().amax(dim=2).clamp(min=2.0 ** -120)
+    e = torch.ceil(torch.log2(amax / 448.0)).clamp(-127, 127)
+    q = (xb / torch.exp2(e)[:, :, None]).clamp(-448, 448).to(torch.float8_e4m3fn).reshape(R, K)
+    return q, (e + 127).to(torch.uint8).contiguous()
+
+
+def mx_dequantize(q, s):
+    R, K = q.shape
+    return (q.double().reshape(R, K // 32, 32) * torch.exp2(s.double() - 127)[:, :, None]).reshape(R, K)
+
+
 def kiln_dense(rt, spec, M, N, K, fmt):
     """ms per call and relative error of kiln on `spec`, inputs rotated like anchors.dense_anchors."""
     n_copies = anchors.copies_for(2 * (M * K + N * K))
@@ -49,6 +65,9 @@ def kiln_dense(rt, spec, M, N, K, fmt):
             sw = wb.abs().amax(dim=(1, 3)).clamp(min=1e-4) / 448.0
             wq = (wb / sw[:, None, :, None]).to(torch.float8_e4m3fn).reshape(nb * 128, K)[:N].contiguous()
             args.append((xq, wq, sx.contiguous(), sw.contiguous()))
+    elif fmt == "mxfp8":  # OCP MX: e4m3 elements, E8M0 bytes per 32 along K [rows, K/32] on both operands
+        args = [mx_quantize(x) + mx_quantize(w) for x, w in zip(xs, ws)]
+        args = [(xq, wq, sx, sw) for xq, sx, wq, sw in args]
     else:  # e4m3 with per-tensor scales
         args = []
         for x, w in zip(xs, ws):
@@ -68,6 +87,8 @@ def kiln_dense(rt, spec, M, N, K, fmt):
         ref = ad @ (b.double() * sbe).t()
     elif fmt == "fp8_row":
         ref = (a.double() @ b.double().t()) * sa.double()[:, None] * sb.double()[None, :]
+    elif fmt == "mxfp8":
+        ref = mx_dequantize(a, sa) @ mx_dequantize(b, sb).t()
     else:
         ref = (a.double() @ b.double().t())
         if sa is not None:

@@ -96,6 +96,11 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
       --gtest_filter='GroupedConfigs/*m300*:GroupedConfigs/*m1_*' | tail -2 ) 2>&1
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
       --gtest_filter='GroupedConfigs/*m1_*' | tail -2 ) 2>&1
+  echo "--- memcheck / racecheck (sm90 MXFP8) at $(elapsed)s"
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='MxConfigs/*m77*:MxConfigs/*m1_*' | tail -2 ) 2>&1
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='MxConfigs/*m77_n200*' | tail -2 ) 2>&1
   echo "--- memcheck / racecheck (sm90 split-K) at $(elapsed)s"
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
       --gtest_filter='SplitKConfigs/*m130*:SplitKConfigs/*m1_*' | tail -2 ) 2>&1

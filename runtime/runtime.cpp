@@ -427,7 +427,7 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   // ---- END tuned configs ----
   // ---- Hopper issue: heuristic buckets that measured faster on the portable family run there
   // (grouped FP8 at a few rows per expert; compiler/plan/sm90_plan.hpp sm90_portable_bucket). Tuned
-  // and pinned buckets keep the plan's family (their configs are sm90 configs).
+  // and pinned buckets run on the family their record or override names (apply_tuned_configs).
   if (fam == KernelFamily::kSm90Gemm) {
     for (size_t b = 0; b < kMBuckets.size(); ++b) {
       if (sources[b] != ConfigSource::kHeuristic || !sm90_portable_bucket(spec, kMBuckets[b])) continue;

@@ -57,7 +57,8 @@ bool tma_data_type(Format f, CUtensorMapDataType* t) {
     case Format::kBf16: *t = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; return true;
     case Format::kF16: *t = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; return true;
     case Format::kE4m3:
-    case Format::kE5m2: *t = CU_TENSOR_MAP_DATA_TYPE_UINT8; return true;  // TMA moves bytes
+    case Format::kE5m2:
+    case Format::kMxfp8: *t = CU_TENSOR_MAP_DATA_TYPE_UINT8; return true;  // TMA moves bytes
     default: return false;
   }
 }

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "cache/cache_key.hpp"
 #include "common/env.hpp"
@@ -19,6 +20,7 @@ static_assert(kTuningMBuckets == kMBuckets, "tunings are keyed by the buckets Pl
 namespace {
 
 thread_local const TileConfig* t_override = nullptr;
+thread_local std::optional<KernelFamily> t_override_family;
 thread_local bool t_in_online_tuning = false;
 
 struct OnlineState {
@@ -66,14 +68,21 @@ bool first_untuned_sighting(const TuningDevice& d, const TuningProblem& p, int64
 }
 
 // A stored config, usable only if this planner still accepts it for this family and arch.
-std::optional<TileConfig> usable_config(const TuningRecord& r, const KernelSpec& spec, KernelFamily family,
-                                        const Arch& arch) {
-  if (r.family != family_name(family)) return std::nullopt;
+// A record's config and family, if the plan can run it: a config of the plan's family, or of the
+// portable family for a bucket of an sm90 plan (the portable family implements every spec the sm90
+// family does; the tuner records such winners for grouped FP8 decode buckets: select_bucket_family).
+std::optional<std::pair<TileConfig, KernelFamily>> usable_config(const TuningRecord& r, const KernelSpec& spec,
+                                                                 KernelFamily family, const Arch& arch) {
+  KernelFamily rf = family;
+  if (r.family != family_name(family)) {
+    if (family != KernelFamily::kSm90Gemm || r.family != family_name(KernelFamily::kSm80Gemm)) return std::nullopt;
+    rf = KernelFamily::kSm80Gemm;
+  }
   nlohmann::json j = nlohmann::json::parse(r.config_json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return std::nullopt;
   StatusOr<TileConfig> cfg = config_from_json(j);
-  if (!cfg.ok() || !check_config(spec, arch, *cfg).ok()) return std::nullopt;
-  return *cfg;
+  if (!cfg.ok() || !check_config(spec, arch, rf, *cfg).ok()) return std::nullopt;
+  return std::make_pair(*cfg, rf);
 }
 
 ConfigSource source_of(TuningSource s) {
@@ -293,9 +302,11 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
     out.configs[b] = default_config(spec, arch, s);
     out.sources[b] = ConfigSource::kHeuristic;
   }
+  out.families.fill(family);
   if (const TileConfig* pinned = active_config_override()) {
     out.configs.fill(*pinned);
     out.sources.fill(ConfigSource::kOverride);
+    out.families.fill(active_family_override().value_or(family));
     return out;
   }
   StatusOr<TuningDevice> device = tuning_device_for(arch);
@@ -307,8 +318,9 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
   for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
     StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, problem, kTuningMBuckets[b]);
     if (!hit.ok() || !hit->has_value()) continue;  // a failing read is a miss: the cache is an optimisation
-    if (std::optional<TileConfig> cfg = usable_config((*hit)->record, spec, family, arch)) {
-      out.configs[b] = *cfg;
+    if (auto cfg = usable_config((*hit)->record, spec, family, arch)) {
+      out.configs[b] = cfg->first;
+      out.families[b] = cfg->second;
       out.sources[b] = source_of((*hit)->source);
     }
   }
@@ -340,8 +352,9 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
       t_in_online_tuning = false;
       if (won.ok()) {
         (void)store->record(*won);  // best effort: the plan uses the winner either way
-        if (std::optional<TileConfig> cfg = usable_config(*won, spec, family, arch)) {
-          out.configs[hint_index] = *cfg;
+        if (auto cfg = usable_config(*won, spec, family, arch)) {
+          out.configs[hint_index] = cfg->first;
+          out.families[hint_index] = cfg->second;
           out.sources[hint_index] = ConfigSource::kOnline;
           return out;
         }
@@ -357,14 +370,21 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
 std::array<ConfigSource, kTuningMBuckets.size()> apply_tuned_configs(Runtime& rt, PlanImpl& plan) {
   TunedConfigs tc = resolve_tuned_configs(rt, plan.spec, plan.family, plan.sizes, plan.arch);
   plan.configs = tc.configs;
+  plan.families = tc.families;
   return tc.sources;
 }
 
-ScopedConfigOverride::ScopedConfigOverride(const TileConfig& cfg) : cfg_(cfg), previous_(t_override) {
+ScopedConfigOverride::ScopedConfigOverride(const TileConfig& cfg, std::optional<KernelFamily> family)
+    : cfg_(cfg), family_(family), previous_(t_override), previous_family_(t_override_family) {
   t_override = &cfg_;
+  t_override_family = family_;
 }
-ScopedConfigOverride::~ScopedConfigOverride() { t_override = previous_; }
+ScopedConfigOverride::~ScopedConfigOverride() {
+  t_override = previous_;
+  t_override_family = previous_family_;
+}
 const TileConfig* active_config_override() { return t_override; }
+std::optional<KernelFamily> active_family_override() { return t_override_family; }
 
 void set_online_tuner(OnlineTuner tuner) {
   OnlineState& st = online_state();

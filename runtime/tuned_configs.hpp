@@ -76,6 +76,9 @@ const char* config_source_name(ConfigSource s);  // "heuristic", "override", "me
 struct TunedConfigs {
   std::array<TileConfig, kTuningMBuckets.size()> configs;
   std::array<ConfigSource, kTuningMBuckets.size()> sources{};
+  // The family each bucket runs on: the plan's, or the portable family for a record (or an override)
+  // that names it — a tuned grouped FP8 decode bucket of an sm90 plan (select_bucket_family).
+  std::array<KernelFamily, kTuningMBuckets.size()> families{};
   std::optional<TuningDevice> device;  // the identity looked up under (none: heuristic only)
 };
 // Every bucket's config and where it came from, as Runtime::plan would choose them. May tune
@@ -91,16 +94,21 @@ std::array<ConfigSource, kTuningMBuckets.size()> apply_tuned_configs(Runtime& rt
 // (how the tuner runs a candidate through a real Plan and run_check). Nests.
 class ScopedConfigOverride {
  public:
-  explicit ScopedConfigOverride(const TileConfig& cfg);
+  // family: the family the pinned config is for (the tuner timing a portable-family candidate of an
+  // sm90 plan's bucket); by default the plan's own.
+  explicit ScopedConfigOverride(const TileConfig& cfg, std::optional<KernelFamily> family = std::nullopt);
   ~ScopedConfigOverride();
   ScopedConfigOverride(const ScopedConfigOverride&) = delete;
   ScopedConfigOverride& operator=(const ScopedConfigOverride&) = delete;
 
  private:
   TileConfig cfg_;
+  std::optional<KernelFamily> family_;
   const TileConfig* previous_;
+  std::optional<KernelFamily> previous_family_;
 };
 const TileConfig* active_config_override();
+std::optional<KernelFamily> active_family_override();
 
 // ---- online tuning (opt-in) ----
 // The tuner lives above the runtime, so it installs itself here (tuner/online.hpp:

@@ -28,9 +28,10 @@ int64_t round_up(int64_t v, int64_t to) { return (std::max<int64_t>(v, 1) + to -
 }  // namespace
 
 std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
-                                     std::map<std::string, int>* dropped_by_rule) {
+                                     std::map<std::string, int>* dropped_by_rule,
+                                     std::optional<KernelFamily> family_override) {
   std::vector<TileConfig> out;
-  StatusOr<KernelFamily> family = select_family(spec, arch);
+  StatusOr<KernelFamily> family = family_override ? StatusOr<KernelFamily>(*family_override) : select_family(spec, arch);
   if (!family.ok()) {
     if (dropped_by_rule) (*dropped_by_rule)["no family"] += 1;
     return out;
@@ -68,13 +69,13 @@ std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
 PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const ProblemSizes& sizes,
                         const PruneOptions& options) {
   PrunedSpace out;
-  StatusOr<KernelFamily> family = select_family(spec, gpu.arch);
+  StatusOr<KernelFamily> family = options.family ? StatusOr<KernelFamily>(*options.family) : select_family(spec, gpu.arch);
   if (family.ok()) out.family = *family;
-  std::vector<TileConfig> space = config_space(spec, gpu.arch, &out.dropped_by_rule);
+  std::vector<TileConfig> space = config_space(spec, gpu.arch, &out.dropped_by_rule, options.family);
   for (const auto& [rule, count] : out.dropped_by_rule) out.enumerated += count;
   out.enumerated += space.size();
   if (space.empty()) return out;
-  const TileConfig heuristic = default_config(spec, gpu.arch, sizes);
+  const TileConfig heuristic = default_config(spec, gpu.arch, out.family, sizes);
 
   std::vector<PrunedCandidate> c;
   for (const TileConfig& cfg : space) {

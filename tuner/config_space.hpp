@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "compiler/plan/plan.hpp"
@@ -30,13 +31,18 @@
 namespace kiln {
 
 // Every config of the family's grid that check_config accepts for arch (empty when the spec has no
-// family on arch). dropped_by_rule, when given, counts the rejected ones by reason.
+// family on arch). dropped_by_rule, when given, counts the rejected ones by reason. family: the grid
+// searched (select_family's by default).
 std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
-                                     std::map<std::string, int>* dropped_by_rule = nullptr);
+                                     std::map<std::string, int>* dropped_by_rule = nullptr,
+                                     std::optional<KernelFamily> family = std::nullopt);
 
 struct PruneOptions {
   double min_last_wave_fill = 0.25;
   size_t max_candidates = 48;  // 0: no cap
+  // The family whose space is searched (select_bucket_family: an sm90 plan's grouped FP8 decode
+  // buckets are the portable family's); select_family's by default.
+  std::optional<KernelFamily> family;
 };
 
 struct PrunedCandidate {

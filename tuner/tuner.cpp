@@ -194,11 +194,18 @@ StatusOr<PrunedSpace> Tuner::candidates(const TuneShape& shape, const TuningDevi
   KILN_RETURN_IF_ERROR(can_implement(shape.spec, arch, sizes));
   const KnownGpu* known = find_known_gpu(device.key.cc, device.key.sm_count);
   const GpuModel gpu = gpu_model(arch, device.key.sm_count, known ? known->dram_gbps : 0);
-  if (options_.candidates.empty()) return prune_space(shape.spec, gpu, sizes, options_.prune);
+  // The bucket's family: an sm90 plan runs grouped FP8 decode buckets on the portable family, so they
+  // are tuned there (and recorded as portable configs, which the plan then runs on that family).
+  KILN_ASSIGN_OR_RETURN(KernelFamily family, select_bucket_family(shape.spec, arch, bucket_of(shape)));
+  if (options_.candidates.empty()) {
+    PruneOptions prune = options_.prune;
+    prune.family = family;
+    return prune_space(shape.spec, gpu, sizes, prune);
+  }
 
   PrunedSpace s;
-  KILN_ASSIGN_OR_RETURN(s.family, select_family(shape.spec, arch));
-  const TileConfig heuristic = default_config(shape.spec, arch, sizes);
+  s.family = family;
+  const TileConfig heuristic = default_config(shape.spec, arch, family, sizes);
   bool has_heuristic = false;
   for (const TileConfig& cfg : options_.candidates) {
     s.enumerated += 1;
@@ -221,7 +228,7 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
   result.arch = arch_of(device);
   result.m_bucket = bucket_of(shape);
   const ProblemSizes sizes = measured_sizes(shape);
-  KILN_ASSIGN_OR_RETURN(result.family, select_family(shape.spec, result.arch));
+  KILN_ASSIGN_OR_RETURN(result.family, select_bucket_family(shape.spec, result.arch, result.m_bucket));
   KILN_ASSIGN_OR_RETURN(PrunedSpace space, candidates(shape, device));
   result.enumerated = space.enumerated;
   result.dropped_by_rule = space.dropped_by_rule;
@@ -302,7 +309,7 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
       if (c.outcome != CandidateOutcome::kCompiled) continue;
       const Clock::time_point m0 = Clock::now();
       StatusOr<Plan> plan = [&] {
-        ScopedConfigOverride pin(c.config);
+        ScopedConfigOverride pin(c.config, result.family);
         return rt_.plan(shape.spec, sizes, result.arch);
       }();
       StatusOr<Measurement> m =

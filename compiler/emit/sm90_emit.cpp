@@ -31,6 +31,7 @@ StatusOr<string> device_scale(const char* role, ScaleGranularity g) {
     case ScaleGranularity::kN: return string("kiln_dev::Scale::kRow");
     case ScaleGranularity::kBlock1x128: return string("kiln_dev::Scale::kBlock1x128");
     case ScaleGranularity::kBlock128x128: return string("kiln_dev::Scale::kBlock128x128");
+    case ScaleGranularity::kBlock1x32: return string("kiln_dev::Scale::kBlock1x32");  // MXFP8 (section 11)
     default: break;
   }
   return Unsupported(string("emit: ") + role + " scale " + scale_granularity_name(g) + " has no sm90 form");
@@ -65,8 +66,8 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
     Format f;
   } fields[] = {{"kA", "a", spec.a.format}, {"kB", "b", spec.b.format}, {"kOut", "out", spec.out.format}};
   for (const auto& fld : fields) {
-    // The sm90 template has bf16/f16/f32 and FP8 elements only (sm90_plan rejects the rest first).
-    if (!format_is_high_precision(fld.f) && !format_is_fp8(fld.f))
+    // The sm90 template has bf16/f16/f32, FP8 and MXFP8 elements only (sm90_plan rejects the rest first).
+    if (!format_is_high_precision(fld.f) && !format_is_fp8(fld.f) && fld.f != Format::kMxfp8)
       return Unsupported(string("emit: ") + fld.role + "=" + format_name(fld.f) +
                          " has no sm90 element type yet");
     body += constant("kiln_dev::Format", fld.name, device_format(fld.f));

@@ -165,6 +165,12 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
   return KernelFamily::kSm80Gemm;
 }
 
+StatusOr<KernelFamily> select_bucket_family(const KernelSpec& spec, const Arch& arch, int64_t rows_per_expert) {
+  KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
+  if (family == KernelFamily::kSm90Gemm && sm90_portable_bucket(spec, rows_per_expert)) return KernelFamily::kSm80Gemm;
+  return family;
+}
+
 Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
   KILN_RETURN_IF_ERROR(validate_spec(spec));
   KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));

@@ -63,6 +63,10 @@ struct LaunchShape {
 // Which family implements spec on arch; UNSUPPORTED names what is missing
 // ("mxfp4 weights: the sm80 family supports bf16/f16/e4m3/e5m2 operands with tensor scales so far").
 StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch);
+// The family a plan's heuristic runs the M bucket of `rows_per_expert` rows on (rows for a dense
+// problem): select_family's, except the sm90 family's grouped FP8 decode buckets, which run on the
+// portable family (sm90_portable_bucket). The tuner tunes each bucket in this family's space.
+StatusOr<KernelFamily> select_bucket_family(const KernelSpec& spec, const Arch& arch, int64_t rows_per_expert);
 // Whether the reference family (templates/kernels/reference_gemm.cuh) computes spec on arch: dense
 // fprop GEMM, bf16/f16/e4m3/e5m2 operands in any combination, unscaled or per-tensor scales, bf16/f16/f32
 // out. Callers choose the reference explicitly; emit_kernel checks this for it.

@@ -91,17 +91,24 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
     return false;
   };
   const bool fp8 = fp8_scale_ok(spec.a, true) && fp8_scale_ok(spec.b, false);
+  // MXFP8 x MXFP8 (the kernel's section 11): each k-step's partial promoted with its E8M0 scales.
+  const bool mx = sm90_mx(spec);
   const bool out_ok = (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
                       spec.out.scale == ScaleGranularity::kNone;
   // Epilogue functors run in the kernel's epilogue (section 4), gate|up pairs when interleaved: a
   // thread holds columns 2t, 2t + 1 of the wgmma accumulator. Stacked halves stay on the portable
   // family (its cp.async rows are permuted; a TMA box cannot be).
-  return (same16 || fp8) && out_ok && spec.gate_up != GateUp::kStacked;
+  return (same16 || fp8 || mx) && out_ok && spec.gate_up != GateUp::kStacked;
 }
 
 bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert) {
   return spec.op == Op::kGroupedGemm && format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) &&
          !sm90_block_scaled(spec) && rows_per_expert <= 16;
+}
+
+bool sm90_mx(const KernelSpec& spec) {
+  return spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8 &&
+         spec.a.scale == ScaleGranularity::kBlock1x32 && spec.b.scale == ScaleGranularity::kBlock1x32;
 }
 
 bool sm90_block_scaled(const KernelSpec& spec) {
@@ -126,8 +133,11 @@ int sm90_threads(const TileConfig& cfg) { return 128 * (1 + consumers(cfg)); }
 
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int row_bytes = cfg.block_k * elem_bytes(spec.a.format);
-  // Staged block scales: per stage and atom, one word per tile row + 4 (b's words, padded).
-  const int scale_slot = sm90_staged_scales(spec, cfg) ? atoms(spec, cfg) * 4 * (cfg.block_m + 4) : 0;
+  // Staged block scales: per stage and atom, one word per tile row + 4 (b's words, padded). MXFP8 (the
+  // kernel's section 11): per stage and k-step (4 per atom), an f32 per tile row and per column, the
+  // columns in 4 runs per consumer warpgroup padded by 4 floats each.
+  int scale_slot = sm90_staged_scales(spec, cfg) ? atoms(spec, cfg) * 4 * (cfg.block_m + 4) : 0;
+  if (sm90_mx(spec)) scale_slot = 4 * 4 * (cfg.block_m + cfg.block_n + 16 * std::max(1, cfg.warps_n));
   // Grouped: the per-CTA expert table (cluster-tile ends, row bases, row counts: int32 each).
   const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
@@ -149,7 +159,7 @@ int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, cons
 }
 
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
-  return format_is_fp8(spec.a.format) && 2 * acc_regs(cfg) <= kMaxAccRegs;
+  return (format_is_fp8(spec.a.format) || sm90_mx(spec)) && 2 * acc_regs(cfg) <= kMaxAccRegs;
 }
 
 int sm90_atom_k(const KernelSpec& spec) { return kRowBytes / elem_bytes(spec.a.format); }
@@ -161,8 +171,9 @@ bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg) {
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (sm90_gemm): ";
   if (!sm90_supports(spec, arch))
-    return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16 or two FP8 operands (FP8 "
-                       "scales: a tensor, m or block1x128; b tensor, n or block128x128) (" + arch.name() + ")");
+    return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16, two FP8 (scales: a tensor, m "
+                       "or block1x128; b tensor, n or block128x128) or two MXFP8 operands, and no stacked "
+                       "gate|up (" + arch.name() + ")");
   const struct {
     const char* field;
     int v, lo, hi;
@@ -233,6 +244,14 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                              "); " + scales + " scales are applied to each 128-K tile's promoted partial: use "
                              "warpgroup tiles of at most 64x128 (e.g. 128x128 with warps 8x1)");
   }
+  // MXFP8 promotes every k-step (the kernel's section 11): the accumulators, the partial and a k-step's
+  // column scales share the consumer's 232 registers.
+  if (sm90_mx(spec) && (atoms(spec, cfg) != 1 || acc_regs(cfg) > 64 || n_consumers > 2))
+    return InvalidArgument(name + "a=mxfp8 b=mxfp8 promotes every 32-K step: one 128-byte atom per stage "
+                           "(block_k " + to_string(kRowBytes / eb) + "), warpgroup tiles of at most 64 "
+                           "accumulators per thread (64x128 or 128x64; this config: " +
+                           to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) + ", block_k " +
+                           to_string(cfg.block_k) + ") and 1 or 2 consumer warpgroups (e.g. 128x128 with warps 8x1)");
   // Split-K with unpromoted two-atom stages: ptxas serializes the wgmmas (C7520, the conditional second
   // atom of a split's odd tail), so that pairing is refused.
   if (cfg.split_k > 1 && atoms(spec, cfg) == 2 && !sm90_promotes(spec, cfg))

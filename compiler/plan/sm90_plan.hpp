@@ -44,6 +44,9 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch);
 // wgmma tile is mostly padding (H200, 2026-11-29 session 4: 1.32-1.47x `_scaled_grouped_mm` on the
 // portable family against 1.01-1.26x on sm90 at 2-16 rows per expert; bench/RESULTS.md).
 bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert);
+// Whether spec is MXFP8 x MXFP8 (E8M0 per 32 along K on both operands): the kernel promotes every
+// 32-K wgmma k-step's partial with its scales (section 11).
+bool sm90_mx(const KernelSpec& spec);
 // Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
 // each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).
 bool sm90_block_scaled(const KernelSpec& spec);

@@ -105,6 +105,19 @@
 //    weights. Scales follow the portable family: a's per-row / block scales by global row, b's tensor
 //    scale one per expert and its per-channel / block scales b_scale_expert_stride elements apart. The
 //    launch covers the worst case, (ceil(M / block_m) + E) * tiles_n cluster tiles, capped at the SMs.
+// 11. MXFP8 (a = b = mxfp8: e4m3 elements, E8M0 scales [rows, K/32] on both operands; NUMERICS.md §2).
+//    Hopper has no block-scaled MMA, so every wgmma k-step (32 FP8 elements = one scale block of both
+//    operands) writes a fresh partial that is promoted on its own (mainloop_mx):
+//      acc = fma(part, sa[m, kb] * sb[n, kb], acc)
+//    — per accumulator element one FMUL and one FFMA per 32 K, about what the k-step's wgmma costs the
+//    tensor cores, so the two consumer warpgroups take turns (one promotes while the other's wgmma
+//    runs). The producer's warp 0 stages the scales: per stage each lane loads the E8M0 words (4 bytes
+//    = the atom's 4 k-steps) of its tile rows and columns before waiting for the stage (their latency
+//    overlaps the wait), decodes them exactly to f32 and stores them where the consumers read them with
+//    few instructions: per k-step, a's scale per tile row, then b's per column, grouped by the thread
+//    quad whose accumulators hold that column (16-byte loads); then arrives on full[s] (1 + 32
+//    arrivals). Warpgroup tiles hold at most 64 accumulators per thread (64 x 128 or 128 x 64), one atom
+//    per stage; grouped, split-K and clusters work as for the other formats.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -150,8 +163,10 @@ namespace sm90 {
 
 template <class Config>
 struct Gemm {
-  static constexpr Format kA = Config::kA;
-  static constexpr Format kB = Config::kB;
+  // MXFP8 (section 11) elements are e4m3: TMA and wgmma see e4m3 bytes.
+  static constexpr bool kMx = Config::kA == Format::kMxfp8;
+  static constexpr Format kA = kMx ? Format::kE4m3 : Config::kA;
+  static constexpr Format kB = Config::kB == Format::kMxfp8 ? Format::kE4m3 : Config::kB;
   static constexpr Format kOut = Config::kOut;
   static constexpr int kBlockM = Config::kBlockM;
   static constexpr int kBlockN = Config::kBlockN;
@@ -194,7 +209,15 @@ struct Gemm {
   static constexpr bool kStagedScales = kBlockScaled && (kAtoms == 2 || kConsumers == 3);
   static constexpr int kScaleAtomWords = kBlockM + 4;  // a: one word per tile row; b: one per warpgroup column
   static constexpr int kScaleAtomBytes = 4 * kScaleAtomWords;
-  static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : 0;
+  // Section 11: MXFP8's E8M0 scales, decoded to f32 by the producer warp into a slot per stage: per
+  // k-step (one 32-wide scale block), a's scale of every tile row, then b's of every column, each
+  // consumer warpgroup's columns grouped by the thread quad that reads them (kMxColStride floats per
+  // quad: kWgTileN / 4 columns + 4 floats so the four quads' runs start in different banks).
+  static constexpr int kMxColStride = kWgTileN / 4 + 4;
+  static constexpr int kMxStepFloats = kBlockM + kWgsN * 4 * kMxColStride;
+  static constexpr int kMxSlotBytes = 4 * kKSteps * kMxStepFloats;
+  static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : kMx ? kMxSlotBytes : 0;
+  static constexpr bool kScaleWarp = kStagedScales || kMx;  // the producer's whole warp 0 walks the ring
   // Epilogue functor (section 4): a generated KilnEpilogue, and interleaved gate|up pairs.
   static constexpr bool kHasFn = ConfigEpilogue<Config>::kHas;
   static constexpr GateUp kGateUp = ConfigEpilogue<Config>::kGateUp;
@@ -216,8 +239,10 @@ struct Gemm {
                                      1024;
   // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
   // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
-  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : 40;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : 232;
+  // MXFP8 (section 11): the producer's warp also loads and decodes the scales, 72 / 216 with two
+  // consumers (what setmaxnreg.dec frees, (168 - 72) * 128, covers the increase, (216 - 168) * 256).
+  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kMx ? 72 : 40;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMx ? 216 : 232;
 
   static_assert(Config::kArch == 90, "sm90_gemm needs sm_90a: wgmma and setmaxnreg exist only there");
 #if defined(__CUDA_ARCH__)
@@ -265,15 +290,24 @@ struct Gemm {
                 "each CTA's share of the B box starts on a 1024-byte boundary (the swizzle period)");
   static_assert(format_is_fp8(kA) || (kScaleA == Scale::kNone && kScaleB == Scale::kNone),
                 "16-bit operands take no scales");
-  static_assert(kScaleA == Scale::kNone || kScaleA == Scale::kTensor || kRowA || kBlockA,
+  static_assert((Config::kA == Format::kMxfp8) == (Config::kB == Format::kMxfp8),
+                "mxfp8 pairs with mxfp8 (both E8M0 per 32 along K)");
+  static_assert(kMx == (kScaleA == Scale::kBlock1x32) && kMx == (kScaleB == Scale::kBlock1x32) &&
+                    (!kMx || (kScaleTypeA == ScaleType::kUe8m0 && kScaleTypeB == ScaleType::kUe8m0)),
+                "MXFP8 operands, and only they, take E8M0 scales per 32 along K (block1x32)");
+  static_assert(kMx || kScaleA == Scale::kNone || kScaleA == Scale::kTensor || kRowA || kBlockA,
                 "a takes tensor, per-row (m) or block1x128 scales");
-  static_assert(kScaleB == Scale::kNone || kScaleB == Scale::kTensor || kRowB || kBlockB,
+  static_assert(kMx || kScaleB == Scale::kNone || kScaleB == Scale::kTensor || kRowB || kBlockB,
                 "b takes tensor, per-row (n) or block128x128 scales");
-  static_assert((kBlockA ? (kScaleTypeA == ScaleType::kF32 || kScaleTypeA == ScaleType::kUe8m0)
-                         : (kScaleA == Scale::kNone || kScaleTypeA == ScaleType::kF32)) &&
-                    (kBlockB ? (kScaleTypeB == ScaleType::kF32 || kScaleTypeB == ScaleType::kUe8m0)
-                             : (kScaleB == Scale::kNone || kScaleTypeB == ScaleType::kF32)),
+  static_assert(kMx || ((kBlockA ? (kScaleTypeA == ScaleType::kF32 || kScaleTypeA == ScaleType::kUe8m0)
+                                 : (kScaleA == Scale::kNone || kScaleTypeA == ScaleType::kF32)) &&
+                        (kBlockB ? (kScaleTypeB == ScaleType::kF32 || kScaleTypeB == ScaleType::kUe8m0)
+                                 : (kScaleB == Scale::kNone || kScaleTypeB == ScaleType::kF32))),
                 "block scales are f32 or E8M0 bytes; tensor and per-row scales are f32");
+  static_assert(!kMx || (kPromote && kAtoms == 1 && kMmaM * kAccRegs <= 64 && kConsumers <= 2),
+                "MXFP8 promotes every k-step (section 11): one atom per stage, warpgroup tiles of at most 64 "
+                "accumulators per thread (accumulators + partial + a k-step's column scales fit 232 "
+                "registers), 1 or 2 consumer warpgroups");
   static_assert(!kBlockScaled || kPromote,
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
@@ -449,6 +483,8 @@ struct Gemm {
       tma_prefetch_desc(tma_b);
     }
     const bool async = scales_async(p, k_tiles);
+    const int k_blocks = p.k <= 0 ? 0 : (p.k + 31) / 32;  // MXFP8: scale blocks along K
+    const bool mx_aligned = kMx && mx_words_aligned(p);
     int stage = 0;
     u32 phase = 0;
     for (int u = w.first; u < w.count; u += w.step) {
@@ -461,6 +497,9 @@ struct Gemm {
       ScaleSrc src{};
       if constexpr (kStagedScales) src = scale_sources(p, tile, lane);
       for (int kt = kr.begin; kt < kr.end; kt += kAtoms) {
+        // MXFP8: this stage's scale words are loaded before the wait, so their latency overlaps it.
+        MxWords mx_words{};
+        if constexpr (kMx) mx_words = mx_load(p, tile, kt, k_blocks, mx_aligned, lane);
         // The consumers (of every CTA of the cluster) are done with this stage.
         mbar_wait(sm.empty + 8 * stage, phase ^ 1);
         const u32 full = sm.full + 8 * stage;
@@ -494,6 +533,10 @@ struct Gemm {
           } else {
             mbar_arrive(full);
           }
+        }
+        if constexpr (kMx) {
+          mx_store(sm.scales + stage * kScaleSlotBytes, mx_words, lane);
+          mbar_arrive(full);  // release: the decoded scales are visible to whoever waits on full[s]
         }
         if (++stage == kStages) {
           stage = 0;
@@ -576,6 +619,84 @@ struct Gemm {
         if constexpr (kBlockB) {
           if (lane < kWgsN) copy_scale<kScaleTypeB>(words + 4 * (kBlockM + lane), src.b_base, src.b, p.lds_b, kb, async);
         }
+      }
+    }
+  }
+
+  // ---- MXFP8 scales (section 11) -----------------------------------------------------------------
+
+  // One K atom's scale words (4 E8M0 bytes: k-steps 0..3) of the rows one producer lane stages: a's tile
+  // rows lane, lane + 32, ... (clamped to the last valid row) and b's tile columns lane, lane + 32, ...
+  // (clamped to N - 1). The row addresses are recomputed per stage: the producer has 40 registers.
+  static constexpr int kMxRowsA = kBlockM / 32;
+  static constexpr int kMxColsB = kBlockN / 32;
+  struct MxWords {
+    u32 a[kMxRowsA];
+    u32 b[kMxColsB];
+  };
+
+  // Whether an atom's 4 scale bytes can be loaded as one aligned word: the tensors' bases, row strides
+  // (and the experts' stride) are multiples of 4.
+  static __device__ __forceinline__ bool mx_words_aligned(const GemmParams& p) {
+    return ((reinterpret_cast<u64>(p.a_scale) | reinterpret_cast<u64>(p.b_scale) | u64(p.lds_a) | u64(p.lds_b) |
+             u64(kGrouped ? p.b_scale_expert_stride : 0)) & 3) == 0;
+  }
+
+  // Bytes 4 kt .. 4 kt + 3 of a scale row (k-step j in byte j): one aligned word, or (unaligned
+  // tensors, and a partial last atom: K % 128 != 0) byte by byte, blocks past K reading 127 = 1.0 (their
+  // k-steps' partial sums are TMA's zeros, so they add nothing).
+  static __device__ __forceinline__ u32 mx_word_bytes(const u8* row, int kb, int k_blocks) {
+    u32 w = 0;
+#pragma unroll 1
+    for (int j = 0; j < 4; ++j) w |= (kb + j < k_blocks ? ldg_u8(row + kb + j) : 127u) << (8 * j);
+    return w;
+  }
+
+  // Row r of a's scales (clamped to the tile's last valid row) and column c of b's (clamped to N - 1).
+  static __device__ __forceinline__ const u8* mx_row_a(const GemmParams& p, const Tile& tile, int r) {
+    const int row = tile.row0 + r;
+    const int last = tile.row_end > 0 ? tile.row_end - 1 : 0;
+    return reinterpret_cast<const u8*>(p.a_scale) + i64(row < tile.row_end ? row : last) * p.lds_a;
+  }
+  static __device__ __forceinline__ const u8* mx_row_b(const GemmParams& p, const Tile& tile, int c) {
+    const int col = tile.n * kBlockN + c;
+    return reinterpret_cast<const u8*>(b_scale_of<ScaleType::kUe8m0>(p, tile.e)) + i64(col < p.n ? col : p.n - 1) * p.lds_b;
+  }
+
+  static __device__ __forceinline__ MxWords mx_load(const GemmParams& p, const Tile& tile, int kt, int k_blocks,
+                                                    bool aligned, int lane) {
+    MxWords w;
+    const int kb = 4 * kt;
+    if (aligned && kb + 4 <= k_blocks) {  // uniform across the warp
+#pragma unroll
+      for (int i = 0; i < kMxRowsA; ++i) w.a[i] = ldg_u32(mx_row_a(p, tile, 32 * i + lane) + kb);
+#pragma unroll
+      for (int i = 0; i < kMxColsB; ++i) w.b[i] = ldg_u32(mx_row_b(p, tile, 32 * i + lane) + kb);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kMxRowsA; ++i) w.a[i] = mx_word_bytes(mx_row_a(p, tile, 32 * i + lane), kb, k_blocks);
+#pragma unroll
+      for (int i = 0; i < kMxColsB; ++i) w.b[i] = mx_word_bytes(mx_row_b(p, tile, 32 * i + lane), kb, k_blocks);
+    }
+    return w;
+  }
+
+  // Decodes the words exactly (dequant/block_scale.cuh: 0 -> 2^-127, 0xFF -> NaN) into the stage's slot:
+  // k-step j's floats at slot + 4 * j * kMxStepFloats, a's row r at + r, b's column c (of consumer
+  // column wg = c / kWgTileN, local c' = c % kWgTileN) in the run of the thread quad t = (c' % 8) / 2
+  // that holds it in its accumulators, at + kBlockM + (4 * wg + t) * kMxColStride + 2 * (c' / 8) + c' % 2.
+  static __device__ __forceinline__ void mx_store(u32 slot, const MxWords& w, int lane) {
+#pragma unroll
+    for (int j = 0; j < kKSteps; ++j) {
+      const u32 step = slot + 4 * j * kMxStepFloats;
+#pragma unroll
+      for (int i = 0; i < kMxRowsA; ++i) sts_u32(step + 4 * (32 * i + lane), bits_from_f32(decode_e8m0(w.a[i] >> (8 * j))));
+#pragma unroll
+      for (int i = 0; i < kMxColsB; ++i) {
+        const int c = 32 * i + lane;
+        const int wg = c / kWgTileN, cl = c % kWgTileN;
+        const int pos = kBlockM + (4 * wg + ((cl & 7) >> 1)) * kMxColStride + 2 * (cl >> 3) + (cl & 1);
+        sts_u32(step + 4 * pos, bits_from_f32(decode_e8m0(w.b[i] >> (8 * j))));
       }
     }
   }
@@ -794,6 +915,73 @@ struct Gemm {
     }
   }
 
+  // Section 11: one tile's MXFP8 mainloop. Every k-step (32 FP8 elements of K = one E8M0 block of both
+  // operands) is its own wgmma batch into the partial, then
+  //   acc = fma(part, sa[m, kb] * sb[n, kb], acc)        (the reference's order; sm80_promotion.cuh)
+  // with the decoded scales read from the stage's slot: 2 per m64 slab (rows g, g + 8) and this thread's
+  // kAccRegs / 2 columns (one contiguous run per thread quad: kAccRegs / 8 16-byte loads). The other
+  // consumer warpgroup's wgmmas run while this one promotes. A partial last atom (K % 128 != 0) runs all
+  // four k-steps: TMA zero-filled the K past the end and the producer staged 1.0 for those blocks.
+  static __device__ __forceinline__ void mainloop_mx(const Smem& sm, float (&acc)[kMmaM][kAccRegs],
+                                                     float (&part)[kMmaM][kAccRegs], KRange kr, int& stage,
+                                                     u32& phase, u32 a_off, u32 b_off, int wg_m, int wg_n,
+                                                     int warp, int lane) {
+    const int row0 = wg_m * kWgTileM + warp * 16 + (lane >> 2);
+    const u32 b_run = 4u * u32(kBlockM + (4 * wg_n + (lane & 3)) * kMxColStride);
+    for (int kt = kr.begin; kt < kr.end; ++kt) {
+      mbar_wait(sm.full + 8 * stage, phase);
+      const u32 slot = sm.scales + stage * kScaleSlotBytes;
+      const u64 desc_a = wgmma_desc_sw128(sm.a + stage * kTileBytesA + a_off);
+      const u64 desc_b = wgmma_desc_sw128(sm.b + stage * kTileBytesB + b_off);
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        fence_all(part);
+        wgmma_fence();
+#pragma unroll
+        for (int mi = 0; mi < kMmaM; ++mi)
+          wgmma_m64<kWgTileN, kA, kB>(part[mi], desc_a + u64((mi * 64 * kRowBytes + 32 * ks) >> 4),
+                                      desc_b + u64(2 * ks), 0u);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_all(part);
+        const u32 step = slot + 4u * u32(ks * kMxStepFloats);
+        float sa[kMmaM][2];
+#pragma unroll
+        for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) sa[mi][h] = f32_from_bits(lds_u32(step + 4u * u32(row0 + mi * 64 + h * 8)));
+        }
+        u32 sb[kAccRegs / 2];
+#pragma unroll
+        for (int q = 0; q < kAccRegs / 8; ++q) {
+          u32 v[4];
+          lds_128(v, step + b_run + 16u * u32(q));
+#pragma unroll
+          for (int x = 0; x < 4; ++x) sb[4 * q + x] = v[x];
+        }
+        if (ks == kKSteps - 1) release(sm, stage, lane);  // every read of the stage is issued
+#pragma unroll
+        for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+          for (int j = 0; j < kAccRegs / 4; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int i = 4 * j + 2 * h + e;
+                acc[mi][i] = fma_rn(part[mi][i], sa[mi][h] * f32_from_bits(sb[2 * j + e]), acc[mi][i]);
+              }
+            }
+          }
+        }
+      }
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+
   // Section 10: this warpgroup's part of split s of tile ct. Writes its accumulators to the workspace,
   // takes a ticket on the (tile, warpgroup) counter, and returns false unless it was the last of the
   // kSplitK splits to arrive; the last one resets the counter for the next launch and sums all kSplitK
@@ -929,7 +1117,9 @@ struct Gemm {
       }
 
       int prev_stage = 0;
-      if constexpr (kAtoms == 2 && kPromote) {
+      if constexpr (kMx) {
+        mainloop_mx(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
+      } else if constexpr (kAtoms == 2 && kPromote) {
         mainloop_two_atoms(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
       } else {
       // One atom per stage, or (unpromoted: bf16 / f16 / fast-accumulating FP8) two atoms whose wgmmas
@@ -1062,7 +1252,7 @@ struct Gemm {
     if (threadIdx.x == 0) {
 #pragma unroll 1
       for (int s = 0; s < kStages; ++s) {
-        mbar_init(sm.full + 8 * s, kStagedScales ? 1 + 32 : 1);  // TMA thread (+ the scale warp's lanes)
+        mbar_init(sm.full + 8 * s, kScaleWarp ? 1 + 32 : 1);  // TMA thread (+ the scale warp's lanes)
         mbar_init(sm.empty + 8 * s, 4 * kConsumers * kCluster);
       }
       mbar_fence_init();
@@ -1083,7 +1273,7 @@ struct Gemm {
       setmaxnreg_dec<kProducerRegs>();
       // Thread 0 issues the TMA copies; with staged block scales (section 8) its whole warp walks along
       // and copies the scales.
-      if (threadIdx.x == 0 || (kStagedScales && threadIdx.x < 32)) produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
+      if (threadIdx.x == 0 || (kScaleWarp && threadIdx.x < 32)) produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
     } else {
       setmaxnreg_inc<kConsumerRegs>();
       consume(p, sm, w, k_tiles, wg - 1, ws);

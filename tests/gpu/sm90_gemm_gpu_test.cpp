@@ -342,6 +342,41 @@ std::vector<Case> split_cases() {
   return cases;
 }
 
+// ---- MXFP8 (the kernel's section 11) --------------------------------------------------------------
+// E8M0 per 32 along K on both operands, every k-step promoted: the default configs for every output,
+// M = 1 and odd M, N tails, K = 32 * odd (a last atom of 1..3 scale blocks, the rest zero-filled), pinned
+// 128 x 128 (two warpgroups of 128 x 64), 64-row tiles, clusters, split-K, grouped offsets (empty and
+// single-row experts) and masked.
+std::vector<Case> mx_cases() {
+  std::vector<Case> cases;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 256, 512}, {77, 200, 544}, {300, 129, 288}, {257, 384, 1056}, {1000, 1030, 4096}};
+  for (const char* o : kOuts) {
+    for (const Shape& sh : shapes) cases.push_back({std::string("gemm a=mxfp8 b=mxfp8 out=") + o, sh.m, sh.n, sh.k, -1});
+  }
+  for (int pin : {4, 8, 9, 13, 28}) {
+    cases.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", 300, 1000, 1056, pin});
+    cases.push_back({"gemm a=mxfp8 b=mxfp8 out=f32", 77, 200, 544, pin});
+  }
+  for (int pin : {24, 25}) {
+    cases.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", 1, 256, 1056, pin});
+    cases.push_back({"gemm a=mxfp8 b=mxfp8 out=f32", 77, 2112, 7168, pin});
+    cases.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", 130, 3000, 2080, pin});
+  }
+  cases.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", 64, 2112, 7168, -1});
+  const char* const offsets = "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16";
+  const char* const masked = "grouped_gemm[experts=6,layout=masked] a=mxfp8 b=mxfp8 out=f32";
+  cases.push_back({offsets, 1, 256, 544, -1, {0, 0, 0, 1, 0, 0, 0, 0}});
+  cases.push_back({offsets, 300, 203, 288, -1});
+  cases.push_back({offsets, 2000, 3000, 1056, -1});
+  cases.push_back({offsets, 1200, 1000, 1056, 8, {0, 1, 129, 0, 300, 0, 513, 257}});
+  cases.push_back({masked, 77, 203, 544, -1});
+  cases.push_back({masked, 300, 1000, 1056, 4, {300, 0, 1, 129, 255, 64}});
+  return cases;
+}
+
 // Unpromoted two-atom stages (bf16, f16, fast-accumulating FP8 with tensor / row scales): K whose atom
 // count is odd (a last stage of one atom), M = 1, tails, a multi-wave shape, and with split-K.
 std::vector<Case> two_atom_cases() {
@@ -459,7 +494,7 @@ class PrecompileEnvironment : public testing::Environment {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
-    for (const auto& list : {split_cases(), grouped_cases()}) {
+    for (const auto& list : {split_cases(), grouped_cases(), mx_cases()}) {
       for (const Case& c : list) {
         const KernelSpec s = spec_of(c.spec);
         if (c.pin >= 0) {
@@ -558,6 +593,7 @@ INSTANTIATE_TEST_SUITE_P(ScaledPinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn
 INSTANTIATE_TEST_SUITE_P(GroupedConfigs, Sm90GemmGpuTest, testing::ValuesIn(grouped_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(SplitKConfigs, Sm90GemmGpuTest, testing::ValuesIn(split_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(TwoAtomConfigs, Sm90GemmGpuTest, testing::ValuesIn(two_atom_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(MxConfigs, Sm90GemmGpuTest, testing::ValuesIn(mx_cases()), case_name);
 
 // One split-K plan run at M = 64, 128, 64 on its own workspace: more tiles at the larger M must not
 // find their counters on the partials of the smaller one (the counters sit in a fixed region).

@@ -39,6 +39,8 @@ const Pairing kPairings[] = {
     {"e4m3_block_f32", "a=e4m3:block1x128 b=e4m3:block128x128"},
     {"e4m3_block_ue8m0", "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0"},
     {"e4m3_block1x128_row_n", "a=e4m3:block1x128 b=e4m3:n"},
+    // The kernel's section 11: E8M0 per 32 along K, every k-step promoted.
+    {"mxfp8", "a=mxfp8 b=mxfp8"},
 };
 
 Arch sm90a() { return *parse_arch("sm_90a"); }
@@ -353,8 +355,8 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   // Tolerances: promoted (block) is K-independent; fast accumulation (row, 128 x 256) grows with K.
   EXPECT_DOUBLE_EQ(sm90_check_tolerance(block, big, 16384, 1e-5), 5e-4);
   EXPECT_GT(sm90_check_tolerance(row, row_big, 16384, 1e-5), sm90_check_tolerance(row, row_big, 1024, 1e-5));
-  // MX and mixed inputs stay on the portable family.
-  EXPECT_FALSE(sm90_supports(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), sm90a()));
+  // MXFP8 runs on the sm90 family (section 11); mixed inputs stay on the portable family.
+  EXPECT_TRUE(sm90_supports(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), sm90a()));
   EXPECT_FALSE(sm90_supports(spec_of("gemm a=bf16 b=e4m3:n out=bf16"), sm90a()));
 }
 
@@ -568,6 +570,76 @@ TEST(Sm90TwoAtomNvrtcTest, UnpromotedTwoAtomStagesCompile) {
       EXPECT_THAT(st.message(), HasSubstr("serializes")) << text;
     }
   }
+}
+
+// ---- MXFP8 (the kernel's section 11) -----------------------------------------------------------
+
+// What `kiln compile --arch sm_90a --emit ptx examples/specs/mxfp8_gemm.kiln` shows, and every MXFP8
+// shape the config space offers, dense, grouped, split and clustered: wgmma on e4m3, TMA, the promotion
+// (fma.rn after every k-step's wgmma.wait_group 0), the decoded scales read with 16-byte shared loads,
+// no spills, no serialized wgmma.
+TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
+  const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
+  ASSERT_TRUE(sm90_mx(s));
+  ASSERT_TRUE(sm90_supports(s, sm90a()));
+  const TileConfig def = default_config(s, sm90a(), {4096, 7168, 7168});
+  EXPECT_EQ(def.block_m, 128);
+  EXPECT_EQ(def.block_n, 128);
+  EXPECT_EQ(def.warps_m, 8);
+  EXPECT_TRUE(sm90_promotes(s, def));
+  std::vector<std::pair<std::string, TileConfig>> runs = {{"gemm a=mxfp8 b=mxfp8 out=bf16", def}};
+  TileConfig split = v4_config(64, 64, 128, 8, 4, 1);
+  split.split_k = 4;
+  runs.push_back({"gemm a=mxfp8 b=mxfp8 out=f32", split});
+  runs.push_back({"gemm a=mxfp8 b=mxfp8 out=f16", v4_config(128, 128, 128, 6, 4, 2)});      // 128 x 64 per warpgroup
+  runs.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", v4_config(128, 128, 128, 6, 8, 1, 2)});  // clusters of 2
+  runs.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", v4_config(64, 128, 128, 8, 4, 1)});
+  runs.push_back({"grouped_gemm[experts=32,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", def});
+  runs.push_back({"grouped_gemm[experts=8,layout=masked] a=mxfp8 b=mxfp8 out=f32", v4_config(64, 128, 128, 8, 4, 1)});
+  runs.push_back({"grouped_gemm[experts=32,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 gate_up=interleaved "
+                  "epilogue=\"out = silu(gate) * up\"", def});
+  for (const auto& [text, cfg] : runs) {
+    const KernelSpec k = spec_of(text);
+    const Status ok = sm90_check_config(k, sm90a(), cfg);
+    ASSERT_TRUE(ok.ok()) << text << " " << cfg.to_string() << ": " << ok.to_string();
+    const std::string what = text + " " + cfg.to_string();
+    const CompileResult r = compile_ok(k, cfg, what, /*want_ptx=*/true);
+    std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.compile_ms << " ms\n";
+    for (const char* e : {"wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "wgmma.wait_group.sync.aligned 0",
+                          "fma.rn.f32", "ld.shared.v4.u32", "setmaxnreg.inc.sync.aligned.u32", "mbarrier.try_wait.parity"})
+      EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
+    EXPECT_THAT(r.ptx, HasSubstr(".e4m3.e4m3")) << what;
+    EXPECT_THAT(r.ptx, Not(HasSubstr("mma.sync"))) << what;
+  }
+}
+
+TEST(Sm90MxPlanTest, ConfigRulesNameTheReason) {
+  const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
+  // 64 x 256 per warpgroup: 128 accumulators + a partial would not fit with the scales.
+  Status st = sm90_check_config(s, sm90a(), v4_config(128, 256, 128, 4, 8, 1));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("promotes every 32-K step"));
+  EXPECT_THAT(st.message(), HasSubstr("64x256"));
+  // Two atoms per stage and three consumer warpgroups are the block path's; refused with the reason.
+  st = sm90_check_config(s, sm90a(), v4_config(128, 128, 256, 3, 8, 1));
+  EXPECT_THAT(st.message(), HasSubstr("block_k 128"));
+  st = sm90_check_config(s, sm90a(), v4_config(192, 128, 128, 4, 12, 1));
+  EXPECT_FALSE(st.ok());
+  // The tuner's space holds only configs the kernel takes, split-K ones included.
+  int splits = 0, n = 0;
+  for (const TileConfig& c : sm90_config_space(s, sm90a())) {
+    EXPECT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << c.to_string();
+    splits += c.split_k > 1;
+    ++n;
+  }
+  EXPECT_GT(n, 20);
+  EXPECT_GT(splits, 0);
+  // Per stage: the ring (128 x 128 + 128 x 128 bytes), the decoded scales (4 k-steps x (128 rows + 128
+  // columns + 4 x 4 pad floats) x 4 bytes), the barriers, the alignment slack.
+  TileConfig c = v4_config(128, 128, 128, 6, 8, 1);
+  EXPECT_EQ(sm90_smem_bytes(s, c), 6 * (32768 + 4 * 4 * (128 + 128 + 16)) + 16 * 6 + 1024);
+  // The other families' MX path stays where it was: sm_89 and below plan the portable family.
+  for (const char* arch : {"sm_90", "sm_89", "sm_80"}) EXPECT_EQ(*select_family(s, *parse_arch(arch)), KernelFamily::kSm80Gemm);
 }
 
 }  // namespace

@@ -61,11 +61,11 @@ TEST(FormatsPlanTest, Sm80FamilyForEveryNewPairingOnEveryArch) {
     for (const std::string& text : new_pairings()) {
       auto f = select_family(spec_of(text), arch_of(a));
       ASSERT_TRUE(f.ok()) << text << " on " << a << ": " << f.status().to_string();
-      // MX scales and mixed inputs never go to the sm90 family; FP8 x FP8 with row and DeepSeek block
-      // scales (the dense specs starting "gemm a=e") and grouped same-kind 16-bit pairs do on sm_90a
-      // (sm90_supports).
+      // Mixed inputs never go to the sm90 family; FP8 x FP8 with row and DeepSeek block scales (the
+      // dense specs starting "gemm a=e"), MXFP8 x MXFP8 (its section 11) and grouped same-kind 16-bit
+      // pairs do on sm_90a (sm90_supports).
       const bool sm90 = sm90_supports(spec_of(text), arch_of(a));
-      const bool sm90_pairing = text.rfind("gemm a=e", 0) == 0 ||
+      const bool sm90_pairing = text.rfind("gemm a=e", 0) == 0 || text.rfind("gemm a=mxfp8", 0) == 0 ||
                                 (text.rfind("grouped_gemm", 0) == 0 &&
                                  (text.find("a=bf16 b=bf16") != std::string::npos ||
                                   text.find("a=f16 b=f16") != std::string::npos));
@@ -102,12 +102,11 @@ TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
   EXPECT_THAT(unsupported("grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:n out=bf16"),
               HasSubstr("grouped FP8 weights"));
   // Grouped FP8 x FP8 and MXFP8 x MXFP8 plan (per-expert weight scales); bf16 x FP8 weights do not. On
-  // sm_90a the FP8 ones take the sm90 family (its grouped walk), MXFP8 the portable one; on sm_89 all
-  // are portable.
+  // sm_90a they take the sm90 family (its grouped walk); on sm_89 all are portable.
   const struct {
     const char* spec;
     KernelFamily on90a;
-  } grouped[] = {{"grouped_gemm[experts=4,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", KernelFamily::kSm80Gemm},
+  } grouped[] = {{"grouped_gemm[experts=4,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", KernelFamily::kSm90Gemm},
                  {"grouped_gemm[experts=4,layout=masked] a=e4m3:block1x128 b=e4m3:block128x128 out=f32",
                   KernelFamily::kSm90Gemm},
                  {"grouped_gemm[experts=4,layout=offsets] a=e4m3:m b=e4m3:n out=bf16", KernelFamily::kSm90Gemm},

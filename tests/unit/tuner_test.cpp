@@ -751,6 +751,83 @@ TEST(PerBucketFamilyTest, GroupedFp8DecodeBucketsRunPortableOnSm90a) {
   for (int64_t m : {1, 4096}) EXPECT_EQ(p89->family_for(m), KernelFamily::kSm80Gemm);
 }
 
+// The tuner searches an sm90 plan's grouped FP8 decode buckets in the portable family's space, pins
+// its candidates there, and the plan runs a recorded portable winner on the portable family.
+TEST(PerBucketFamilyTest, PortableBucketsAreTunedAndRunOnThePortableFamily) {
+  const Arch sm90a = arch_of("sm_90a");
+  const KernelSpec row = *parse_spec("grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16");
+  EXPECT_EQ(*select_bucket_family(row, sm90a, 2), KernelFamily::kSm80Gemm);
+  EXPECT_EQ(*select_bucket_family(row, sm90a, 16), KernelFamily::kSm80Gemm);
+  EXPECT_EQ(*select_bucket_family(row, sm90a, 64), KernelFamily::kSm90Gemm);
+  EXPECT_EQ(*select_bucket_family(kFp8, sm90a, 2), KernelFamily::kSm90Gemm);  // dense: sm90 everywhere
+  EXPECT_EQ(*select_bucket_family(row, arch_of("sm_89"), 64), KernelFamily::kSm80Gemm);
+
+  // The space of a 2-rows-per-expert bucket (64 tokens over 32 experts) is the portable one.
+  auto rt = runtime();
+  TunerOptions opts;
+  opts.prune.max_candidates = 8;
+  Tuner tuner(*rt, opts);
+  auto device = parse_tuning_device("h200", 13);
+  ASSERT_TRUE(device.ok());
+  TuneShape shape;
+  shape.spec = row;
+  shape.m = 64;
+  shape.n = 5760;
+  shape.k = 2880;
+  auto space = tuner.candidates(shape, *device);
+  ASSERT_TRUE(space.ok()) << space.status().to_string();
+  EXPECT_EQ(space->family, KernelFamily::kSm80Gemm);
+  ASSERT_FALSE(space->kept.empty());
+  bool has_default = false;
+  for (const PrunedCandidate& c : space->kept) {
+    EXPECT_TRUE(check_config(row, sm90a, KernelFamily::kSm80Gemm, c.config).ok()) << c.config.to_string();
+    has_default |= c.is_default;
+  }
+  EXPECT_TRUE(has_default);
+  shape.m = 4096;  // 128 rows per expert: the sm90 family's space
+  auto big = tuner.candidates(shape, *device);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big->family, KernelFamily::kSm90Gemm);
+
+  // A candidate pinned with its family runs every bucket there.
+  const TileConfig portable = space->kept.front().config;
+  {
+    ScopedConfigOverride pin(portable, KernelFamily::kSm80Gemm);
+    auto p = rt->plan(row, {64, 5760, 2880}, sm90a);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    for (int64_t m : {1, 2, 4096}) {
+      EXPECT_EQ(p->family_for(m), KernelFamily::kSm80Gemm) << m;
+      EXPECT_EQ(p->config_for(m), portable) << m;
+    }
+  }
+
+  // A recorded portable winner for bucket 2: the sm90 plan runs that bucket on the portable family
+  // with the recorded config; an sm90 winner for bucket 64 stays sm90.
+  const std::string dir = temp_dir();
+  {
+    ScopedEnv device_env{"KILN_TUNING_DEVICE", "h200"};
+    auto rt2 = runtime(dir);
+    TuningRecord r;
+    r.device = *device;
+    r.problem = tuning_problem(row, {0, 5760, 2880});
+    r.m_bucket = 2;
+    r.family = "sm80_gemm";
+    r.config_json = config_to_json(portable).dump();
+    r.median_us = 10;
+    r.candidates = 3;
+    ASSERT_TRUE(shared_tuning_store(dir)->record(r).ok());
+    auto p = rt2->plan(row, {64, 5760, 2880}, sm90a);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->family_for(2), KernelFamily::kSm80Gemm);
+    EXPECT_EQ(p->config_for(2), portable);
+    EXPECT_EQ(p->family_for(4096), KernelFamily::kSm90Gemm);
+    // The reverse, an sm90 record for a portable plan, is still ignored
+    // (TunedConfigsTest.ConfigsThePlannerRejectsOrOfAnotherFamilyAreIgnored).
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 TEST(TuningDeviceTest, ParsesNamesAndFields) {
   auto h = parse_tuning_device("h200", 13);
   ASSERT_TRUE(h.ok());
