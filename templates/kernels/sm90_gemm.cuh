@@ -239,10 +239,11 @@ struct Gemm {
                                      1024;
   // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
   // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
-  // MXFP8 (section 11): the producer's warp also loads and decodes the scales, 72 / 216 with two
-  // consumers (what setmaxnreg.dec frees, (168 - 72) * 128, covers the increase, (216 - 168) * 256).
-  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kMx ? 72 : 40;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMx ? 216 : 232;
+  // MXFP8 (section 11): the producer's warp also loads and decodes the scales and the consumers hold
+  // two partials, 56 / 224 with two consumers (what setmaxnreg.dec frees, (168 - 56) * 128, is exactly
+  // the increase, (224 - 168) * 256).
+  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kMx ? 56 : 40;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMx ? 224 : 232;
 
   static_assert(Config::kArch == 90, "sm90_gemm needs sm_90a: wgmma and setmaxnreg exist only there");
 #if defined(__CUDA_ARCH__)
@@ -922,10 +923,61 @@ struct Gemm {
   // kAccRegs / 2 columns (one contiguous run per thread quad: kAccRegs / 8 16-byte loads). The other
   // consumer warpgroup's wgmmas run while this one promotes. A partial last atom (K % 128 != 0) runs all
   // four k-steps: TMA zero-filled the K past the end and the producer staged 1.0 for those blocks.
+  // acc = fma(part, sa[h] * sb[column], acc) for one k-step: the column scales are read 4 at a time
+  // (16-byte shared loads of this thread quad's run) as the promotion reaches them.
+  static __device__ __forceinline__ void promote_mx(float (&acc)[kMmaM][kAccRegs], const float (&part)[kMmaM][kAccRegs],
+                                                    u32 step, u32 b_run, int row0) {
+    float sa[kMmaM][2];
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sa[mi][h] = f32_from_bits(lds_u32(step + 4u * u32(row0 + mi * 64 + h * 8)));
+    }
+#pragma unroll
+    for (int q = 0; q < kAccRegs / 8; ++q) {
+      u32 sb[4];
+      lds_128(sb, step + b_run + 16u * u32(q));
+#pragma unroll
+      for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          const int j = 2 * q + jj;  // n8 group j: columns 2j, 2j + 1 of the run
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int i = 4 * j + 2 * h + e;
+              acc[mi][i] = fma_rn(part[mi][i], sa[mi][h] * f32_from_bits(sb[2 * jj + e]), acc[mi][i]);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void mma_mx_step(float (&d)[kMmaM][kAccRegs], u64 desc_a, u64 desc_b, int ks) {
+    fence_all(d);
+    wgmma_fence();
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi)
+      wgmma_m64<kWgTileN, kA, kB>(d[mi], desc_a + u64((mi * 64 * kRowBytes + 32 * ks) >> 4), desc_b + u64(2 * ks), 0u);
+    wgmma_commit();
+  }
+
+  // Section 11: one tile's MXFP8 mainloop. Every k-step (32 FP8 elements of K = one E8M0 block of both
+  // operands) is its own wgmma batch into one of two partials, and while k-step ks + 1's batch runs
+  // (wait_group 1) the thread promotes k-step ks's:
+  //   acc = fma(part, sa[m, kb] * sb[n, kb], acc)        (the reference's order; sm80_promotion.cuh)
+  // with the decoded scales read from the stage's slot: 2 per m64 slab (rows g, g + 8) and this thread's
+  // kAccRegs / 2 columns (one contiguous run per thread quad). The stage's last k-step drains its batch
+  // (wait_group 0) before the stage is released, so no batch is in flight across the loop's back edge
+  // (section 8 says why). A partial last atom (K % 128 != 0) runs all four k-steps: TMA zero-filled the
+  // K past the end and the producer staged 1.0 for those blocks.
   static __device__ __forceinline__ void mainloop_mx(const Smem& sm, float (&acc)[kMmaM][kAccRegs],
-                                                     float (&part)[kMmaM][kAccRegs], KRange kr, int& stage,
+                                                     float (&p0)[kMmaM][kAccRegs], KRange kr, int& stage,
                                                      u32& phase, u32 a_off, u32 b_off, int wg_m, int wg_n,
                                                      int warp, int lane) {
+    float p1[kMmaM][kAccRegs];
     const int row0 = wg_m * kWgTileM + warp * 16 + (lane >> 2);
     const u32 b_run = 4u * u32(kBlockM + (4 * wg_n + (lane & 3)) * kMxColStride);
     for (int kt = kr.begin; kt < kr.end; ++kt) {
@@ -933,46 +985,25 @@ struct Gemm {
       const u32 slot = sm.scales + stage * kScaleSlotBytes;
       const u64 desc_a = wgmma_desc_sw128(sm.a + stage * kTileBytesA + a_off);
       const u64 desc_b = wgmma_desc_sw128(sm.b + stage * kTileBytesB + b_off);
+      mma_mx_step(p0, desc_a, desc_b, 0);
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
-        fence_all(part);
-        wgmma_fence();
-#pragma unroll
-        for (int mi = 0; mi < kMmaM; ++mi)
-          wgmma_m64<kWgTileN, kA, kB>(part[mi], desc_a + u64((mi * 64 * kRowBytes + 32 * ks) >> 4),
-                                      desc_b + u64(2 * ks), 0u);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_all(part);
+        float (&cur)[kMmaM][kAccRegs] = (ks % 2 == 0) ? p0 : p1;
+        float (&nxt)[kMmaM][kAccRegs] = (ks % 2 == 0) ? p1 : p0;
+        if (ks + 1 < kKSteps) {
+          mma_mx_step(nxt, desc_a, desc_b, ks + 1);
+          wgmma_wait<1>();  // k-step ks is done, ks + 1 stays in flight
+        } else {
+          wgmma_wait<0>();
+        }
+        fence_all(cur);
         const u32 step = slot + 4u * u32(ks * kMxStepFloats);
-        float sa[kMmaM][2];
-#pragma unroll
-        for (int mi = 0; mi < kMmaM; ++mi) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) sa[mi][h] = f32_from_bits(lds_u32(step + 4u * u32(row0 + mi * 64 + h * 8)));
-        }
-        u32 sb[kAccRegs / 2];
-#pragma unroll
-        for (int q = 0; q < kAccRegs / 8; ++q) {
-          u32 v[4];
-          lds_128(v, step + b_run + 16u * u32(q));
-#pragma unroll
-          for (int x = 0; x < 4; ++x) sb[4 * q + x] = v[x];
-        }
-        if (ks == kKSteps - 1) release(sm, stage, lane);  // every read of the stage is issued
-#pragma unroll
-        for (int mi = 0; mi < kMmaM; ++mi) {
-#pragma unroll
-          for (int j = 0; j < kAccRegs / 4; ++j) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int i = 4 * j + 2 * h + e;
-                acc[mi][i] = fma_rn(part[mi][i], sa[mi][h] * f32_from_bits(sb[2 * j + e]), acc[mi][i]);
-              }
-            }
-          }
+        if (ks + 1 == kKSteps) {
+          // Every read of the stage (the wgmmas, and the scales below, issued before the arrive) is done.
+          promote_mx(acc, cur, step, b_run, row0);
+          release(sm, stage, lane);
+        } else {
+          promote_mx(acc, cur, step, b_run, row0);
         }
       }
       if (++stage == kStages) {
