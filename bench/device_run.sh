@@ -101,6 +101,14 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
       --gtest_filter='MxConfigs/*m77*:MxConfigs/*m1_*' | tail -2 ) 2>&1
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
       --gtest_filter='MxConfigs/*m77_n200*' | tail -2 ) 2>&1
+  echo "--- memcheck / racecheck (sm90 TMA-store epilogue) at $(elapsed)s"
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='TmaStoreConfigs/*m77_*:TmaStoreConfigs/*m1_*' | tail -2 ) 2>&1
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
+      --gtest_filter='TmaStoreConfigs/*bf16_b_bf16_out_bf16_m77_*' | tail -2 ) 2>&1
+  echo "--- TMA-store timing at $(elapsed)s"
+  KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$X/gpu_sm90_gemm_gpu_test" --gtest_filter='Sm90GemmTiming.TmaStore*' 2>&1 |
+    grep -E '^\[ timing|OK|FAILED'
   echo "--- memcheck / racecheck (sm90 split-K) at $(elapsed)s"
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
       --gtest_filter='SplitKConfigs/*m130*:SplitKConfigs/*m1_*' | tail -2 ) 2>&1
@@ -112,6 +120,13 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
       --gtest_filter='Sm90GemmRepeatTest.*' | tail -2 ) 2>&1
   ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
       --gtest_filter='Sm90GemmRepeatTest.*' | tail -2 ) 2>&1
+  echo "--- MXFP8 default kernel (4096 x 7168 x 16384), SASS opcode counts at $(elapsed)s"
+  CUOBJ=/usr/local/cuda/bin/cuobjdump; [ -x "$CUOBJ" ] || CUOBJ=$(command -v cuobjdump)
+  KILN_CACHE_DIR=$(mktemp -d) "$X/kiln" compile "gemm a=mxfp8 b=mxfp8 out=bf16" --arch sm_90a --m 4096 --n 7168 \
+    --k 16384 --emit cubin --out "$X/mx.cubin" >/dev/null 2>&1 &&
+    "$CUOBJ" --dump-sass "$X/mx.cubin" 2>/dev/null | grep -oE '^ +/\*[0-9a-f]+\*/ +[A-Z][A-Z0-9_.]+' |
+    awk '{print $2}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -24 | tr '\n' ' '
+  echo
   echo "--- pytest at $(elapsed)s"
   KILN_CACHE_DIR=$(mktemp -d) timeout 120 python3 -m pytest -q python/tests 2>&1 | tail -3
   echo "tests done at $(elapsed)s"

@@ -59,6 +59,7 @@ bool tma_data_type(Format f, CUtensorMapDataType* t) {
     case Format::kE4m3:
     case Format::kE5m2:
     case Format::kMxfp8: *t = CU_TENSOR_MAP_DATA_TYPE_UINT8; return true;  // TMA moves bytes
+    case Format::kF32: *t = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; return true;  // outputs (TMA store)
     default: return false;
   }
 }
@@ -126,12 +127,16 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     const void* b = nullptr;
     long long m = -1, n = -1, k = -1, lda = -1, ldb = -1, b_expert_stride = -1;
     int experts = -1;
-    CUtensorMap map_a, map_b;  // aligned as cuda.h declares them (64 bytes)
+    const void* out = nullptr;
+    long long ldc = -1;
+    int out_tma = 0;
+    CUtensorMap map_a, map_b, map_out;  // aligned as cuda.h declares them (64 bytes)
   };
   thread_local MapCache cache;
   const bool hit = cache.kernel == k.kernel && cache.a == gp.a && cache.b == gp.b && cache.m == gp.m &&
                    cache.n == gp.n && cache.k == gp.k && cache.lda == gp.lda && cache.ldb == gp.ldb &&
-                   cache.experts == gp.experts && cache.b_expert_stride == gp.b_expert_stride;
+                   cache.experts == gp.experts && cache.b_expert_stride == gp.b_expert_stride &&
+                   (!cfg.tma_store || (cache.out == gp.out && cache.ldc == gp.ldc));
   if (!hit) {
     cache.kernel = nullptr;  // invalid until both maps are encoded
     // A box is one 128-byte swizzle atom of K; a stage of block_k = 256 bytes (two atoms, bench/NOTES.md
@@ -145,6 +150,21 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb,
                                              cfg.block_n / cfg.cluster_m, box_k, &cache.map_b,
                                              grouped ? gp.experts : 0, grouped ? gp.b_expert_stride : 0));
+    // The TMA-store epilogue (the kernel's section 12): Y [M, N] in boxes of 128 bytes by a consumer
+    // warpgroup's rows. An output TMA cannot address (base or row stride not a multiple of 16 bytes)
+    // runs the kernel's direct epilogue instead (out_tma = 0): never an error.
+    cache.out_tma = 0;
+    if (cfg.tma_store) {
+      const int out_bytes = std::max(1, format_bits(spec.out.format) / 8);
+      const int wg_rows = cfg.block_m / std::max(1, cfg.warps_m / 4);
+      cache.out_tma = sm90_encode_operand(d, "out", spec.out.format, gp.out, gp.m, gp.n, gp.ldc, wg_rows,
+                                          128 / out_bytes, &cache.map_out)
+                              .ok()
+                          ? 1
+                          : 0;
+    }
+    cache.out = gp.out;
+    cache.ldc = gp.ldc;
     cache.kernel = k.kernel;
     cache.a = gp.a;
     cache.b = gp.b;
@@ -172,7 +192,8 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(clusters * cfg.cluster_m));
   }
   // cuLaunchKernel copies the arguments during the call: the cached maps and gp are passed as they are.
-  void* args[] = {&cache.map_a, &cache.map_b, const_cast<kiln_dev::GemmParams*>(&gp), &workspace};
+  void* args[] = {&cache.map_a, &cache.map_b, const_cast<kiln_dev::GemmParams*>(&gp), &workspace, &cache.map_out,
+                  &cache.out_tma};  // the last two only for TMA-store kernels (their signature)
   return d.check(d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, 1, 1, ls.block_x, 1, 1,
                                   ls.dynamic_smem, stream, args, nullptr),
                  "cuLaunchKernel(sm90_gemm)");

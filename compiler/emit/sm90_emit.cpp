@@ -94,6 +94,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   body += constant("int", "kSplitK", to_string(cfg.split_k));  // the kernel's section 10
   body += constant("int", "kExperts", to_string(spec.layout == GroupLayout::kDense ? 0 : spec.experts));
   body += constant("int", "kArch", to_string(arch.sm()));
+  if (cfg.tma_store) body += constant("bool", "kTmaStore", "true");  // the kernel's section 12
   // Epilogues issue: the generated functor and the gate|up layout (the kernel's section 4).
   KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec));
   body += epilogue.config;
@@ -116,8 +117,15 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   s += "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" + to_string(k.threads) + ", 1) " +
        k.entry +
        "(const __grid_constant__ kiln_dev::TmaDesc tma_a, const __grid_constant__ kiln_dev::TmaDesc tma_b,\n"
-       "    kiln_dev::GemmParams p, void* workspace) {\n";
-  s += "  kiln_dev::sm90_gemm<KilnConfig>(tma_a, tma_b, p, workspace);\n}\n";
+       "    kiln_dev::GemmParams p, void* workspace";
+  if (cfg.tma_store) {
+    // The TMA-store epilogue (the kernel's section 12): the output's map and whether it is usable.
+    s += ", const __grid_constant__ kiln_dev::TmaDesc tma_out, int out_tma) {\n";
+    s += "  kiln_dev::sm90_gemm_tma_store<KilnConfig>(tma_a, tma_b, p, workspace, tma_out, out_tma);\n}\n";
+  } else {
+    s += ") {\n";
+    s += "  kiln_dev::sm90_gemm<KilnConfig>(tma_a, tma_b, p, workspace);\n}\n";
+  }
   return k;
 }
 

@@ -88,7 +88,7 @@ std::string TileConfig::to_string() const {
   return "bm" + std::to_string(block_m) + "_bn" + std::to_string(block_n) + "_bk" + std::to_string(block_k) +
          "_s" + std::to_string(stages) + "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
          "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "") +
-         (split_k != 1 ? "_k" + std::to_string(split_k) : "");
+         (split_k != 1 ? "_k" + std::to_string(split_k) : "") + (tma_store != 0 ? "_t" : "");
 }
 
 nlohmann::json config_to_json(const TileConfig& c) {
@@ -97,6 +97,7 @@ nlohmann::json config_to_json(const TileConfig& c) {
                    {"group_m", c.group_m}};
   if (c.cluster_m != 1) j["cluster_m"] = c.cluster_m;  // Hopper issue: optional, absent = 1
   if (c.split_k != 1) j["split_k"] = c.split_k;        // Hopper issue: optional, absent = 1
+  if (c.tma_store != 0) j["tma_store"] = c.tma_store;  // Hopper issue: optional, absent = 0
   return j;
 }
 
@@ -136,8 +137,13 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
       return InvalidArgument("tile config: split_k must be an integer in 1..64, got " + it->dump());
     c.split_k = static_cast<int>(it->get<int64_t>());
   }
+  if (auto it = j.find("tma_store"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1)
+      return InvalidArgument("tile config: tma_store must be 0 or 1, got " + it->dump());
+    c.tma_store = static_cast<int>(it->get<int64_t>());
+  }
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const bool known = it.key() == "cluster_m" || it.key() == "split_k" ||
+    const bool known = it.key() == "cluster_m" || it.key() == "split_k" || it.key() == "tma_store" ||
                        std::any_of(std::begin(kFields), std::end(kFields),
                                    [&](const Field& f) { return it.key() == f.key; });
     if (!known) return InvalidArgument("tile config: unknown field '" + it.key() + "'");
@@ -240,6 +246,9 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
   if (cfg.split_k != 1)
     return InvalidArgument("config " + cfg.to_string() + ": split_k=" + to_string(cfg.split_k) +
                            "; split-K exists in the sm90 family only (split_k 1)");
+  if (cfg.tma_store != 0)
+    return InvalidArgument("config " + cfg.to_string() + ": tma_store=" + to_string(cfg.tma_store) +
+                           "; the TMA-store epilogue exists in the sm90 family only (tma_store 0)");
   KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
   KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
   const bool mixed = mainloop == Sm80Mainloop::kMixedInput;

@@ -46,9 +46,13 @@ struct TileConfig {
   // more CTAs read the weights; the last to finish sums the partials in a fixed order). Optional in
   // JSON and to_string ("_k4") when it is 1.
   int split_k = 1;
+  // Hopper issue (sm90 family only): 1 = the epilogue writes each output tile to shared memory and
+  // stores it with TMA, asynchronously, while the consumers go on to the next tile (dense, no gate|up).
+  // Optional in JSON and to_string ("_t") when 0.
+  int tma_store = 0;
 
   bool operator==(const TileConfig&) const = default;
-  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1)
+  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t")
   int threads() const { return warps_m * warps_n * 32; }
 };
 nlohmann::json config_to_json(const TileConfig& c);

@@ -141,8 +141,10 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   // Grouped: the per-CTA expert table (cluster-tile ends, row bases, row counts: int32 each).
   const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
+  // TMA-store epilogue (the kernel's section 12): the output tile, staged before its TMA store.
+  const int out_tile = cfg.tma_store ? cfg.block_m * cfg.block_n * elem_bytes(spec.out.format) : 0;
   return cfg.stages * ((cfg.block_m + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
-         group_table + split_flags + kAlignSlack;
+         group_table + split_flags + out_tile + kAlignSlack;
 }
 
 int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes) {
@@ -252,6 +254,14 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            "accumulators per thread (64x128 or 128x64; this config: " +
                            to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) + ", block_k " +
                            to_string(cfg.block_k) + ") and 1 or 2 consumer warpgroups (e.g. 128x128 with warps 8x1)");
+  // The TMA-store epilogue (the kernel's section 12): a TMA box cannot stop at an expert's last row, and
+  // a GLU writes N / 2 columns from column pairs.
+  if (cfg.tma_store != 0 && (cfg.tma_store != 1 || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
+    return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +
+                           (cfg.tma_store != 1 ? string("a value other than 0 or 1")
+                            : spec.layout != GroupLayout::kDense ? string("a grouped problem")
+                                                                 : string("gate_up")) +
+                           ": the TMA-store epilogue takes dense problems without gate|up (tma_store 0)");
   // Split-K with unpromoted two-atom stages: ptxas serializes the wgmmas (C7520, the conditional second
   // atom of a split's odd tail), so that pairing is refused.
   if (cfg.split_k > 1 && atoms(spec, cfg) == 2 && !sm90_promotes(spec, cfg))
@@ -381,6 +391,20 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
           c.stages = stages;
           if (sm90_check_config(spec, arch, c).ok()) out.push_back(c);
         }
+      }
+    }
+  }
+  // The TMA-store epilogue (the kernel's section 12) for dense problems: each non-v4 shape at the
+  // deepest ring that fits beside the staged output tile, unclustered and in clusters of 2.
+  if (spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone) {
+    for (const auto& s : shapes) {
+      if (s[4] == 2 || s[2] == 12) continue;
+      for (int cluster_m : {1, 2}) {
+        TileConfig c = make(spec, s[0], s[1], s[2], s[3], s[4]);
+        c.cluster_m = cluster_m;
+        c.tma_store = 1;
+        c.stages = max_stages(spec, arch, c);
+        if (c.stages >= 3 && sm90_check_config(spec, arch, c).ok()) out.push_back(c);
       }
     }
   }

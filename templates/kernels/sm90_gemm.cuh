@@ -118,6 +118,13 @@
 //    quad whose accumulators hold that column (16-byte loads); then arrives on full[s] (1 + 32
 //    arrivals). Warpgroup tiles hold at most 64 accumulators per thread (64 x 128 or 128 x 64), one atom
 //    per stage; grouped, split-K and clusters work as for the other formats.
+// 12. TMA-store epilogue (tma_store = 1; dense, no gate|up): each consumer warpgroup writes its scaled
+//    (and functor-mapped) output slab to shared memory as 128-byte-swizzled TMA boxes, fences the
+//    async proxy, and one thread stores the boxes with cp.async.bulk.tensor (clipped at M and N by the
+//    map), then the warpgroup goes straight on to its next tile: the stores overlap the next mainloop,
+//    and they leave in whole 128-byte lines instead of the direct epilogue's 4-byte pieces per thread.
+//    The runtime passes the output's map and out_tma = 1 when the output is TMA-addressable (16-byte
+//    aligned base and row stride); otherwise the direct epilogue runs.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -160,6 +167,17 @@
 
 namespace kiln_dev {
 namespace sm90 {
+
+// Whether the config asks for the TMA-store epilogue (section 12): `static constexpr bool kTmaStore`,
+// emitted only by configs with tma_store = 1, so every other config compiles to the code it did.
+template <class Config, class = void>
+struct ConfigTmaStore {
+  static constexpr bool kValue = false;
+};
+template <class Config>
+struct ConfigTmaStore<Config, typename VoidOf<decltype(Config::kTmaStore)>::type> {
+  static constexpr bool kValue = Config::kTmaStore;
+};
 
 template <class Config>
 struct Gemm {
@@ -223,6 +241,15 @@ struct Gemm {
   static constexpr GateUp kGateUp = ConfigEpilogue<Config>::kGateUp;
   static constexpr bool kGlu = kGateUp != GateUp::kNone;
   using Fn = typename ConfigEpilogue<Config>::Fn;
+  // Section 12: the TMA-store epilogue. Each consumer warpgroup stages its kWgTileM x kWgTileN output
+  // slab in shared memory as TMA boxes of kWgTileM rows x 128 bytes (128-byte swizzle).
+  static constexpr bool kTmaStore = ConfigTmaStore<Config>::kValue;
+  static constexpr int kOutBytes = format_bytes(kOut);
+  static constexpr int kOutBoxCols = 128 / kOutBytes;
+  static constexpr int kOutBoxes = kWgTileN / kOutBoxCols;
+  static constexpr int kOutBoxBytes = kWgTileM * 128;
+  static constexpr int kOutWgBytes = kOutBoxes * kOutBoxBytes;
+  static constexpr int kOutTileBytes = kTmaStore ? kConsumers * kOutWgBytes : 0;
   // Grouped GEMMs (section 9): the per-expert table the walk reads, built once per CTA.
   static constexpr Grouping kGrouping = Config::kGrouping;
   static constexpr bool kGrouped = kGrouping != Grouping::kDense;
@@ -236,7 +263,7 @@ struct Gemm {
   // Ring, then the scale slots, then full[kStages] and empty[kStages] mbarriers; +1024 so the ring can
   // start on a 1024-byte boundary whatever the dynamic shared-memory base is.
   static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + kGroupTableBytes + kSplitFlagBytes +
-                                     1024;
+                                     kOutTileBytes + 1024;
   // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
   // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
   // MXFP8 (section 11): the producer's warp also loads and decodes the scales and the consumers hold
@@ -262,6 +289,8 @@ struct Gemm {
   static_assert(!kGlu || (kHasFn && kGateUp == GateUp::kInterleaved),
                 "gate_up: interleaved (gate, up) W rows combined by an epilogue functor (stacked halves run on "
                 "the portable family)");
+  static_assert(!kTmaStore || (!kGrouped && !kGlu && kWgTileM <= 256 && kWgTileN % kOutBoxCols == 0),
+                "the TMA-store epilogue (section 12) takes dense problems without gate|up");
   static_assert(Config::kWarpsM % 4 == 0, "consumer warps come in warpgroups of 4 stacked along M");
   static_assert(kConsumers >= 1 && kConsumers <= 3,
                 "1, 2 or 3 consumer warpgroups (the register split above is sized for those)");
@@ -324,6 +353,7 @@ struct Gemm {
     u32 empty;  // mbarrier empty[s] at empty + 8 * s
     u32 groups;  // grouped (section 9): int ct_end[E], row_base[E], rows[E] from here
     u32 flags;   // split-K (section 10): one word per consumer warpgroup
+    u32 out;     // TMA-store epilogue (section 12): consumer c's slab at out + c * kOutWgBytes
   };
 
   // Split-K (section 10): the walk's unit u is split u % kSplitK of cluster tile u / kSplitK, and a
@@ -1060,8 +1090,80 @@ struct Gemm {
     return true;
   }
 
+  // Section 12: this warpgroup's output slab through shared memory and TMA stores. The values are
+  // those of the direct epilogue (scales, then the functor, only for elements inside M x N: the
+  // functor's vector loads stay in bounds; the rest are staged as zeros and clipped by TMA). Box b of
+  // the slab holds columns [b * kOutBoxCols, (b + 1) * kOutBoxCols) of its kWgTileM rows, 128 bytes per
+  // row, 16-byte chunk q of row r at chunk q ^ (r % 8) (the map's 128-byte swizzle): the 8 rows a warp
+  // writes at once land in 8 different chunks, so the 4-byte stores do not conflict. The previous
+  // tile's stores must have read the slab first (tma_store_wait_read by the thread that issued them,
+  // then the warpgroup's barrier); the stores themselves run while the warpgroup goes on to its next
+  // tile's mainloop.
+  static __device__ __forceinline__ void store_tile_tma(const GemmParams& p, const Smem& sm, const TmaDesc* tma_out,
+                                                        const Tile& tile, const float (&acc)[kMmaM][kAccRegs],
+                                                        const float (&row_f)[kMmaM][2], float b_tile, int wg_m,
+                                                        int wg_n, int consumer, int tid) {
+    const int warp = tid >> 5, lane = tid & 31;
+    const u32 buf = sm.out + u32(consumer * kOutWgBytes);
+    if (tid == 0) tma_store_wait_read<0>();
+    named_barrier_sync(1 + consumer, 128);
+    const int slab_row0 = tile.row0 + wg_m * kWgTileM;
+    const int slab_col0 = tile.n * kBlockN + wg_n * kWgTileN;
+    const float* sb_row = kRowB ? b_scale_of<ScaleType::kF32>(p, tile.e) : nullptr;
+#pragma unroll
+    for (int j = 0; j < kAccRegs / 4; ++j) {
+      const int c = 8 * j + 2 * (lane & 3);  // slab column
+      const int col = slab_col0 + c;
+      float col_f0 = b_tile, col_f1 = b_tile;
+      if constexpr (kRowB) {
+        if (col < p.n) {
+          col_f0 = ldg_f32(sb_row + col);
+          col_f1 = ldg_f32(sb_row + (col + 1 < p.n ? col + 1 : col));
+        }
+      }
+      const int box = c / kOutBoxCols;
+      const int off = (c % kOutBoxCols) * kOutBytes;
+#pragma unroll
+      for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = mi * 64 + warp * 16 + (lane >> 2) + half * 8;  // slab row
+          const int row = slab_row0 + r;
+          float v0 = acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0);
+          float v1 = acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1);
+          if constexpr (kHasFn) {
+            const EpilogueLoads ctx{p};
+            const bool in = row < tile.row_end && col < p.n;
+            v0 = in ? Fn::apply(ctx, v0, 0.0f, 0.0f, row, col, tile.e) : 0.0f;
+            v1 = in && col + 1 < p.n ? Fn::apply(ctx, v1, 0.0f, 0.0f, row, col + 1, tile.e) : 0.0f;
+          }
+          const u32 addr = buf + u32(box * kOutBoxBytes + r * 128 + ((((off >> 4) ^ (r & 7)) << 4) | (off & 15)));
+          if constexpr (kOut == Format::kBf16) {
+            sts_u32(addr, cvt_pack_bf16x2(v0, v1));
+          } else if constexpr (kOut == Format::kF16) {
+            sts_u32(addr, cvt_pack_f16x2(v0, v1));
+          } else {
+            sts_u32(addr, bits_from_f32(v0));
+            sts_u32(addr + 4, bits_from_f32(v1));
+          }
+        }
+      }
+    }
+    fence_proxy_async_shared();  // this thread's writes, visible to the TMA unit
+    named_barrier_sync(1 + consumer, 128);
+    if (tid == 0 && slab_row0 < tile.row_end) {
+#pragma unroll
+      for (int b = 0; b < kOutBoxes; ++b) {
+        const int x = slab_col0 + b * kOutBoxCols;
+        if (x < p.n) tma_store_2d(tma_out, buf + u32(b * kOutBoxBytes), x, slab_row0);
+      }
+      tma_store_commit();
+    }
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const Smem& sm, const Walk& w,
-                                                 int k_tiles, int consumer, void* ws) {
+                                                 int k_tiles, int consumer, void* ws, const TmaDesc* tma_out,
+                                                 bool out_tma) {
     // Per-tensor scales first: their latency hides behind the first K tile.
     float a_t = 1.0f, b_t = 1.0f;
     if constexpr (kScaleA == Scale::kTensor) {
@@ -1217,6 +1319,13 @@ struct Gemm {
         if (!split_reduce(acc, ws, unit_tile(u), u % kSplitK, consumer, tid, sm)) continue;
       }
 
+      // Section 12: through shared memory and TMA stores where the runtime could map the output.
+      if constexpr (kTmaStore) {
+        if (out_tma) {
+          store_tile_tma(p, sm, tma_out, tile, acc, row_f, b_tile, wg_m, wg_n, consumer, tid);
+          continue;
+        }
+      }
       // Epilogue: acc * (row_factor * col_factor). Accumulator register i of slab mi: row 16 * warp + g
       // + 8 * ((i / 2) % 2), column 8 * (i / 4) + 2 * t + (i % 2) of the warpgroup tile
       // (ptx/wgmma.cuh). Column pairs outermost, so per-column scales are loaded once per pair.
@@ -1262,15 +1371,19 @@ struct Gemm {
 
   // ---- the kernel -------------------------------------------------------------------------------
 
+  // tma_out / out_tma: the output's tensor map and whether to use it (section 12; TMA-store configs
+  // only, and only where the runtime could encode the map: else the direct epilogue runs).
   static __device__ __forceinline__ void run(const TmaDesc& tma_a, const TmaDesc& tma_b,
-                                             const GemmParams& p, void* ws) {
+                                             const GemmParams& p, void* ws, const TmaDesc* tma_out = nullptr,
+                                             bool out_tma = false) {
     extern __shared__ __align__(1024) u8 smem[];
     if (p.m <= 0 || p.n <= 0) return;  // uniform: before any barrier
 
     Smem sm;
     sm.a = (smem_u32(smem) + 1023u) & ~1023u;
     sm.b = sm.a + kStages * kTileBytesA;
-    sm.scales = sm.b + kStages * kTileBytesB;
+    sm.out = sm.b + kStages * kTileBytesB;  // 1024-byte aligned: the ring's boxes are
+    sm.scales = sm.out + kOutTileBytes;
     sm.full = sm.scales + kStages * kScaleSlotBytes;
     sm.empty = sm.full + 8 * kStages;
     sm.groups = sm.empty + 8 * kStages;
@@ -1307,7 +1420,11 @@ struct Gemm {
       if (threadIdx.x == 0 || (kScaleWarp && threadIdx.x < 32)) produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
     } else {
       setmaxnreg_inc<kConsumerRegs>();
-      consume(p, sm, w, k_tiles, wg - 1, ws);
+      consume(p, sm, w, k_tiles, wg - 1, ws, tma_out, kTmaStore && out_tma);
+      // Section 12: the last tile's TMA stores are complete before the CTA (and its shared memory) goes.
+      if constexpr (kTmaStore) {
+        if ((threadIdx.x & 127) == 0) tma_store_wait_all<0>();
+      }
       // No CTA leaves while a peer may still arrive on its barriers (the producers have exited, and
       // exited threads do not take part).
       if constexpr (kCluster > 1) cluster_sync();
@@ -1321,6 +1438,14 @@ template <class Config>
 __device__ __forceinline__ void sm90_gemm(const TmaDesc& tma_a, const TmaDesc& tma_b, const GemmParams& p,
                                           void* workspace) {
   sm90::Gemm<Config>::run(tma_a, tma_b, p, workspace);
+}
+
+// The TMA-store configs' entry (section 12): the output's tensor map, and whether the runtime could
+// encode it (1) or the direct epilogue must run (0: an output TMA cannot address).
+template <class Config>
+__device__ __forceinline__ void sm90_gemm_tma_store(const TmaDesc& tma_a, const TmaDesc& tma_b, const GemmParams& p,
+                                                    void* workspace, const TmaDesc& tma_out, int out_tma) {
+  sm90::Gemm<Config>::run(tma_a, tma_b, p, workspace, &tma_out, out_tma != 0);
 }
 
 }  // namespace kiln_dev

@@ -70,4 +70,32 @@ __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TmaDesc* ma
       : "memory");
 }
 
+// ---- stores: shared -> global (the TMA-store epilogue) ----------------------------------------------
+// §9.7.9.25.5.2 again, the other direction: the box at shared address `src` (laid out as the map's
+// swizzle says) is written to the tensor at (c0, c1); elements outside the tensor are not written. The
+// copy joins the issuing thread's bulk async-group (commit with tma_store_commit); the source may be
+// overwritten only after tma_store_wait_read says the group has read it (§9.7.9.25.6).
+__device__ __forceinline__ void tma_store_2d(const TmaDesc* map, u32 src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<u64>(map)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// At most N of this thread's committed bulk groups are still reading their shared memory.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// At most N of this thread's committed bulk groups are incomplete (their writes not yet performed).
+template <int N>
+__device__ __forceinline__ void tma_store_wait_all() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Makes this thread's generic-proxy writes to shared memory visible to the async proxy (TMA) before a
+// bulk copy reads them (§9.7.13.4 "membar/fence": fence.proxy.async).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 }  // namespace kiln_dev

@@ -67,7 +67,7 @@ KernelSpec spec_of(const std::string& text) {
 // A pinned sm90 config: block_m x block_n, stages, consumer warps (warps_m along M, warps_n WGs along N),
 // CTAs per cluster along M, rasterization group, 128-byte atoms of K per stage (v4: 2 = block_k 256 FP8).
 struct Pin {
-  int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1, split = 1;
+  int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1, split = 1, tma = 0;
 };
 TileConfig pinned(const KernelSpec& s, const Pin& p) {
   TileConfig c;
@@ -80,6 +80,7 @@ TileConfig pinned(const KernelSpec& s, const Pin& p) {
   c.group_m = p.group;
   c.cluster_m = p.cluster;
   c.split_k = p.split;
+  c.tma_store = p.tma;
   return c;
 }
 
@@ -132,7 +133,13 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      // unpromoted two-atom stages (256 bytes of every row per stage): 29 64 x 64, 30 the wide
                      // 128 x 256 (never split: sm90_check_config refuses it).
                      {64, 64, 6, 4, 1, 1, 8, 2},
-                     {128, 256, 2, 8, 1, 1, 8, 2}};
+                     {128, 256, 2, 8, 1, 1, 8, 2},
+                     // the TMA-store epilogue (the kernel's section 12): 31 the wide tile at 3 stages (16-bit
+                     // outputs), 32 128 x 128 at 5, 33 in clusters of 2, 34 64 x 128 split 4 ways.
+                     {128, 256, 3, 8, 1, 1, 8, 1, 1, 1},
+                     {128, 128, 5, 8, 1, 1, 8, 1, 1, 1},
+                     {128, 128, 4, 8, 1, 2, 8, 1, 1, 1},
+                     {64, 128, 6, 4, 1, 1, 8, 1, 4, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -155,7 +162,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
     const Pin& p = kPins[info.param.pin];
     out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
            std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "") +
-           (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") + (p.split > 1 ? "k" + std::to_string(p.split) : "");
+           (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") + (p.split > 1 ? "k" + std::to_string(p.split) : "") +
+           (p.tma ? "t" : "");
   }
   return out;
 }
@@ -377,6 +385,37 @@ std::vector<Case> mx_cases() {
   return cases;
 }
 
+// ---- the TMA-store epilogue (the kernel's section 12) ----------------------------------------------
+// Every scale kind and output, an epilogue functor, clusters and split-K; M = 1, tails, a multi-wave
+// shape; N = 129 and 1030 give rows TMA cannot address (2 * N not a multiple of 16): those runs take
+// the kernel's direct epilogue (out_tma = 0), the others the TMA stores.
+std::vector<Case> tma_cases() {
+  std::vector<Case> cases;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 256, 512}, {77, 200, 1024}, {300, 129, 512}, {1000, 1032, 1024}, {2000, 3000, 512}};
+  const struct {
+    const char* spec;
+    int pins[3];
+  } specs[] = {{"gemm a=bf16 b=bf16 out=bf16", {31, 32, 34}},
+               {"gemm a=f16 b=f16 out=f16", {31, 33, 34}},
+               {"gemm a=e4m3:tensor b=e4m3:tensor out=f32", {32, 33, 34}},
+               {"gemm a=e4m3:m b=e4m3:n out=bf16", {31, 32, 33}},
+               {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", {32, 33, 34}},
+               {"gemm a=mxfp8 b=mxfp8 out=bf16", {32, 33, 34}},
+               {"gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\"", {31, 32, 34}}};
+  for (const auto& sp : specs) {
+    for (int pin : sp.pins) {
+      for (const Shape& sh : shapes) {
+        if (kPins[pin].split > 1 && sh.m > 300) continue;  // split-K: the decode shapes
+        cases.push_back({sp.spec, sh.m, sh.n, sh.k, pin});
+      }
+    }
+  }
+  return cases;
+}
+
 // Unpromoted two-atom stages (bf16, f16, fast-accumulating FP8 with tensor / row scales): K whose atom
 // count is odd (a last stage of one atom), M = 1, tails, a multi-wave shape, and with split-K.
 std::vector<Case> two_atom_cases() {
@@ -494,7 +533,7 @@ class PrecompileEnvironment : public testing::Environment {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
-    for (const auto& list : {split_cases(), grouped_cases(), mx_cases()}) {
+    for (const auto& list : {split_cases(), grouped_cases(), mx_cases(), tma_cases()}) {
       for (const Case& c : list) {
         const KernelSpec s = spec_of(c.spec);
         if (c.pin >= 0) {
@@ -594,6 +633,7 @@ INSTANTIATE_TEST_SUITE_P(GroupedConfigs, Sm90GemmGpuTest, testing::ValuesIn(grou
 INSTANTIATE_TEST_SUITE_P(SplitKConfigs, Sm90GemmGpuTest, testing::ValuesIn(split_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(TwoAtomConfigs, Sm90GemmGpuTest, testing::ValuesIn(two_atom_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(MxConfigs, Sm90GemmGpuTest, testing::ValuesIn(mx_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(TmaStoreConfigs, Sm90GemmGpuTest, testing::ValuesIn(tma_cases()), case_name);
 
 // One split-K plan run at M = 64, 128, 64 on its own workspace: more tiles at the larger M must not
 // find their counters on the partials of the smaller one (the counters sit in a fixed region).
@@ -701,6 +741,50 @@ TEST(Sm90GemmTiming, PrintsBlockScaled4096x7168) {
     o.seed = 1;
     o.time = true;
     timing_row(std::string(s) + " k=" + std::to_string(k), "sm80_gemm", run_check(runtime(), *plan, o));
+  }
+}
+
+// The TMA-store epilogue against the direct one on large-M shapes, same run: the plan's own config
+// (pre-tuned or heuristic) and the same config with tma_store = 1 (stages reduced until the staged
+// output tile fits), and the wide tile at 3 stages with TMA stores.
+TEST(Sm90GemmTiming, TmaStoreAgainstDirectStores) {
+  KILN_REQUIRE_SM90();
+  struct Shape {
+    const char* spec;
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{"gemm a=bf16 b=bf16 out=bf16", 4096, 32768, 512},
+                          {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 4096, 32768, 512},
+                          {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 4096, 32768, 512},
+                          {"gemm a=bf16 b=bf16 out=bf16", 4096, 24576, 1536},
+                          {"gemm a=e4m3:m b=e4m3:n out=bf16", 4096, 7168, 2048},
+                          {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 4096, 7168, 2048},
+                          {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 4096, 7168, 16384}};
+  std::printf("[ timing ] %-44s %-32s %9s %9s %s\n", "spec", "config", "ms", "TFLOP/s", "check");
+  for (const Shape& sh : shapes) {
+    const KernelSpec s = spec_of(sh.spec);
+    auto plan = runtime().plan(s, {sh.m, sh.n, sh.k});
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    CheckOptions o;
+    o.m = sh.m;
+    o.seed = 1;
+    o.time = true;
+    const std::string label = std::string(sh.spec) + " " + std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" +
+                              std::to_string(sh.k);
+    timing_row(label, "plan", run_check(runtime(), *plan, o));
+    std::vector<TileConfig> variants;
+    TileConfig t = plan->config_for(sh.m);
+    t.tma_store = 1;
+    while (t.stages > 2 && !sm90_check_config(s, kSm90a, t).ok()) --t.stages;
+    if (sm90_check_config(s, kSm90a, t).ok()) variants.push_back(t);
+    TileConfig wide = pinned(s, kPins[31]);
+    if (sm90_check_config(s, kSm90a, wide).ok() && !(wide == t)) variants.push_back(wide);
+    for (const TileConfig& v : variants) {
+      ScopedConfigOverride pin(v);
+      auto p2 = runtime().plan(s, {sh.m, sh.n, sh.k});
+      ASSERT_TRUE(p2.ok()) << p2.status().to_string();
+      timing_row(label, "tma store", run_check(runtime(), *p2, o));
+    }
   }
 }
 

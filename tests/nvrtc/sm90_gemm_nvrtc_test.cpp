@@ -642,5 +642,64 @@ TEST(Sm90MxPlanTest, ConfigRulesNameTheReason) {
   for (const char* arch : {"sm_90", "sm_89", "sm_80"}) EXPECT_EQ(*select_family(s, *parse_arch(arch)), KernelFamily::kSm80Gemm);
 }
 
+// ---- the TMA-store epilogue (the kernel's section 12) ------------------------------------------------
+
+// Every TMA-store shape of the config space compiles for bf16, FP8 blocks (f32 out) and an epilogue
+// functor, with the bulk tensor stores, the proxy fence and the bulk-group waits in the PTX; the extra
+// kernel parameters appear only in these kernels.
+TEST(Sm90TmaStoreNvrtcTest, TmaStoreConfigsCompileWithoutSpills) {
+  int compiled = 0;
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=f32",
+                           "gemm a=e4m3:m b=e4m3:n out=f16 epilogue=\"out = silu(acc + bias[n])\""}) {
+    const KernelSpec s = spec_of(text);
+    for (const TileConfig& c : sm90_config_space(s, sm90a())) {
+      if (!c.tma_store || c.cluster_m != 1) continue;
+      const std::string what = std::string(text) + " " + c.to_string();
+      const CompileResult r = compile_ok(s, c, what, /*want_ptx=*/true);
+      std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
+      for (const char* e : {"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
+                            "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read 0", "cp.async.bulk.wait_group 0"})
+        EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
+      ++compiled;
+    }
+  }
+  EXPECT_GE(compiled, 12);
+  // A plain config's kernel keeps its four parameters and no store path.
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  auto plain = emit_kernel(bf16, KernelFamily::kSm90Gemm, v4_config(128, 128, 64, 6, 8, 1), sm90a());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_THAT(plain->source, Not(HasSubstr("tma_out")));
+  EXPECT_THAT(plain->source, Not(HasSubstr("kTmaStore")));
+}
+
+TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  TileConfig c = v4_config(128, 256, 64, 3, 8, 1);
+  c.tma_store = 1;
+  EXPECT_EQ(c.to_string(), "bm128_bn256_bk64_s3_w8x1_g8_t");
+  auto back = config_from_json(config_to_json(c));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, c);
+  EXPECT_TRUE(sm90_check_config(bf16, sm90a(), c).ok());
+  // The staged output tile: 128 x 256 bf16 = 64 KB beside 3 stages of (128 + 256) x 128 bytes.
+  EXPECT_EQ(sm90_smem_bytes(bf16, c), 3 * 49152 + 65536 + 16 * 3 + 1024);
+  c.stages = 4;  // 4 stages + the tile do not fit
+  EXPECT_EQ(sm90_check_config(bf16, sm90a(), c).code(), StatusCode::kResourceExhausted);
+  c.stages = 3;
+  const Status grouped = sm90_check_config(spec_of("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16"), sm90a(), c);
+  EXPECT_THAT(grouped.message(), HasSubstr("dense problems"));
+  const Status glu = sm90_check_config(
+      spec_of("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\""), sm90a(), c);
+  EXPECT_THAT(glu.message(), HasSubstr("gate|up"));
+  // The portable family refuses it.
+  EXPECT_THAT(check_config(bf16, *parse_arch("sm_89"), c).message(), HasSubstr("sm90 family only"));
+  // The space offers it for dense problems only.
+  int tma = 0;
+  for (const TileConfig& x : sm90_config_space(bf16, sm90a())) tma += x.tma_store;
+  EXPECT_GT(tma, 8);
+  for (const TileConfig& x : sm90_config_space(spec_of("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16"), sm90a()))
+    EXPECT_EQ(x.tma_store, 0);
+}
+
 }  // namespace
 }  // namespace kiln
