@@ -276,8 +276,9 @@ TEST(Sm90BlockScaleNvrtcTest, DefaultBlockConfigUsesWgmmaTmaAndPromotes) {
   for (const char* out : {"bf16", "f16", "f32"}) {
     const KernelSpec s = spec_of(std::string("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=") + out);
     const TileConfig cfg = default_config(s, sm90a(), {4096, 7168, 7168});
-    // The v4 default (bench/NOTES.md v4): two 128-K atoms per stage, staged scales, clusters of 2.
-    EXPECT_EQ(cfg.to_string(), "bm128_bn128_bk256_s3_w8x1_g8_c2");
+    // The v4 default (bench/NOTES.md v4): two 128-K atoms per stage, staged scales, clusters of 2; TMA
+    // stores at M >= 256 (the kernel's section 12).
+    EXPECT_EQ(cfg.to_string(), "bm128_bn128_bk256_s2_w8x1_g8_c2_t");
     const CompileResult r = compile_ok(s, cfg, std::string("block out=") + out + " " + cfg.to_string(),
                                        /*want_ptx=*/true);
     std::cout << "[ registers ] block out=" << out << " " << cfg.to_string() << ": " << r.registers
@@ -303,7 +304,7 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   // with ue8m0 scales or a grid under two waves; v4's two-atom clustered tile otherwise); 64-row tiles for
   // small M.
   const TileConfig big = default_config(block, sm90a(), {300, 7168, 7168});
-  EXPECT_EQ(big.to_string(), "bm128_bn128_bk128_s7_w8x1_g8");
+  EXPECT_EQ(big.to_string(), "bm128_bn128_bk128_s6_w8x1_g8_t");
   EXPECT_EQ(big.block_m, 128);
   EXPECT_EQ(big.block_n, 128);
   EXPECT_EQ(big.warps_m, 8);
@@ -333,6 +334,7 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   EXPECT_THAT(st.message(), HasSubstr("cannot be promoted"));
   // 64 x 256 over two warpgroups along N: each warpgroup owns one 128-column block.
   TileConfig split = big;
+  split.tma_store = 0;  // the direct epilogue's shared-memory budget
   split.block_m = 64;
   split.block_n = 256;
   split.warps_m = 4;
@@ -345,7 +347,7 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   EXPECT_TRUE(can_implement(row, sm90a(), {257, 384, 1040}).ok());
   // The emitted unit names the scales.
   auto k = emit_kernel(spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"),
-                       KernelFamily::kSm90Gemm, big, sm90a());
+                       KernelFamily::kSm90Gemm, split, sm90a());
   ASSERT_TRUE(k.ok()) << k.status().to_string();
   for (const char* line : {"kScaleA = kiln_dev::Scale::kBlock1x128;", "kScaleTypeA = kiln_dev::ScaleType::kUe8m0;",
                            "kScaleB = kiln_dev::Scale::kBlock128x128;", "kScaleTypeB = kiln_dev::ScaleType::kUe8m0;",
@@ -416,6 +418,7 @@ TEST(Sm90PlanTest, ConfigsReadAsConsumerWarpgroups) {
   // cluster_m is optional in JSON and in the config text.
   TileConfig c1 = wide;
   c1.cluster_m = 1;
+  c1.tma_store = 0;
   EXPECT_EQ(config_to_json(c1).count("cluster_m"), 0u);
   TileConfig c2 = c1;
   c2.cluster_m = 2;
@@ -582,7 +585,10 @@ TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
   const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
   ASSERT_TRUE(sm90_mx(s));
   ASSERT_TRUE(sm90_supports(s, sm90a()));
-  const TileConfig def = default_config(s, sm90a(), {4096, 7168, 7168});
+  TileConfig def = default_config(s, sm90a(), {4096, 7168, 7168});
+  EXPECT_EQ(def.tma_store, 1);  // large dense problems store through TMA (section 12)
+  def.tma_store = 0;            // the grouped and GLU runs below take the direct epilogue
+  def.stages = 6;
   EXPECT_EQ(def.block_m, 128);
   EXPECT_EQ(def.block_n, 128);
   EXPECT_EQ(def.warps_m, 8);
