@@ -12,7 +12,7 @@
 // Design (DESIGN.md "Kernel families"; numbers are PTX ISA 9.0 sections):
 //
 // 1. Warp specialization. The block is 1 producer warpgroup + kConsumers (1 or 2) consumer
-//    warpgroups. The producer gives registers back (setmaxnreg.dec to 40) and one of its threads
+//    warpgroups. The producer gives registers back (setmaxnreg.dec; kProducerRegs) and one of its threads
 //    issues every TMA copy; the consumers take them (setmaxnreg.inc) for their accumulators. Each
 //    consumer warpgroup owns a kWgTileM x kWgTileN slab of the block tile (kWarpsM / 4 warpgroups
 //    along M, kWarpsN along N: a warpgroup's 4 warps stack along M, 16 rows each, which is how
@@ -22,7 +22,8 @@
 //    through swizzled K-major descriptors. A K tile is exactly 128 bytes of K (64 bf16/f16 or 128 FP8
 //    elements): one swizzle atom wide, four 32-byte wgmma k-steps (m64nNk16 or m64nNk32).
 //    Two mbarriers per stage (ptx/mbarrier.cuh):
-//      full[s]:  1 arrival (the producer's arrive.expect_tx of the stage's bytes) + the TMA bytes.
+//      full[s]:  1 arrival (the producer's arrive.expect_tx of the stage's bytes) + the TMA bytes (+ 32
+//                lane arrivals when warp 0 stages scales: sections 8 and 11).
 //      empty[s]: one arrival per consumer warp (lane 0, after its wgmma reads of the stage are done).
 //    Producer and consumers walk the same (tile, k-tile) sequence with their own (stage, phase)
 //    counters; the producer waits empty[s] with the opposite parity, so its first trip round the
@@ -658,7 +659,7 @@ struct Gemm {
 
   // One K atom's scale words (4 E8M0 bytes: k-steps 0..3) of the rows one producer lane stages: a's tile
   // rows lane, lane + 32, ... (clamped to the last valid row) and b's tile columns lane, lane + 32, ...
-  // (clamped to N - 1). The row addresses are recomputed per stage: the producer has 40 registers.
+  // (clamped to N - 1). The row addresses are recomputed per stage to keep the producer's registers few.
   static constexpr int kMxRowsA = kBlockM / 32;
   static constexpr int kMxColsB = kBlockN / 32;
   struct MxWords {
@@ -737,6 +738,7 @@ struct Gemm {
   // Releases stage s to the producers: one arrival per warp on the empty[s] of every CTA of the
   // cluster (empty[s] counts 4 * kConsumers * kCluster).
   static __device__ __forceinline__ void release(const Smem& sm, int s, int lane) {
+    __syncwarp();  // every lane's reads of the stage (wgmma waits, staged scales) precede lane 0's arrive
     if (lane == 0) {
       if constexpr (kCluster == 1) {
         mbar_arrive(sm.empty + 8 * s);

@@ -78,7 +78,8 @@ __device__ __forceinline__ void sts_u32(u32 smem_addr, u32 v) {
 __device__ __forceinline__ void lds_128(u32 (&r)[4], u32 smem_addr) {
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr));
+               : "r"(smem_addr)
+               : "memory");
 }
 
 }  // namespace kiln_dev

@@ -207,6 +207,13 @@ std::vector<Case> all_cases() {
        1030,
        1024,
        {}},
+      {"sm90_mxfp8_swiglu_offsets",
+       "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 gate_up=interleaved "
+       "epilogue=\"out = silu(gate + gate_bias[e,n]) * (up + up_bias[e,n]) * scale[m]\"",
+       300,
+       512,
+       1056,
+       {0, 1, 0, 57, 1, 0, 240, 1}},
       {"sm90_bf16_decode_swiglu",
        "gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\"",
        3,
