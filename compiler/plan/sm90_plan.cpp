@@ -208,9 +208,14 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " is not a multiple of 64 * " +
                            to_string(wgs_m) + ": each consumer warpgroup owns whole m64 wgmma slabs");
   const int wg_n = cfg.block_n / wgs_n;
-  if (cfg.block_n % wgs_n != 0 || (wg_n != 64 && wg_n != 128 && wg_n != 256))
+  // The wgmma N the kernel spells out (ptx/wgmma.cuh): powers of two, and the widths between them that
+  // let 132 SMs fill (e.g. N = 2112 = 11 x 192).
+  const bool wg_n_ok = wg_n == 64 || wg_n == 96 || wg_n == 112 || wg_n == 128 || wg_n == 144 || wg_n == 160 ||
+                       wg_n == 192 || wg_n == 208 || wg_n == 256;
+  if (cfg.block_n % wgs_n != 0 || !wg_n_ok)
     return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " over " + to_string(wgs_n) +
-                           " warpgroups is not a wgmma N of 64, 128 or 256 per warpgroup");
+                           " warpgroups is not a wgmma N of 64, 96, 112, 128, 144, 160, 192, 208 or 256 per "
+                           "warpgroup");
   if (acc_regs(cfg) > kMaxAccRegs)
     return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +
                            to_string(wg_n) + " needs " + to_string(acc_regs(cfg)) +
@@ -256,6 +261,12 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            to_string(cfg.block_k) + ") and 1 or 2 consumer warpgroups (e.g. 128x128 with warps 8x1)");
   // The TMA-store epilogue (the kernel's section 12): a TMA box cannot stop at an expert's last row, and
   // a GLU writes N / 2 columns from column pairs.
+  const int out_box_cols = 128 / elem_bytes(spec.out.format);
+  if (cfg.tma_store != 0 && wg_n % out_box_cols != 0)
+    return InvalidArgument(name + "tma_store=1 with " + to_string(wg_n) + " columns per warpgroup: the staged "
+                           "slab is stored in boxes of 128 bytes (" + to_string(out_box_cols) + " " +
+                           format_name(spec.out.format) + " columns); use tma_store 0 or a multiple of " +
+                           to_string(out_box_cols) + " columns");
   if (cfg.tma_store != 0 && (cfg.tma_store != 1 || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +
                            (cfg.tma_store != 1 ? string("a value other than 0 or 1")
@@ -391,6 +402,10 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
                            {64, 64, 4, 1, 1},   {64, 128, 4, 1, 1},  {64, 256, 4, 1, 1},  {128, 64, 8, 1, 1},
                            {128, 128, 8, 1, 1}, {128, 256, 8, 1, 1}, {128, 128, 4, 1, 1}, {128, 256, 4, 2, 1},
                            {256, 128, 8, 1, 1}, {128, 128, 4, 2, 1},
+                           // N tiles between the powers of two (two warpgroups of 64 x N): N = 2112 = 11 x
+                           // 192, 7168 = 56 x 128 ~ 34.5 x 208, ... so the last wave fills more SMs.
+                           {128, 192, 8, 1, 1}, {128, 160, 8, 1, 1}, {128, 208, 8, 1, 1}, {128, 144, 8, 1, 1},
+                           {128, 112, 8, 1, 1},
                            // v4 (the kernel's section 8), offered for block-scaled specs: two-atom stages
                            // with overlapped promotion, and three consumer warpgroups.
                            {128, 128, 8, 1, 2}, {64, 128, 4, 1, 2},  {64, 256, 4, 2, 2},  {192, 128, 12, 1, 1},

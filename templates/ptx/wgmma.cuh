@@ -105,6 +105,41 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, " \
   "%123, %124, %125, %126, %127"                                                               \
   "}"
+// N = 96 .. 208 (tiles that are not powers of two, so 132 SMs fill): N / 2 registers each, spelled from
+// runs of 8 operand numbers.
+#define KILN_WG_R0 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define KILN_WG_R1 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define KILN_WG_R2 "%16, %17, %18, %19, %20, %21, %22, %23"
+#define KILN_WG_R3 "%24, %25, %26, %27, %28, %29, %30, %31"
+#define KILN_WG_R4 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define KILN_WG_R5 "%40, %41, %42, %43, %44, %45, %46, %47"
+#define KILN_WG_R6 "%48, %49, %50, %51, %52, %53, %54, %55"
+#define KILN_WG_R7 "%56, %57, %58, %59, %60, %61, %62, %63"
+#define KILN_WG_R8 "%64, %65, %66, %67, %68, %69, %70, %71"
+#define KILN_WG_R9 "%72, %73, %74, %75, %76, %77, %78, %79"
+#define KILN_WG_R10 "%80, %81, %82, %83, %84, %85, %86, %87"
+#define KILN_WG_R11 "%88, %89, %90, %91, %92, %93, %94, %95"
+#define KILN_WG_R12 "%96, %97, %98, %99, %100, %101, %102, %103"
+// P<k>: the first k runs, comma-separated.
+#define KILN_WG_P1 KILN_WG_R0
+#define KILN_WG_P2 KILN_WG_P1 ", " KILN_WG_R1
+#define KILN_WG_P3 KILN_WG_P2 ", " KILN_WG_R2
+#define KILN_WG_P4 KILN_WG_P3 ", " KILN_WG_R3
+#define KILN_WG_P5 KILN_WG_P4 ", " KILN_WG_R4
+#define KILN_WG_P6 KILN_WG_P5 ", " KILN_WG_R5
+#define KILN_WG_P7 KILN_WG_P6 ", " KILN_WG_R6
+#define KILN_WG_P8 KILN_WG_P7 ", " KILN_WG_R7
+#define KILN_WG_P9 KILN_WG_P8 ", " KILN_WG_R8
+#define KILN_WG_P10 KILN_WG_P9 ", " KILN_WG_R9
+#define KILN_WG_P11 KILN_WG_P10 ", " KILN_WG_R10
+#define KILN_WG_P12 KILN_WG_P11 ", " KILN_WG_R11
+#define KILN_WG_P13 KILN_WG_P12 ", " KILN_WG_R12
+#define KILN_WG_D48 "{" KILN_WG_P6 "}"
+#define KILN_WG_D56 "{" KILN_WG_P7 "}"
+#define KILN_WG_D72 "{" KILN_WG_P9 "}"
+#define KILN_WG_D80 "{" KILN_WG_P10 "}"
+#define KILN_WG_D96 "{" KILN_WG_P12 "}"
+#define KILN_WG_D104 "{" KILN_WG_P13 "}"
 #define KILN_WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define KILN_WG_F16(i) KILN_WG_F4(i), KILN_WG_F4(i + 4), KILN_WG_F4(i + 8), KILN_WG_F4(i + 12)
 #define KILN_WG_F32(i) KILN_WG_F16(i), KILN_WG_F16(i + 16)
@@ -112,19 +147,37 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #define KILN_WG_F128(i) KILN_WG_F64(i), KILN_WG_F64(i + 64)
 // One wgmma: OP = opcode, DLIST = "{%0, ...}", DA/DB/SC = the operand numbers of the descriptors and of
 // scale-d (after the accumulators), TAIL = the immediates (scale-a, scale-b[, trans-a, trans-b]).
-#define KILN_WGMMA(OP, DLIST, DA, DB, SC, TAIL, OUTS)                                             \
+#define KILN_WGMMA(OP, DLIST, DA, DB, SC, TAIL, ...)                                              \
   asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" SC ", 0;\n " OP " " DLIST ", %" DA ", %" DB \
                ", p, " TAIL ";\n}\n"                                                              \
-               : OUTS                                                                             \
+               : __VA_ARGS__                                                                      \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 #define KILN_WG_T16 "1, 1, 0, 0" /* scale-a, scale-b = +1; trans-a, trans-b = 0 (K-major) */
 #define KILN_WG_T8 "1, 1"        /* FP8: no transpose operands (K-major only) */
+// The six operand pairings of one N (the opcode spelled from N: string literals concatenate).
+#define KILN_WG_ALL(N, DLIST, DA, DB, SC, ...)                                                                  \
+  if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {                                                  \
+    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", DLIST, DA, DB, SC, KILN_WG_T16, __VA_ARGS__); \
+  } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {                                             \
+    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", DLIST, DA, DB, SC, KILN_WG_T16, __VA_ARGS__);   \
+  } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {                                           \
+    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3", DLIST, DA, DB, SC, KILN_WG_T8, __VA_ARGS__);  \
+  } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {                                           \
+    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e5m2", DLIST, DA, DB, SC, KILN_WG_T8, __VA_ARGS__);  \
+  } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {                                           \
+    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e4m3", DLIST, DA, DB, SC, KILN_WG_T8, __VA_ARGS__);  \
+  } else {                                                                                                     \
+    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e5m2", DLIST, DA, DB, SC, KILN_WG_T8, __VA_ARGS__);  \
+  }
+
 
 // D[64 x kN] (+)= A[64 x K] * B[K x kN] for one warpgroup; K = 16 (bf16, f16) or 32 (e4m3/e5m2 in
 // any mix). scale_d = 0 ignores the incoming D (the first k-step of a tile), 1 accumulates.
 template <int kN, Format kA, Format kB>
 __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 desc_b, u32 scale_d) {
-  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma_m64: N = 64, 128 or 256 so far");
+  static_assert(kN == 64 || kN == 96 || kN == 112 || kN == 128 || kN == 144 || kN == 160 || kN == 192 ||
+                    kN == 208 || kN == 256,
+                "wgmma_m64: N = 64, 96, 112, 128, 144, 160, 192, 208 or 256");
   static_assert((format_is_16bit(kA) && kA == kB) || (format_is_fp8(kA) && format_is_fp8(kB)),
                 "wgmma_m64: two bf16, two f16, or two FP8 (e4m3/e5m2) operands");
   if constexpr (kN == 64) {
@@ -167,6 +220,18 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
       KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2", KILN_WG_D64, "64", "65", "66",
                  KILN_WG_T8, KILN_WG_F64(0));
     }
+  } else if constexpr (kN == 96) {
+    KILN_WG_ALL(96, KILN_WG_D48, "48", "49", "50", KILN_WG_F32(0), KILN_WG_F16(32))
+  } else if constexpr (kN == 112) {
+    KILN_WG_ALL(112, KILN_WG_D56, "56", "57", "58", KILN_WG_F32(0), KILN_WG_F16(32), KILN_WG_F4(48), KILN_WG_F4(52))
+  } else if constexpr (kN == 144) {
+    KILN_WG_ALL(144, KILN_WG_D72, "72", "73", "74", KILN_WG_F64(0), KILN_WG_F4(64), KILN_WG_F4(68))
+  } else if constexpr (kN == 160) {
+    KILN_WG_ALL(160, KILN_WG_D80, "80", "81", "82", KILN_WG_F64(0), KILN_WG_F16(64))
+  } else if constexpr (kN == 192) {
+    KILN_WG_ALL(192, KILN_WG_D96, "96", "97", "98", KILN_WG_F64(0), KILN_WG_F32(64))
+  } else if constexpr (kN == 208) {
+    KILN_WG_ALL(208, KILN_WG_D104, "104", "105", "106", KILN_WG_F64(0), KILN_WG_F32(64), KILN_WG_F4(96), KILN_WG_F4(100))
   } else if constexpr (kN == 256) {
     if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {
       KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", KILN_WG_D128, "128", "129", "130",
@@ -190,6 +255,7 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
   }
 }
 
+#undef KILN_WG_ALL
 #undef KILN_WG_T8
 #undef KILN_WG_T16
 #undef KILN_WGMMA
@@ -200,6 +266,38 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
 #undef KILN_WG_F4
 #undef KILN_WG_D128
 #undef KILN_WG_D64
+#undef KILN_WG_D48
+#undef KILN_WG_D56
+#undef KILN_WG_D72
+#undef KILN_WG_D80
+#undef KILN_WG_D96
+#undef KILN_WG_D104
 #undef KILN_WG_D32
+#undef KILN_WG_P1
+#undef KILN_WG_P2
+#undef KILN_WG_P3
+#undef KILN_WG_P4
+#undef KILN_WG_P5
+#undef KILN_WG_P6
+#undef KILN_WG_P7
+#undef KILN_WG_P8
+#undef KILN_WG_P9
+#undef KILN_WG_P10
+#undef KILN_WG_P11
+#undef KILN_WG_P12
+#undef KILN_WG_P13
+#undef KILN_WG_R0
+#undef KILN_WG_R1
+#undef KILN_WG_R2
+#undef KILN_WG_R3
+#undef KILN_WG_R4
+#undef KILN_WG_R5
+#undef KILN_WG_R6
+#undef KILN_WG_R7
+#undef KILN_WG_R8
+#undef KILN_WG_R9
+#undef KILN_WG_R10
+#undef KILN_WG_R11
+#undef KILN_WG_R12
 
 }  // namespace kiln_dev

@@ -139,7 +139,16 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {128, 256, 3, 8, 1, 1, 8, 1, 1, 1},
                      {128, 128, 5, 8, 1, 1, 8, 1, 1, 1},
                      {128, 128, 4, 8, 1, 2, 8, 1, 1, 1},
-                     {64, 128, 6, 4, 1, 1, 8, 1, 4, 1}};
+                     {64, 128, 6, 4, 1, 1, 8, 1, 4, 1},
+                     // N tiles between the powers of two (two warpgroups of 64 x N): 35-39 N = 192, 160, 208,
+                     // 144, 112; 40 192 in clusters of 2; 41 192 with TMA stores.
+                     {128, 192, 4, 8, 1},
+                     {128, 160, 4, 8, 1},
+                     {128, 208, 3, 8, 1},
+                     {128, 144, 4, 8, 1},
+                     {128, 112, 5, 8, 1},
+                     {128, 192, 4, 8, 1, 2},
+                     {128, 192, 3, 8, 1, 1, 8, 1, 1, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -416,6 +425,30 @@ std::vector<Case> tma_cases() {
   return cases;
 }
 
+// ---- N tiles that are not powers of two ------------------------------------------------------------
+// Every 16-bit and FP8 pairing on the widths 192, 160, 208, 144, 112 (FP8 fast accumulation above 128,
+// promoted at 112), MXFP8 at 112 (its 64-accumulator limit), clusters and TMA stores at 192; N tails that
+// are not a multiple of the tile, M = 1, odd M.
+std::vector<Case> odd_n_cases() {
+  std::vector<Case> cases;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 256, 512}, {77, 200, 528}, {300, 2112, 1040}, {1000, 1030, 1024}};
+  const char* const specs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32",
+                               "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e5m2:n out=f32"};
+  for (const char* sp : specs) {
+    for (int pin : {35, 36, 37, 38, 39, 40, 41}) {
+      for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
+    }
+  }
+  for (const Shape& sh : shapes) {
+    cases.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", sh.m, sh.n, (sh.k + 31) / 32 * 32, 39});  // K % 32 == 0
+    cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", sh.m, sh.n, sh.k, 35});
+  }
+  return cases;
+}
+
 // Unpromoted two-atom stages (bf16, f16, fast-accumulating FP8 with tensor / row scales): K whose atom
 // count is odd (a last stage of one atom), M = 1, tails, a multi-wave shape, and with split-K.
 std::vector<Case> two_atom_cases() {
@@ -533,7 +566,7 @@ class PrecompileEnvironment : public testing::Environment {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
-    for (const auto& list : {split_cases(), grouped_cases(), mx_cases(), tma_cases()}) {
+    for (const auto& list : {split_cases(), grouped_cases(), mx_cases(), tma_cases(), odd_n_cases()}) {
       for (const Case& c : list) {
         const KernelSpec s = spec_of(c.spec);
         if (c.pin >= 0) {
@@ -634,6 +667,7 @@ INSTANTIATE_TEST_SUITE_P(SplitKConfigs, Sm90GemmGpuTest, testing::ValuesIn(split
 INSTANTIATE_TEST_SUITE_P(TwoAtomConfigs, Sm90GemmGpuTest, testing::ValuesIn(two_atom_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(MxConfigs, Sm90GemmGpuTest, testing::ValuesIn(mx_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(TmaStoreConfigs, Sm90GemmGpuTest, testing::ValuesIn(tma_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(OddNConfigs, Sm90GemmGpuTest, testing::ValuesIn(odd_n_cases()), case_name);
 
 // One split-K plan run at M = 64, 128, 64 on its own workspace: more tiles at the larger M must not
 // find their counters on the partials of the smaller one (the counters sit in a fixed region).

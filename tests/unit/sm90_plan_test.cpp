@@ -141,5 +141,35 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
   }
 }
 
+// N tiles between the powers of two: the widths the kernel spells out pass, the others name the list;
+// block128x128 weight scales and TMA boxes keep their own rules.
+TEST(Sm90PlanOddNTest, WidthsBetweenThePowersOfTwo) {
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  for (int n : {96, 112, 144, 160, 192, 208}) {
+    EXPECT_TRUE(sm90_check_config(bf16, sm90a(), config(128, n, 64, 3, 8, 1)).ok()) << n;
+  }
+  const Status bad = sm90_check_config(bf16, sm90a(), config(128, 176, 64, 3, 8, 1));
+  EXPECT_THAT(bad.message(), HasSubstr("64, 96, 112, 128, 144, 160, 192, 208 or 256"));
+  // FP8 above 128 columns per warpgroup accumulates fast (no room for a promoted partial); 112 promotes.
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  EXPECT_FALSE(sm90_promotes(fp8, config(128, 192, 128, 3, 8, 1)));
+  EXPECT_TRUE(sm90_promotes(fp8, config(128, 112, 128, 3, 8, 1)));
+  // DeepSeek weight blocks need a warpgroup's columns inside one 128-column block.
+  EXPECT_FALSE(sm90_check_config(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), sm90a(),
+                                 config(128, 112, 128, 3, 8, 1))
+                   .ok());
+  // TMA stores write 128-byte boxes: 192 bf16 columns are 3 boxes, 160 are not a whole number.
+  TileConfig t = config(128, 192, 64, 3, 8, 1);
+  t.tma_store = 1;
+  EXPECT_TRUE(sm90_check_config(bf16, sm90a(), t).ok());
+  t.block_n = 160;
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), t).message(), HasSubstr("boxes of 128 bytes"));
+  EXPECT_TRUE(sm90_check_config(spec_of("gemm a=bf16 b=bf16 out=f32"), sm90a(), t).ok());  // 32 f32 per box
+  // The space offers them.
+  int odd = 0;
+  for (const TileConfig& c : sm90_config_space(bf16, sm90a())) odd += (c.block_n % 64) != 0;
+  EXPECT_GT(odd, 10);
+}
+
 }  // namespace
 }  // namespace kiln
