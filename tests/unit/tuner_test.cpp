@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cache/cache_key.hpp"
+#include "cache/tuning_store.hpp"
 #include "runtime/tuned_configs.hpp"
 #include "tuner/config_space.hpp"
 #include "tuner/presets.hpp"
@@ -824,6 +825,45 @@ TEST(PerBucketFamilyTest, PortableBucketsAreTunedAndRunOnThePortableFamily) {
     // The reverse, an sm90 record for a portable plan, is still ignored
     // (TunedConfigsTest.ConfigsThePlannerRejectsOrOfAnotherFamilyAreIgnored).
   }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// Every row of the shipped H200 table is usable as recorded: a plan for its problem on sm_90a (tuning
+// identity h200) runs the row's bucket with the row's config on the row's family — so a rule change
+// (e.g. the session-5 TMA-store rows, or the portable-family MoE buckets) cannot silently drop rows.
+TEST(PretunedTableTest, EveryShippedH200RowIsPlannedAsRecorded) {
+  ScopedEnv device_env{"KILN_TUNING_DEVICE", "h200"};
+  const std::string dir = temp_dir();
+  auto rt = runtime(dir);
+  auto recs = builtin_pretuned_records();
+  ASSERT_TRUE(recs.ok()) << recs.status().to_string();
+  int checked = 0, portable = 0, tma = 0;
+  for (const TuningRecord& r : *recs) {
+    if (r.device.gpu_name != "NVIDIA H200") continue;
+    // The stored spec has its expert count stripped ("experts=0"): put the problem's back.
+    std::string text = r.problem.spec;
+    if (const size_t at = text.find("experts=0"); at != std::string::npos)
+      text.replace(at, 9, "experts=" + std::to_string(r.problem.experts));
+    auto spec = parse_spec(text);
+    ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().to_string();
+    const int64_t m = r.problem.experts > 0 ? r.m_bucket * r.problem.experts : r.m_bucket;
+    auto plan = rt->plan(*spec, {m, r.problem.n, r.problem.k}, arch_of("sm_90a"));
+    ASSERT_TRUE(plan.ok()) << r.problem.spec << ": " << plan.status().to_string();
+    auto cfg = config_from_json(nlohmann::json::parse(r.config_json));
+    ASSERT_TRUE(cfg.ok());
+    const std::string what = r.problem.spec + " n=" + std::to_string(r.problem.n) + " k=" +
+                             std::to_string(r.problem.k) + " e=" + std::to_string(r.problem.experts) + " bucket " +
+                             std::to_string(r.m_bucket);
+    EXPECT_EQ(plan->config_for(r.m_bucket), *cfg) << what;
+    EXPECT_EQ(family_name(plan->family_for(r.m_bucket)), r.family) << what;
+    portable += r.family == "sm80_gemm";
+    tma += cfg->tma_store;
+    ++checked;
+  }
+  EXPECT_GE(checked, 100);
+  EXPECT_GE(portable, 8);  // the grouped FP8 decode buckets (session 5)
+  EXPECT_GE(tma, 20);      // the large-M dense rows on TMA stores (session 5)
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
