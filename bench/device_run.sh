@@ -54,6 +54,11 @@ export KILN_LIBRARY=$X/capi/libkiln.so.0.1.0
 OUT=${OUT:-/tmp/kiln-device-run}
 mkdir -p "$OUT"
 SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v compute-sanitizer)
+# sanitize TOOL BINARY FILTER SECONDS: one compute-sanitizer run (own kernel cache), its last two lines.
+sanitize() {
+  ( KILN_CACHE_DIR=$(mktemp -d) timeout "$4" "$SAN" --tool "$1" --error-exitcode 9 "$X/$2" --gtest_filter="$3" |
+      tail -2 ) 2>&1
+}
 if [ -n "${TEST_BINS:-}" ]; then
   # Only the named gpu test binaries (e.g. TEST_BINS="gpu_sm90_gemm_gpu_test"), one after the other.
   for n in $TEST_BINS; do
@@ -92,34 +97,23 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
   echo "epilogues under KILN_FAMILY=sm80: $(KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) timeout 150 \
     "$X/gpu_epilogue_gpu_test" --gtest_filter='Epilogues/*' 2>&1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' ')"
   echo "--- memcheck (epilogues, sm90 repeat, sm90 grouped) / racecheck (sm90 repeat, grouped) at $(elapsed)s"
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='GroupedConfigs/*m300*:GroupedConfigs/*m1_*' | tail -2 ) 2>&1
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='GroupedConfigs/*m1_*' | tail -2 ) 2>&1
+  sanitize memcheck gpu_sm90_gemm_gpu_test 'GroupedConfigs/*m300*:GroupedConfigs/*m1_*' 150
+  sanitize racecheck gpu_sm90_gemm_gpu_test 'GroupedConfigs/*m1_*' 150
   echo "--- memcheck / racecheck (sm90 MXFP8) at $(elapsed)s"
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='MxConfigs/*m77*:MxConfigs/*m1_*' | tail -2 ) 2>&1
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='MxConfigs/*m77_n200*' | tail -2 ) 2>&1
+  sanitize memcheck gpu_sm90_gemm_gpu_test 'MxConfigs/*m77*:MxConfigs/*m1_*' 150
+  sanitize racecheck gpu_sm90_gemm_gpu_test 'MxConfigs/*m77_n200*' 150
   echo "--- memcheck / racecheck (sm90 TMA-store epilogue) at $(elapsed)s"
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='TmaStoreConfigs/*m77_*:TmaStoreConfigs/*m1_*' | tail -2 ) 2>&1
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='TmaStoreConfigs/*bf16_b_bf16_out_bf16_m77_*' | tail -2 ) 2>&1
+  sanitize memcheck gpu_sm90_gemm_gpu_test 'TmaStoreConfigs/*m77_*:TmaStoreConfigs/*m1_*' 150
+  sanitize racecheck gpu_sm90_gemm_gpu_test 'TmaStoreConfigs/*bf16_b_bf16_out_bf16_m77_*' 150
   echo "--- TMA-store timing at $(elapsed)s"
   KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$X/gpu_sm90_gemm_gpu_test" --gtest_filter='Sm90GemmTiming.TmaStore*' 2>&1 |
     grep -E '^\[ timing|OK|FAILED'
   echo "--- memcheck / racecheck (sm90 split-K) at $(elapsed)s"
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='SplitKConfigs/*m130*:SplitKConfigs/*m1_*' | tail -2 ) 2>&1
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='SplitKConfigs/*m77*k4' | tail -2 ) 2>&1
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_epilogue_gpu_test" \
-      --gtest_filter='EpilogueRepeatGpuTest.*:EpilogueStridedGpuTest.*' | tail -2 ) 2>&1
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool memcheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='Sm90GemmRepeatTest.*' | tail -2 ) 2>&1
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$SAN" --tool racecheck --error-exitcode 9 "$X/gpu_sm90_gemm_gpu_test" \
-      --gtest_filter='Sm90GemmRepeatTest.*' | tail -2 ) 2>&1
+  sanitize memcheck gpu_sm90_gemm_gpu_test 'SplitKConfigs/*m130*:SplitKConfigs/*m1_*' 150
+  sanitize racecheck gpu_sm90_gemm_gpu_test 'SplitKConfigs/*m77*k4' 150
+  sanitize memcheck gpu_epilogue_gpu_test 'EpilogueRepeatGpuTest.*:EpilogueStridedGpuTest.*' 120
+  sanitize memcheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
+  sanitize racecheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   echo "--- MXFP8 default kernel (4096 x 7168 x 16384), SASS opcode counts at $(elapsed)s"
   CUOBJ=/usr/local/cuda/bin/cuobjdump; [ -x "$CUOBJ" ] || CUOBJ=$(command -v cuobjdump)
   KILN_CACHE_DIR=$(mktemp -d) "$X/kiln" compile "gemm a=mxfp8 b=mxfp8 out=bf16" --arch sm_90a --m 4096 --n 7168 \

@@ -1097,6 +1097,27 @@ struct Gemm {
     return true;
   }
 
+  // The epilogue's per-column factors of columns col, col + 1 (< N): b's tensor scale, or its
+  // per-channel scales (col + 1 clamped to N - 1; its product is then never stored).
+  static __device__ __forceinline__ void col_factors(const GemmParams& p, const float* sb_row, float b_tile, int col,
+                                                     float& f0, float& f1) {
+    f0 = b_tile;
+    f1 = b_tile;
+    if constexpr (kRowB) {
+      f0 = ldg_f32(sb_row + col);
+      f1 = ldg_f32(sb_row + (col + 1 < p.n ? col + 1 : col));
+    }
+  }
+
+  // The epilogue functor (no gate|up) on the scaled pair (row, col), (row, col + 1) inside M x N: the
+  // values as stored (column col + 1 >= N gives 0, never stored).
+  static __device__ __forceinline__ void apply_fn_pair(const GemmParams& p, const Tile& tile, int row, int col,
+                                                       float& v0, float& v1) {
+    const EpilogueLoads ctx{p};
+    v0 = Fn::apply(ctx, v0, 0.0f, 0.0f, row, col, tile.e);
+    v1 = col + 1 < p.n ? Fn::apply(ctx, v1, 0.0f, 0.0f, row, col + 1, tile.e) : 0.0f;
+  }
+
   // Section 12: this warpgroup's output slab through shared memory and TMA stores. The values are
   // those of the direct epilogue (scales, then the functor, only for elements inside M x N: the
   // functor's vector loads stay in bounds; the rest are staged as zeros and clipped by TMA). Box b of
@@ -1122,12 +1143,7 @@ struct Gemm {
       const int c = 8 * j + 2 * (lane & 3);  // slab column
       const int col = slab_col0 + c;
       float col_f0 = b_tile, col_f1 = b_tile;
-      if constexpr (kRowB) {
-        if (col < p.n) {
-          col_f0 = ldg_f32(sb_row + col);
-          col_f1 = ldg_f32(sb_row + (col + 1 < p.n ? col + 1 : col));
-        }
-      }
+      if (col < p.n) col_factors(p, sb_row, b_tile, col, col_f0, col_f1);
       const int box = c / kOutBoxCols;
       const int off = (c % kOutBoxCols) * kOutBytes;
 #pragma unroll
@@ -1139,10 +1155,11 @@ struct Gemm {
           float v0 = acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0);
           float v1 = acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1);
           if constexpr (kHasFn) {
-            const EpilogueLoads ctx{p};
-            const bool in = row < tile.row_end && col < p.n;
-            v0 = in ? Fn::apply(ctx, v0, 0.0f, 0.0f, row, col, tile.e) : 0.0f;
-            v1 = in && col + 1 < p.n ? Fn::apply(ctx, v1, 0.0f, 0.0f, row, col + 1, tile.e) : 0.0f;
+            if (row < tile.row_end && col < p.n) {
+              apply_fn_pair(p, tile, row, col, v0, v1);
+            } else {
+              v0 = v1 = 0.0f;
+            }
           }
           const u32 addr = buf + u32(box * kOutBoxBytes + r * 128 + ((((off >> 4) ^ (r & 7)) << 4) | (off & 15)));
           if constexpr (kOut == Format::kBf16) {
@@ -1343,29 +1360,22 @@ struct Gemm {
       for (int j = 0; j < kAccRegs / 4; ++j) {
         const int col = col0 + 8 * j;
         if (col < p.n) {
-          float col_f0 = b_tile, col_f1 = b_tile;
-          if constexpr (kRowB) {
-            col_f0 = ldg_f32(sb_row + col);
-            col_f1 = ldg_f32(sb_row + (col + 1 < p.n ? col + 1 : col));
-          }
+          float col_f0, col_f1;
+          col_factors(p, sb_row, b_tile, col, col_f0, col_f1);
 #pragma unroll
           for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
               const int row = row0 + mi * 64 + half * 8;
               if (row < tile.row_end) {
-                const float v0 = acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0);
-                const float v1 = acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1);
+                float v0 = acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0);
+                float v1 = acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1);
                 if constexpr (kGlu) {
                   // col is even and N is even, so col + 1 < N: this thread holds the (gate, up) pair.
                   const int jo = col >> 1;
                   store_out_one<kOut>(p.out, p.ldc, row, jo, Fn::apply(EpilogueLoads{p}, 0.0f, v0, v1, row, jo, tile.e));
-                } else if constexpr (kHasFn) {
-                  const EpilogueLoads ctx{p};
-                  const float y0 = Fn::apply(ctx, v0, 0.0f, 0.0f, row, col, tile.e);
-                  const float y1 = col + 1 < p.n ? Fn::apply(ctx, v1, 0.0f, 0.0f, row, col + 1, tile.e) : 0.0f;
-                  store_pair(p, paired_ok, row, col, y0, y1);
                 } else {
+                  if constexpr (kHasFn) apply_fn_pair(p, tile, row, col, v0, v1);
                   store_pair(p, paired_ok, row, col, v0, v1);
                 }
               }

@@ -181,49 +181,13 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
   static_assert((format_is_16bit(kA) && kA == kB) || (format_is_fp8(kA) && format_is_fp8(kB)),
                 "wgmma_m64: two bf16, two f16, or two FP8 (e4m3/e5m2) operands");
   if constexpr (kN == 64) {
-    if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", KILN_WG_D32, "32", "33", "34",
-                 KILN_WG_T16, KILN_WG_F32(0));
-    } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", KILN_WG_D32, "32", "33", "34",
-                 KILN_WG_T16, KILN_WG_F32(0));
-    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", KILN_WG_D32, "32", "33", "34",
-                 KILN_WG_T8, KILN_WG_F32(0));
-    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2", KILN_WG_D32, "32", "33", "34",
-                 KILN_WG_T8, KILN_WG_F32(0));
-    } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3", KILN_WG_D32, "32", "33", "34",
-                 KILN_WG_T8, KILN_WG_F32(0));
-    } else {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2", KILN_WG_D32, "32", "33", "34",
-                 KILN_WG_T8, KILN_WG_F32(0));
-    }
-  } else if constexpr (kN == 128) {
-    if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", KILN_WG_D64, "64", "65", "66",
-                 KILN_WG_T16, KILN_WG_F64(0));
-    } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", KILN_WG_D64, "64", "65", "66",
-                 KILN_WG_T16, KILN_WG_F64(0));
-    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", KILN_WG_D64, "64", "65", "66",
-                 KILN_WG_T8, KILN_WG_F64(0));
-    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2", KILN_WG_D64, "64", "65", "66",
-                 KILN_WG_T8, KILN_WG_F64(0));
-    } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3", KILN_WG_D64, "64", "65", "66",
-                 KILN_WG_T8, KILN_WG_F64(0));
-    } else {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2", KILN_WG_D64, "64", "65", "66",
-                 KILN_WG_T8, KILN_WG_F64(0));
-    }
+    KILN_WG_ALL(64, KILN_WG_D32, "32", "33", "34", KILN_WG_F32(0))
   } else if constexpr (kN == 96) {
     KILN_WG_ALL(96, KILN_WG_D48, "48", "49", "50", KILN_WG_F32(0), KILN_WG_F16(32))
   } else if constexpr (kN == 112) {
     KILN_WG_ALL(112, KILN_WG_D56, "56", "57", "58", KILN_WG_F32(0), KILN_WG_F16(32), KILN_WG_F4(48), KILN_WG_F4(52))
+  } else if constexpr (kN == 128) {
+    KILN_WG_ALL(128, KILN_WG_D64, "64", "65", "66", KILN_WG_F64(0))
   } else if constexpr (kN == 144) {
     KILN_WG_ALL(144, KILN_WG_D72, "72", "73", "74", KILN_WG_F64(0), KILN_WG_F4(64), KILN_WG_F4(68))
   } else if constexpr (kN == 160) {
@@ -233,25 +197,7 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
   } else if constexpr (kN == 208) {
     KILN_WG_ALL(208, KILN_WG_D104, "104", "105", "106", KILN_WG_F64(0), KILN_WG_F32(64), KILN_WG_F4(96), KILN_WG_F4(100))
   } else if constexpr (kN == 256) {
-    if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", KILN_WG_D128, "128", "129", "130",
-                 KILN_WG_T16, KILN_WG_F128(0));
-    } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", KILN_WG_D128, "128", "129", "130",
-                 KILN_WG_T16, KILN_WG_F128(0));
-    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", KILN_WG_D128, "128", "129", "130",
-                 KILN_WG_T8, KILN_WG_F128(0));
-    } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2", KILN_WG_D128, "128", "129", "130",
-                 KILN_WG_T8, KILN_WG_F128(0));
-    } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e4m3", KILN_WG_D128, "128", "129", "130",
-                 KILN_WG_T8, KILN_WG_F128(0));
-    } else {
-      KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", KILN_WG_D128, "128", "129", "130",
-                 KILN_WG_T8, KILN_WG_F128(0));
-    }
+    KILN_WG_ALL(256, KILN_WG_D128, "128", "129", "130", KILN_WG_F128(0))
   }
 }
 
