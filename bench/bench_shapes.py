@@ -114,9 +114,11 @@ def main():
     ap.add_argument("--only", choices=["dense", "moe"], default=None)
     ap.add_argument("--quick", action="store_true", help="the first 4 dense shapes and 1 MoE layer only")
     ap.add_argument("--jobs", type=int, default=8, help="parallel compiles before timing starts")
+    ap.add_argument("--min-m", type=int, default=0, help="dense shapes with at least this M only")
     args = ap.parse_args()
     path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
     shapes = json.load(open(path))
+    shapes["dense"] = [s for s in shapes["dense"] if s[0] >= args.min_m]
     rt = kiln.Runtime()
     gpu = torch.cuda.get_device_name()
     rows, results = [], []

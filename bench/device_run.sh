@@ -66,6 +66,12 @@ if [ -n "${TEST_BINS:-}" ]; then
       >>"$OUT/gpu_tier.log" 2>&1
     echo "$n rc=$? at $(elapsed)s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tier.log" | tail -2 | tr '\n' ' ')"
   done >"$OUT/summary.txt"
+  # SAN_RUNS="tool binary filter;...": compute-sanitizer runs after them.
+  IFS=';' read -ra runs <<<"${SAN_RUNS:-}"
+  for r in "${runs[@]}"; do
+    read -r tool bin filter <<<"$r"
+    echo "--- $tool $bin $filter at $(elapsed)s"; sanitize "$tool" "$bin" "$filter" 150
+  done >>"$OUT/summary.txt"
 elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/summary.txt"; else
 {
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
@@ -112,6 +118,9 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
   sanitize memcheck gpu_sm90_gemm_gpu_test 'SplitKConfigs/*m130*:SplitKConfigs/*m1_*' 150
   sanitize racecheck gpu_sm90_gemm_gpu_test 'SplitKConfigs/*m77*k4' 150
   sanitize memcheck gpu_epilogue_gpu_test 'EpilogueRepeatGpuTest.*:EpilogueStridedGpuTest.*' 120
+  echo "--- memcheck / racecheck (sm90 N tiles between the powers of two) at $(elapsed)s"
+  sanitize memcheck gpu_sm90_gemm_gpu_test 'OddNConfigs/*m77_*:OddNConfigs/*m1_*' 150
+  sanitize racecheck gpu_sm90_gemm_gpu_test 'OddNConfigs/*m77_*pin128x192w8x1t:OddNConfigs/*m77_*pin128x112*' 150
   sanitize memcheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   sanitize racecheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   echo "--- MXFP8 default kernel (4096 x 7168 x 16384), SASS opcode counts at $(elapsed)s"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "compiler/plan/sm90_plan.hpp"
 
@@ -12,6 +13,7 @@ constexpr int kBlockSizes[] = {16, 32, 64, 128, 256};
 constexpr int kBlockK[] = {16, 32, 64, 128};  // elements; check_config keeps what the loaders take
 constexpr int kStages[] = {2, 3, 4, 5, 6};
 constexpr int kWarps[] = {1, 2, 4};
+constexpr double kVariantPenalty = 0.10;  // prune_space: each further variant of a tile shape
 
 // The rule a check_config failure falls under, for the dry run's accounting.
 std::string rule_of(const Status& s) {
@@ -102,8 +104,13 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   }
 
   // Waves: a nearly empty last wave idles most SMs for a whole tile time.
+  // The idle share of a partly filled last wave is (1 - fill) / ceil(waves): after many full waves a
+  // thin last one costs little (4096 tiles of 128 x 128 at 8192^3: 31 waves and a 3% last wave idle
+  // 3% of the run), so such a config stays unless its tail idles more than max_tail_idle of the run.
   auto fills = [&](const PrunedCandidate& p) {
-    return p.estimate.last_wave_fill >= options.min_last_wave_fill;
+    if (p.estimate.last_wave_fill >= options.min_last_wave_fill) return true;
+    const double full = std::ceil(std::max(p.estimate.waves, 1e-9));
+    return (1.0 - p.estimate.last_wave_fill) / full <= options.max_tail_idle;
   };
   if (std::any_of(c.begin(), c.end(), fills)) {
     auto keep_end = std::stable_partition(c.begin(), c.end(),
@@ -122,15 +129,27 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   std::map<std::string, int> deepest;  // tile shape (block and warps) -> most stages among the candidates
   auto shape_of = [](const TileConfig& t) {
     return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "x" + std::to_string(t.block_k) + "w" +
-           std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n);
+           std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n) + "s" + std::to_string(t.split_k);
   };
+  // At M >= 256 a TMA-store epilogue was worth 10-60% on the H200 (bench/NOTES.md, session 5): where a
+  // shape offers it, its plain-store variants count one step more unusual, so the store variant of the
+  // deepest ring that fits it leads.
+  std::set<std::string> has_tma_store;
+  // Ring depth is compared among the variants with the same store path (a TMA store's staging tile
+  // takes a stage's shared memory).
+  auto depth_key = [&](const TileConfig& t) { return shape_of(t) + (t.tma_store ? "t" : ""); };
   for (const PrunedCandidate& p : c) {
-    int& d = deepest[shape_of(p.config)];
+    int& d = deepest[depth_key(p.config)];
     d = std::max(d, p.config.stages);
+    if (p.config.tma_store) has_tma_store.insert(shape_of(p.config));
   }
+  const bool prefer_tma_store = sizes.m >= 256;
   auto unusual = [&](const PrunedCandidate& p) {
-    const int depth_gap = deepest[shape_of(p.config)] - p.config.stages;
-    return std::min(depth_gap, 3) + (p.config.group_m != 8 ? 3 : 0) + (p.config.cluster_m != 1 ? 3 : 0);
+    const std::string shape = shape_of(p.config);
+    const int depth_gap = deepest[depth_key(p.config)] - p.config.stages;
+    const int plain_store = prefer_tma_store && !p.config.tma_store && has_tma_store.count(shape) ? 1 : 0;
+    return std::min(depth_gap, 3) + plain_store + (p.config.group_m != 8 ? 3 : 0) +
+           (p.config.cluster_m != 1 ? 3 : 0);
   };
   // 1% bins of the estimate (a strict weak order, unlike "within 1% of each other").
   auto bin = [](double us) { return std::isfinite(us) && us > 0 ? std::floor(std::log(us) / std::log(1.01)) : 1e18; };
@@ -142,6 +161,26 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
     if (ea != eb) return ea < eb;
     return a.config.to_string() < b.config.to_string();
   });
+  // Diversity: the variants of one tile shape tie in the model, so a cap taken in estimate order would
+  // spend itself on one shape (24 variants of 128 x 192 at 4096 x 2112 x 7168) and never time the
+  // runner-up shapes. Each further variant of a shape is ranked as if it were 10% slower than the one
+  // before it: shapes within a few percent of each other interleave, a shape 30% worse comes after the
+  // best shape's third variant. Stable, so ties keep the order above.
+  {
+    std::map<std::string, int> seen;
+    std::vector<std::pair<double, size_t>> key(c.size());
+    for (size_t i = 0; i < c.size(); ++i) {
+      const int r = seen[shape_of(c[i].config)]++;
+      const double e = std::isfinite(c[i].estimate.est_us) ? c[i].estimate.est_us : 1e30;
+      key[i] = {e * (1.0 + kVariantPenalty * r), i};
+    }
+    std::stable_sort(key.begin(), key.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<PrunedCandidate> ordered;
+    ordered.reserve(c.size());
+    for (const auto& [k, i] : key) ordered.push_back(c[i]);
+    c = std::move(ordered);
+  }
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {
     std::vector<PrunedCandidate> kept(c.begin(),
                                       c.begin() + static_cast<std::ptrdiff_t>(options.max_candidates));

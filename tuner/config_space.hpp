@@ -10,7 +10,8 @@
 //   2. padding: a block_m (block_n) of at least twice the 16-rounded M (N) computes mostly padding;
 //      dropped when a smaller one survives;
 //   3. waves: a config whose last wave keeps fewer than min_last_wave_fill of the SMs busy (default
-//      25%) is dropped when another config fills at least that much;
+//      25%) and whose tail idles the SMs for more than max_tail_idle of the run ((1 - fill) /
+//      ceil(waves), default 10%) is dropped when another config passes;
 //   4. rank: the survivors are ordered by the model's estimated time and the first max_candidates
 //      kept. The heuristic's own config (default_config) is always kept, as the baseline.
 // Every dropped config is accounted for by rule, so `kiln tune --dry-run` can show why.
@@ -39,6 +40,7 @@ std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
 
 struct PruneOptions {
   double min_last_wave_fill = 0.25;
+  double max_tail_idle = 0.10;  // rule 3 spares many-wave configs whose thin last wave costs little
   size_t max_candidates = 48;  // 0: no cap
   // The family whose space is searched (select_bucket_family: an sm90 plan's grouped FP8 decode
   // buckets are the portable family's); select_family's by default.

@@ -140,8 +140,12 @@ class Tuner {
   // rows per expert for a grouped problem).
   static int64_t bucket_of(const TuneShape& shape);
   static ProblemSizes measured_sizes(const TuneShape& shape);
-  // Candidates after pruning, with the model's estimates: the dry run (no GPU, no compile).
+  // Candidates after pruning, with the model's estimates: the dry run (no GPU, no compile). The
+  // incumbent (below) leads them when there is one.
   StatusOr<PrunedSpace> candidates(const TuneShape& shape, const TuningDevice& device) const;
+  // The config a plan runs today for the shape's bucket on family: the exact bucket's record in the
+  // user database or the pre-tuned table, if the planner still accepts it.
+  std::optional<TileConfig> incumbent(const TuneShape& shape, const TuningDevice& device, KernelFamily family) const;
   // UNSUPPORTED / INVALID_ARGUMENT when the shape has no kernel on device; otherwise a result,
   // whatever happened to the candidates.
   StatusOr<TuneResult> tune(const TuneShape& shape, const TuningDevice& device);

@@ -664,9 +664,10 @@ struct Gemm {
 
   // One K atom's scale words (4 E8M0 bytes: k-steps 0..3) of the rows one producer lane stages: a's tile
   // rows lane, lane + 32, ... (clamped to the last valid row) and b's tile columns lane, lane + 32, ...
-  // (clamped to N - 1). The row addresses are recomputed per stage to keep the producer's registers few.
+  // (clamped to N - 1; a tile width that is not a multiple of 32 leaves the last run's upper lanes
+  // loading a clamped column they do not store). The row addresses are recomputed per stage to keep the producer's registers few.
   static constexpr int kMxRowsA = kBlockM / 32;
-  static constexpr int kMxColsB = kBlockN / 32;
+  static constexpr int kMxColsB = (kBlockN + 31) / 32;  // N tiles of 112, 144, ...: a partial last run
   struct MxWords {
     u32 a[kMxRowsA];
     u32 b[kMxColsB];
@@ -731,6 +732,7 @@ struct Gemm {
 #pragma unroll
       for (int i = 0; i < kMxColsB; ++i) {
         const int c = 32 * i + lane;
+        if (kBlockN % 32 != 0 && c >= kBlockN) break;  // the last run's lanes past the tile (i is the last)
         const int wg = c / kWgTileN, cl = c % kWgTileN;
         const int pos = kBlockM + (4 * wg + ((cl & 7) >> 1)) * kMxColStride + 2 * (cl >> 3) + (cl & 1);
         sts_u32(step + 4 * pos, bits_from_f32(decode_e8m0(w.b[i] >> (8 * j))));

@@ -539,7 +539,7 @@ class PrecompileEnvironment : public testing::Environment {
     std::vector<Job> jobs;
     auto add_plan_configs = [&](const KernelSpec& s, const ProblemSizes& sz) {
       auto plan = runtime().plan(s, sz, kSm90a);
-      if (plan.ok()) jobs.push_back({s, plan->family(), plan->config_for(sz.m)});
+      if (plan.ok()) jobs.push_back({s, plan->family_for(sz.m), plan->config_for(sz.m)});
       KernelSpec ref = s;
       ref.out = OperandSpec{Format::kF32, ScaleGranularity::kNone, ScaleType::kNone};
       jobs.push_back({ref, KernelFamily::kReferenceGemm, TileConfig{}});

@@ -171,5 +171,23 @@ TEST(Sm90PlanOddNTest, WidthsBetweenThePowersOfTwo) {
   EXPECT_GT(odd, 10);
 }
 
+// The default takes 128 x 192 where its waves and last tile column waste clearly less than 128 x 256's
+// (4096 x 2112: 0.89 vs 0.67 of the tile slots useful; measured 1.2-1.3x on the H200), and keeps 128 x 256
+// where they tie or 256 wins.
+TEST(Sm90PlanOddNTest, TheDefaultTakes192WhereItFillsTheWavesBetter) {
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
+                           "gemm a=e4m3:m b=e4m3:n out=bf16"}) {
+    const KernelSpec s = spec_of(text);
+    EXPECT_EQ(sm90_default_config(s, sm90a(), {4096, 2112, 7168}).block_n, 192) << text;
+    for (ProblemSizes z : {ProblemSizes{4096, 7168, 2048}, ProblemSizes{4096, 24576, 1536},
+                           ProblemSizes{4096, 4096, 7168}, ProblemSizes{8192, 8192, 8192}}) {
+      EXPECT_EQ(sm90_default_config(s, sm90a(), z).block_n, 256) << text << " n=" << z.n;
+    }
+  }
+  const TileConfig c = sm90_default_config(spec_of("gemm a=bf16 b=bf16 out=bf16"), sm90a(), {4096, 2112, 7168});
+  EXPECT_TRUE(sm90_check_config(spec_of("gemm a=bf16 b=bf16 out=bf16"), sm90a(), c).ok());
+  EXPECT_EQ(c.tma_store, 1);
+}
+
 }  // namespace
 }  // namespace kiln
