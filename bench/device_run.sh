@@ -118,6 +118,8 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
   sanitize memcheck gpu_sm90_gemm_gpu_test 'SplitKConfigs/*m130*:SplitKConfigs/*m1_*' 150
   sanitize racecheck gpu_sm90_gemm_gpu_test 'SplitKConfigs/*m77*k4' 150
   sanitize memcheck gpu_epilogue_gpu_test 'EpilogueRepeatGpuTest.*:EpilogueStridedGpuTest.*' 120
+  echo "--- memcheck (portable mixed mainloop: f16 activations, MXFP8 and grouped FP8 weights) at $(elapsed)s"
+  sanitize memcheck gpu_formats_gpu_test 'NewPairings/*a_f16_b_mxfp4*:NewPairings/*mxfp8_out*:NewPairings/*a_bf16_b_e4m3_n*' 150
   echo "--- memcheck / racecheck (sm90 N tiles between the powers of two) at $(elapsed)s"
   sanitize memcheck gpu_sm90_gemm_gpu_test 'OddNConfigs/*m77_*:OddNConfigs/*m1_*' 150
   sanitize racecheck gpu_sm90_gemm_gpu_test 'OddNConfigs/*m77_*pin128x192w8x1t:OddNConfigs/*m77_*pin128x112*' 150

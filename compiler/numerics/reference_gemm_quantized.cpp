@@ -29,7 +29,8 @@ StatusOr<std::vector<double>> dequantize_operand(const OperandSpec& o, bool is_a
     const float* s = static_cast<const float*>(r.scales);
     for (int64_t i = 0; i < rows; ++i) {
       double scale = 1.0;
-      if (o.scale == ScaleGranularity::kTensor) scale = s[0];
+      // Grouped weights: one tensor scale per expert ([E], stride 1), one per channel ([E * N], stride N).
+      if (o.scale == ScaleGranularity::kTensor) scale = s[expert * r.scale_expert_stride];
       if (o.scale == ScaleGranularity::kM || o.scale == ScaleGranularity::kN)
         scale = s[expert * r.scale_expert_stride + i];
       for (int64_t c = 0; c < k; ++c) out[i * k + c] = decode_element(f, data, i * r.ld + c) * scale;

@@ -315,6 +315,12 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
   // Mixed inputs: the second 16-K half of the A fragments (double-buffered), the converted B fragments
   // (4 per n8) and the block-scale bytes of this and the next K tile (up to 4 per n8 each).
   if (mixed) regs += 2 * 4 * (warp_m / 16) + 4 * (warp_n / 8) + 8 * (warp_n / 8);
+  // f16 activations: one m16 fragment's hi and lo halves (16) and the split's temporaries, per A fragment
+  // pair in flight.
+  if (mixed && spec.a.format == Format::kF16) regs += 16 + 4 * (warp_m / 16);
+  // MXFP8 activations: the E8M0 bytes of this and the next K tile (8 per m16 fragment) and one scaled
+  // fragment (16).
+  if (mixed && spec.a.format == Format::kMxfp8) regs += 16 + 8 * (warp_m / 16);
   const int budget = std::min(240, 65536 / cfg.threads() - 8);
   if (regs > budget)
     return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread (" +
@@ -354,7 +360,17 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
   c.block_k = 64 / eb;  // 64-byte rows: 32 bf16 / 64 FP8 elements per stage
   // bf16 x 4/8-bit weights: the mixed mainloop's block_k (128-byte bf16 rows; 32-byte FP4 rows).
   auto mainloop = sm80_pairing(spec);
-  if (mainloop.ok() && *mainloop == Sm80Mainloop::kMixedInput) c.block_k = 64;
+  if (mainloop.ok() && *mainloop == Sm80Mainloop::kMixedInput) {
+    c.block_k = 64;
+    // f16 activations split every A fragment in two (kernels/sm80_mixed_gemm.cuh kSplitA), MXFP8 ones carry
+    // their scales: 128 x 64 with 32 x 32 warp tiles (ptxas 13.0, sm_90a: 128 x 128 in 64 x 32 warp tiles
+    // took 255 registers, f16 spilling).
+    if (spec.a.format == Format::kF16 || spec.a.format == Format::kMxfp8) {
+      c.block_n = 64;
+      c.warps_m = 4;
+      c.warps_n = 2;
+    }
+  }
   // Large problems: 128 x 256 with 64 x 64 warp tiles (8 warps, 96 KB in 4 stages: fits every arch).
   // Less shared-memory traffic per mma than 64 x 32 warp tiles; measured on an H200 (2026-11-29,
   // 4096x7168x7168): bf16 470 vs 391 TFLOP/s, e4m3 476 vs 448. Not where FP8 is converted in

@@ -47,7 +47,6 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   const OperandSpec& a = spec.a;
   const OperandSpec& b = spec.b;
   const string pair = string("a=") + format_name(a.format) + " b=" + format_name(b.format);
-  const bool grouped = spec.op == Op::kGroupedGemm;  // only bf16 x FP8 weights are dense-only
   if (a.format == Format::kF32 || b.format == Format::kF32)
     return Unsupported(pair + ": f32 operands are not supported (use bf16 or f16)");
 
@@ -57,23 +56,16 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
       return Unsupported(pair + ": 16-bit operands must have the same format (both bf16 or both f16)");
     return Sm80Mainloop::kSameFormat;
   }
-  // 16-bit activations x quantized weights.
+  // 16-bit activations x quantized weights (kernels/sm80_mixed_gemm.cuh): the weights are dequantized
+  // to bf16 exactly (block scales folded in); f16 activations are split into two bf16 each.
   if (is16(a.format)) {
-    if (a.format != Format::kBf16)
-      return Unsupported(pair + ": quantized weights take bf16 activations (a=bf16): block scales fold into bf16 "
-                                "exactly, not into f16");
-    if (b.format == Format::kMxfp8)
-      return Unsupported(pair + ": mxfp8 weights with bf16 activations are not implemented yet; use a=mxfp8, or "
-                                "b=mxfp4 / nvfp4 / e4m3");
     if (format_is_fp8(b.format)) {
       if (b.scale != ScaleGranularity::kTensor && b.scale != ScaleGranularity::kN)
         return Unsupported(operand_text("b", b) +
-                           ": FP8 weights with bf16 activations take tensor or n (per-channel) f32 scales; "
+                           ": FP8 weights with 16-bit activations take tensor or n (per-channel) f32 scales; "
                            "block-scaled FP8 weights need FP8 activations (a=e4m3:block1x128)");
-      if (grouped)
-        return Unsupported(string("grouped_gemm ") + pair +
-                           ": grouped FP8 weights are not implemented yet; grouped_gemm takes b=bf16, mxfp4 or "
-                           "nvfp4");
+      if (b.scale_type != ScaleType::kF32)
+        return Unsupported(operand_text("b", b) + ": FP8 weights with 16-bit activations take f32 scales");
     }
     return Sm80Mainloop::kMixedInput;
   }
@@ -81,6 +73,8 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   if (is16(b.format))
     return Unsupported(pair + ": quantized activations with 16-bit weights are not implemented; use a=bf16, or "
                               "quantize both operands");
+  // MXFP8 activations x 4-bit weights: the mixed mainloop with A's E8M0 scales folded like W's.
+  if (a.format == Format::kMxfp8 && is4(b.format)) return Sm80Mainloop::kMixedInput;
   if (a.format == Format::kMxfp8 || b.format == Format::kMxfp8) {
     if (a.format != b.format)
       return Unsupported(pair + ": mxfp8 pairs with mxfp8 only (both E8M0 per 32 along K)");
@@ -90,8 +84,17 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
     return Unsupported(string("a=") + format_name(a.format) +
                        ": 4-bit activations are not implemented yet; the sm80 family takes 4-bit weights (b) "
                        "with bf16 activations");
-  if (is4(b.format))
-    return Unsupported(pair + ": 4-bit weights take bf16 activations (a=bf16) in the sm80 family");
+  if (is4(b.format)) {
+    // FP8 activations x 4-bit weights (W4A8) on the mixed mainloop: A converted to bf16 exactly, its
+    // tensor or per-token scale applied in the epilogue. Block scales along K would have to be folded
+    // into bf16 values, which f32 block scales do not do exactly.
+    if (format_is_fp8(a.format) && (a.scale == ScaleGranularity::kTensor || a.scale == ScaleGranularity::kM) &&
+        a.scale_type == ScaleType::kF32)
+      return Sm80Mainloop::kMixedInput;
+    return Unsupported(operand_text("a", a) + " b=" + format_name(b.format) +
+                       ": 4-bit weights take bf16 / f16 activations, mxfp8 activations, or FP8 activations with a "
+                       "tensor or per-token (m) f32 scale (a=e4m3:m)");
+  }
   // Two FP8 operands.
   if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);
   if (string gap = fp8_scale_gap("b", b, false); !gap.empty()) return Unsupported(gap);
@@ -100,6 +103,8 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
 }
 
 bool sm80_promotes(const KernelSpec& spec) {
+  // The mixed mainloop folds block scales into the converted values instead.
+  if (is16(spec.a.format) || is4(spec.b.format)) return false;
   return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128 ||
          spec.a.format == Format::kMxfp8 || spec.b.format == Format::kMxfp8;
 }

@@ -1,13 +1,17 @@
-// templates/kernels/sm80_mixed_gemm.cuh — bf16 activations x 4- or 8-bit weights (W4A16 / W8A16):
+// templates/kernels/sm80_mixed_gemm.cuh — 16-bit activations x 4- or 8-bit weights (W4A16 / W8A16):
 // cp.async ring + ldmatrix (A) + shared loads and in-register dequantization (B) + bf16 mma.sync.
 //
 //   Y[M, N] = (X[M, K] . dequant(W)[N, K]^T) * col_factor(n)         (fprop; X = a, W = b)
 //
-// X is bf16 [M, K]; W is one of
+// X is bf16 or f16 [M, K] (f16: every value split into two bf16, hi + lo, that sum to it exactly, and
+// each product issued for both: twice the mma work, no rounding of X); W is one of
 //   mxfp4  E2M1 codes packed two per byte ([N, K/2], even element in the low nibble; the gpt-oss
 //          `*_blocks` [.., N, K/32, 16] is the same memory) with E8M0 scales [N, K/32];
 //   nvfp4  E2M1 codes [N, K/2] with UE4M3 scales [N, K/16] and an f32 global decode scale on the
 //          device (b_global: one, or one per expert);
+//   mxfp8  e4m3 bytes [N, K] with E8M0 scales [N, K/32] (the scale folded in like mxfp4's);
+// or, with 4-bit weights, X is FP8 (e4m3 / e5m2 with a tensor or per-token f32 scale, applied in the
+// epilogue) or MXFP8 (its E8M0 scales [M, K/32] folded into the converted values): W4A8;
 //   e4m3 / e5m2 with a tensor or per-channel (`n`) f32 scale.
 // W is dequantized to bf16 in registers, EXACTLY: block scales are folded into the bf16 values
 // (dequant/e2m1_to_bf16.cuh says why that is exact); f32 scales (FP8 tensor/n, the NVFP4 global) go
@@ -28,7 +32,12 @@
 //          of that chunk.
 //    Each byte of two E2M1 codes becomes one bf16x2 register (dequant/e2m1_to_bf16.cuh); FP8 pairs
 //    become bf16x2 by the exact integer conversion of common/fp8_to_bf16.cuh (specials included).
-//    No k permutation is involved: A and B both hold the natural order.
+//    No k permutation is involved: A and B both hold the natural order — except with FP8 activations
+//    (W4A8): A rows are 64 bytes of e4m3 / e5m2 (64-byte swizzle), and lane (g, t) reads 4 bytes, k
+//    = 4t..4t+3, of rows g and g + 8 per 16-K half (ld.shared.u32, conflict free) and converts them to
+//    bf16 exactly. That hands the mma the k pairs {4t, 4t+1} (a0, a1) and {4t+2, 4t+3} (a2, a3) — a
+//    permutation of k within each half that B follows: its fp4 bytes 2t, 2t+1, 8+2t, 9+2t hold exactly
+//    those pairs. A dot product does not depend on the order of its k terms.
 // 3. Block scales (one E8M0 per row per k-step; two UE4M3) are read from global memory into
 //    registers with byte loads one K tile ahead — rows of any length and alignment work (gpt-oss has
 //    90-byte scale rows); a k-block past K (zero-filled data) takes the neutral scale 1.
@@ -73,9 +82,21 @@ struct MixedGemm {
   static constexpr int kWarpsN = Config::kWarpsN;
   static constexpr int kThreads = kWarpsM * kWarpsN * 32;
   static constexpr bool kFp4 = format_is_fp4(kB);
-  static constexpr bool kMx = kB == Format::kMxfp4;
+  static constexpr bool kMx = kB == Format::kMxfp4 || kB == Format::kMxfp8;  // E8M0 per 32 K
   static constexpr bool kNv = kB == Format::kNvfp4;
-  static constexpr int kRowBytesA = kBlockK * 2;
+  static constexpr Format kElemB = kB == Format::kMxfp8 ? Format::kE4m3 : kB;  // FP8 weights' element format
+  // f16 activations: each f16 A value is split into two bf16 whose sum is exactly it (11 significant
+  // bits = 8 + 3), and every product is issued twice (hi x w + lo x w): the bf16 weights stay exact
+  // (an E8M0 scale does not fit f16's exponent range), at twice the tensor-core work.
+  static constexpr bool kSplitA = kA == Format::kF16;
+  // FP8 activations (e4m3 / e5m2 with a tensor or per-token f32 scale, applied in the epilogue) x 4-bit
+  // weights (W4A8): A's bytes are converted to bf16 exactly as they are read from shared memory.
+  // MXFP8 activations (kMxA) take the same path, their E8M0 scale per 32 K folded into the converted
+  // bf16 values (a power of two: exact, as for MXFP8 weights).
+  static constexpr bool kMxA = kA == Format::kMxfp8;
+  static constexpr bool kA8 = kA == Format::kE4m3 || kA == Format::kE5m2 || kMxA;
+  static constexpr Format kElemA = kMxA ? Format::kE4m3 : kA;
+  static constexpr int kRowBytesA = kA8 ? kBlockK : kBlockK * 2;
   static constexpr int kRowBytesB = kFp4 ? kBlockK / 2 : kBlockK;
   static constexpr int kChunksA = kRowBytesA / 16;
   static constexpr int kChunksB = kRowBytesB / 16;
@@ -95,6 +116,7 @@ struct MixedGemm {
   static constexpr int kScalesPerTile = kScalesPerStep * kKSteps;
   static constexpr int kScaleK = kMx ? 32 : 16;                 // K per block scale
   static constexpr u32 kNeutralScale = kMx ? 127u : 0x38u;      // 1.0 as E8M0 / UE4M3
+  static constexpr int kAScaleFrags = kMxA ? kMFrags : 1;        // MXFP8 A: E8M0 bytes [mf][g, g+8][k-step]
 
   using Epi = Epilogue<Config>;
 
@@ -103,10 +125,11 @@ struct MixedGemm {
   static_assert(Config::kArch * 10 <= __CUDA_ARCH__,
                 "the config's kArch may not exceed the compile target (its instructions would not assemble)");
 #endif
-  static_assert(kA == Format::kBf16,
-                "mixed inputs take bf16 activations: E8M0-scaled weights fold exactly into bf16 only");
-  static_assert(kFp4 || kB == Format::kE4m3 || kB == Format::kE5m2,
-                "mixed-input weights are mxfp4, nvfp4, e4m3 or e5m2");
+  static_assert(kA == Format::kBf16 || kA == Format::kF16 || (kA8 && kFp4),
+                "mixed inputs take bf16 or f16 activations (f16 split into two bf16: see kSplitA), or FP8 "
+                "activations with 4-bit weights (kA8)");
+  static_assert(kFp4 || kB == Format::kE4m3 || kB == Format::kE5m2 || kB == Format::kMxfp8,
+                "mixed-input weights are mxfp4, nvfp4, mxfp8, e4m3 or e5m2");
   static_assert(kBlockK == 64, "block_k is 64 elements: 128-byte A rows, two k-steps per tile");
   static_assert(kKSteps % 2 == 0,
                 "the fragment double buffer alternates per k-step and must line up across K tiles");
@@ -119,7 +142,11 @@ struct MixedGemm {
   static_assert(kMFrags * kNFrags * 4 <= 64,
                 "at most 64 f32 accumulators per thread: the A fragments of a 32-K step are twice those of "
                 "sm80_gemm, and the converted B fragments need registers too");
-  static_assert(Config::kScaleA == Scale::kNone, "bf16 activations are unscaled");
+  static_assert(kMxA ? Config::kScaleA == Scale::kBlock1x32
+                : kA8 ? (Config::kScaleA == Scale::kTensor || Config::kScaleA == Scale::kRow)
+                      : Config::kScaleA == Scale::kNone,
+                "16-bit activations are unscaled; FP8 activations take a tensor or per-token scale (epilogue), "
+                "MXFP8 activations their E8M0 blocks");
 
   // Double-buffered fragments of one k-step (32 K).
   struct Frags {
@@ -162,10 +189,25 @@ struct MixedGemm {
                                                     u32 b_lane, u32 sel) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      // 16-K half h of the step = logical chunks 2j, 2j + 1 with j = 2 ks + h (see sm80_gemm load_frags).
-      const u32 a_addr = stage_addr + a_lane + (u32(32 * (2 * ks + h)) ^ a_xor);
+      if constexpr (kA8) {
+        // 16-K half h of the step = logical chunk 2 ks + h of a 64-byte row; this lane's 4 bytes 4t..4t+3
+        // of rows g and g + 8 (a_lane holds row g's offset + 4t, a_xor the row's chunk swizzle (g >> 1) & 3:
+        // conflict free). They are the mma's k pairs in the order {4t, 4t+1} -> a0/a1, {4t+2, 4t+3} ->
+        // a2/a3; B's bytes are gathered in the same k order (sel), so the products pair up.
+        const u32 a_addr = stage_addr + a_lane + (u32((2 * ks + h) ^ a_xor) << 4);
 #pragma unroll
-      for (int mf = 0; mf < kMFrags; ++mf) ldmatrix_x4(f.a[mf][h], a_addr + mf * 16 * kRowBytesA);
+        for (int mf = 0; mf < kMFrags; ++mf) {
+          const u32 row_g = lds_u32(a_addr + mf * 16 * kRowBytesA);
+          const u32 row_g8 = lds_u32(a_addr + (mf * 16 + 8) * kRowBytesA);
+          fp8x4_to_bf16x4<kElemA, true>(row_g, f.a[mf][h][0], f.a[mf][h][2]);
+          fp8x4_to_bf16x4<kElemA, true>(row_g8, f.a[mf][h][1], f.a[mf][h][3]);
+        }
+      } else {
+        // 16-K half h of the step = logical chunks 2j, 2j + 1 with j = 2 ks + h (see sm80_gemm load_frags).
+        const u32 a_addr = stage_addr + a_lane + (u32(32 * (2 * ks + h)) ^ a_xor);
+#pragma unroll
+        for (int mf = 0; mf < kMFrags; ++mf) ldmatrix_x4(f.a[mf][h], a_addr + mf * 16 * kRowBytesA);
+      }
     }
     const u32 b_addr = stage_addr + b_lane + u32(ks * kStepBytesB);
 #pragma unroll
@@ -184,7 +226,7 @@ struct MixedGemm {
   // then two m16n8k16 per (m16, n8) pair, serpentine over n.
   static __device__ __forceinline__ void mma_step(float (&acc)[kMFrags][kNFrags][4], const Frags& f,
                                                   const u32 (&scales)[kNFrags][kScalesPerTile > 0 ? kScalesPerTile : 1],
-                                                  int ks) {
+                                                  const u32 (&a_scales)[kAScaleFrags][2][kKSteps], int ks) {
     u32 b[kNFrags][2][2];  // [nf][mma of k 0..15 / 16..31][b0, b1]
 #pragma unroll
     for (int nf = 0; nf < kNFrags; ++nf) {
@@ -202,17 +244,56 @@ struct MixedGemm {
         b[nf][1][0] = e2m1x2_to_bf16x2((x >> 16) & 0xFFu, s1);
         b[nf][1][1] = e2m1x2_to_bf16x2(x >> 24, s1);
       } else {
-        fp8x4_to_bf16x4<kB, true>(f.b[nf][0], b[nf][0][0], b[nf][0][1]);
-        fp8x4_to_bf16x4<kB, true>(f.b[nf][1], b[nf][1][0], b[nf][1][1]);
+        fp8x4_to_bf16x4<kElemB, true>(f.b[nf][0], b[nf][0][0], b[nf][0][1]);
+        fp8x4_to_bf16x4<kElemB, true>(f.b[nf][1], b[nf][1][0], b[nf][1][1]);
+        if constexpr (kMx) {
+          // MXFP8: the E8M0 scale folded in (a power of two; exact unless the product leaves bf16's
+          // normal range: below 2^-126 it rounds to a subnormal, as f32 would at 2^-149).
+          const u32 s = bf16_broadcast(e8m0_to_bf16(scales[nf][ks]));
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            b[nf][h][0] = fma_bf16x2(b[nf][h][0], s, kBf16x2NegZero);
+            b[nf][h][1] = fma_bf16x2(b[nf][h][1], s, kBf16x2NegZero);
+          }
+        }
       }
     }
 #pragma unroll
     for (int mf = 0; mf < kMFrags; ++mf) {
+      // f16 activations: this m16 fragment's hi and lo halves (kSplitA), each multiplied by the same B;
+      // split one fragment at a time to keep the registers of one.
+      u32 hi[2][4], lo[2][4];
+      if constexpr (kSplitA) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) f16x2_split_bf16x2(f.a[mf][h][r], hi[h][r], lo[h][r]);
+        }
+      } else if constexpr (kMxA) {
+        // MXFP8 activations: rows g (registers 0, 2) and g + 8 (1, 3) times their E8M0 scale of this k-step.
+        const u32 s_g = bf16_broadcast(e8m0_to_bf16(a_scales[mf][0][ks]));
+        const u32 s_g8 = bf16_broadcast(e8m0_to_bf16(a_scales[mf][1][ks]));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) hi[h][r] = fma_bf16x2(f.a[mf][h][r], (r & 1) ? s_g8 : s_g, kBf16x2NegZero);
+        }
+      }
 #pragma unroll
       for (int j = 0; j < kNFrags; ++j) {
         const int nf = (mf & 1) ? kNFrags - 1 - j : j;
-        mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][0], b[nf][0]);
-        mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][1], b[nf][1]);
+        if constexpr (kSplitA) {
+          mma_m16n8k16_bf16(acc[mf][nf], hi[0], b[nf][0]);
+          mma_m16n8k16_bf16(acc[mf][nf], hi[1], b[nf][1]);
+          mma_m16n8k16_bf16(acc[mf][nf], lo[0], b[nf][0]);
+          mma_m16n8k16_bf16(acc[mf][nf], lo[1], b[nf][1]);
+        } else if constexpr (kMxA) {
+          mma_m16n8k16_bf16(acc[mf][nf], hi[0], b[nf][0]);
+          mma_m16n8k16_bf16(acc[mf][nf], hi[1], b[nf][1]);
+        } else {
+          mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][0], b[nf][0]);
+          mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][1], b[nf][1]);
+        }
       }
     }
   }
@@ -232,6 +313,27 @@ struct MixedGemm {
 #pragma unroll
         for (int i = 0; i < kScalesPerTile; ++i) {
           s[nf][i] = kb0 + i < kb_end ? ldg_u8(row + kb0 + i) : kNeutralScale;
+        }
+      }
+    }
+  }
+
+  // MXFP8 activations: the E8M0 bytes of K tile kt for this lane's A rows row0 + 16 mf + 8 r (rows of
+  // the tile's group; clamped to its last row, whose products are never stored); k-blocks past K: 1.
+  static __device__ __forceinline__ void load_scales_a(const GemmParams& p, const TileWork& w, int row0, int kt,
+                                                       u32 (&s)[kAScaleFrags][2][kKSteps]) {
+    if constexpr (kMxA) {
+      const int kb0 = kt * kKSteps;
+      const int kb_end = p.k / 32;
+#pragma unroll
+      for (int mf = 0; mf < kMFrags; ++mf) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          int row = row0 + 16 * mf + 8 * r;
+          row = row < w.rows ? row : w.rows - 1;
+          const u8* base = reinterpret_cast<const u8*>(p.a_scale) + i64(w.row_base + row) * p.lds_a;
+#pragma unroll
+          for (int i = 0; i < kKSteps; ++i) s[mf][r][i] = kb0 + i < kb_end ? ldg_u8(base + kb0 + i) : 127u;
         }
       }
     }
@@ -261,7 +363,7 @@ struct MixedGemm {
     const int t = lane & 3;
 
     // K in bytes fits in 32 bits: K < 2^31.
-    const u32 k_bytes_a = u32(p.k) * 2;
+    const u32 k_bytes_a = u32(format_span_bytes(kA, p.k));
     const u32 k_bytes_b = kFp4 ? u32(p.k) / 2 : u32(p.k);
     const int k_tiles = p.k <= 0 ? 0 : (p.k - 1) / kBlockK + 1;
 
@@ -276,7 +378,7 @@ struct MixedGemm {
     u32 dst_b[kLoadsB];
     bool ok_b[kLoadsB];
     {
-      const i64 lda_bytes = p.lda * 2;
+      const i64 lda_bytes = format_span_bytes(kA, p.lda);
       const i64 ldb_bytes = format_span_bytes(kB, p.ldb);
       const u8* a_base = static_cast<const u8*>(p.a) + w.row_base * lda_bytes;
       const u8* b_base = static_cast<const u8*>(p.b) + format_span_bytes(kB, i64(w.expert) * p.b_expert_stride);
@@ -301,12 +403,16 @@ struct MixedGemm {
 
     // ldmatrix for A as in sm80_gemm (row l % 16, half l / 16); B: row g of each n8 fragment.
     const u32 smem_base = smem_u32(smem);
+    // FP8 A (kA8): row g's bytes 4t.. and the row's chunk swizzle (warp tiles start on multiples of 16
+    // rows, so (row >> 1) & 3 of rows g + 16 i and g + 8 + 16 i is (g >> 1) & 3).
     const int a_row = lane & 15;
-    const u32 a_lane = u32((warp_m * kWarpTileM + a_row) * kRowBytesA);
-    const u32 a_xor = u32(((lane >> 4) ^ swizzle_xor<kRowBytesA>(a_row)) << 4);
+    const u32 a_lane = kA8 ? u32((warp_m * kWarpTileM + g) * kRowBytesA + 4 * t)
+                           : u32((warp_m * kWarpTileM + a_row) * kRowBytesA);
+    const u32 a_xor = kA8 ? u32(swizzle_xor<kRowBytesA>(g)) : u32(((lane >> 4) ^ swizzle_xor<kRowBytesA>(a_row)) << 4);
     const u32 b_lane = u32(kTileBytesA + (warp_n * kWarpTileN + g) * kRowBytesB);
-    // fp4: bytes t and 4 + t of {w0, w1}; fp8: bytes 2t and 2t + 1 (see 2. above).
-    const u32 sel = kFp4 ? u32(t | ((t + 4) << 4)) : u32((2 * t) | ((2 * t + 1) << 4));
+    // fp4: bytes t and 4 + t of {w0, w1}; fp8: bytes 2t and 2t + 1 (see 2. above); fp4 with FP8 A: bytes
+    // 2t, 2t + 1 of {w0, w1} and of {w2, w3} = k {4t..4t+3} and {16+4t..19+4t}, A's k order.
+    const u32 sel = kFp4 && !kA8 ? u32(t | ((t + 4) << 4)) : u32((2 * t) | ((2 * t + 1) << 4));
 
     // This thread's block-scale rows: B rows n_row + 8 nf of the expert's scales (clamped to N).
     const int n_row = n0 + warp_n * kWarpTileN + g;
@@ -326,6 +432,10 @@ struct MixedGemm {
     u32 sc_cur[kNFrags][kS];
     u32 sc_next[kNFrags][kS];
     load_scales(p, scale_base, n_row, 0, sc_next);
+    const int a_row0 = m0 + warp_m * kWarpTileM + g;  // MXFP8 A: this lane's first row in the group
+    u32 sa_cur[kAScaleFrags][2][kKSteps];
+    u32 sa_next[kAScaleFrags][2][kKSteps];
+    load_scales_a(p, w, a_row0, 0, sa_next);
 
     // Prologue: K tiles 0 .. kStages-2, one commit group each.
 #pragma unroll
@@ -355,7 +465,20 @@ struct MixedGemm {
 #pragma unroll
             for (int i = 0; i < kS; ++i) sc_cur[nf][i] = sc_next[nf][i];
           }
-          if (kt + 1 < k_tiles) load_scales(p, scale_base, n_row, kt + 1, sc_next);
+          if constexpr (kMxA) {
+#pragma unroll
+            for (int mf = 0; mf < kMFrags; ++mf) {
+#pragma unroll
+              for (int i = 0; i < kKSteps; ++i) {
+                sa_cur[mf][0][i] = sa_next[mf][0][i];
+                sa_cur[mf][1][i] = sa_next[mf][1][i];
+              }
+            }
+          }
+          if (kt + 1 < k_tiles) {
+            load_scales(p, scale_base, n_row, kt + 1, sc_next);
+            load_scales_a(p, w, a_row0, kt + 1, sa_next);
+          }
         }
         if (ks == kKSteps - 1) {
           cp_async_wait<kStages - 2>();
@@ -373,7 +496,7 @@ struct MixedGemm {
           ++next_tile;
           write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
         }
-        mma_step(acc, frags[ks & 1], sc_cur, ks);
+        mma_step(acc, frags[ks & 1], sc_cur, sa_cur, ks);
       }
     }
     cp_async_wait<0>();

@@ -84,8 +84,32 @@ std::vector<Case> all_cases() {
       {"gemm a=bf16 b=e4m3:n out=bf16", 1, 256, 528, {}},
       {"gemm a=bf16 b=e4m3:n out=f32", 77, 203, 528, {}},
       {"gemm a=bf16 b=e5m2:tensor out=bf16", 65, 130, 272, {}},
+      // f16 activations (each split into two bf16: exact) x 4- and 8-bit weights; bf16 / f16 x MXFP8.
+      {"gemm a=f16 b=mxfp4 out=bf16", 1, 256, 2880, {}},
+      {"gemm a=f16 b=mxfp4 out=f16", 300, 129, 1056, {}},
+      {"gemm a=f16 b=nvfp4 out=f32", 77, 203, 96, {}},
+      {"gemm a=f16 b=e4m3:n out=f16", 77, 203, 528, {}},
+      {"gemm a=f16 b=e5m2:tensor out=f32", 65, 130, 272, {}},
+      {"gemm a=bf16 b=mxfp8 out=bf16", 1, 256, 512, {}},
+      {"gemm a=bf16 b=mxfp8 out=f32", 77, 203, 96, {}},
+      {"gemm a=f16 b=mxfp8 out=bf16", 300, 300, 1056, {}},
+      // FP8 activations (tensor / per-token scales) x 4-bit weights: W4A8 on the mixed mainloop.
+      {"gemm a=e4m3:m b=mxfp4 out=bf16", 1, 256, 2880, {}},
+      {"gemm a=e4m3:tensor b=nvfp4 out=f32", 77, 203, 96, {}},
+      {"gemm a=e5m2:m b=mxfp4 out=f16", 300, 129, 1056, {}},
+      {"grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=mxfp4 out=bf16", 300, 203, 2880, {0, 1, 0, 57, 1, 0, 240, 1}},
+      {"grouped_gemm[experts=6,layout=masked] a=e4m3:m b=nvfp4 out=f32", 33, 70, 96, {}},
+      // MXFP8 activations (E8M0 per 32 folded into bf16) x 4-bit weights.
+      {"gemm a=mxfp8 b=mxfp4 out=bf16", 1, 256, 2880, {}},
+      {"gemm a=mxfp8 b=nvfp4 out=f32", 77, 203, 96, {}},
+      {"grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp4 out=bf16", 300, 203, 1056, {0, 1, 0, 57, 1, 0, 240, 1}},
+      {"grouped_gemm[experts=6,layout=masked] a=mxfp8 b=mxfp4 out=f32", 33, 70, 96, {}},
       // Grouped, offsets layout.
       {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16", 300, 203, 2880, {}},
+      {"grouped_gemm[experts=8,layout=offsets] a=f16 b=mxfp4 out=f16", 300, 203, 2880, {0, 1, 0, 57, 1, 0, 240, 1}},
+      {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=e4m3:n out=bf16", 300, 203, 528, {0, 1, 0, 57, 1, 0, 240, 1}},
+      {"grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:tensor out=f32", 100, 129, 256, {}},
+      {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp8 out=bf16", 300, 203, 1056, {}},
       {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=f32", 300, 203, 1056, {0, 1, 0, 57, 1, 0, 240, 1}},
       {"grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16", 64, 320, 2880, {}},
       {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=nvfp4 out=bf16 nvfp4_global=expert", 200, 256, 512, {}},
@@ -105,6 +129,8 @@ std::vector<Case> all_cases() {
       {"grouped_gemm[experts=8,layout=masked] a=bf16 b=mxfp4 out=f32", 40, 129, 1056, {}},
       {"grouped_gemm[experts=8,layout=masked] a=bf16 b=mxfp4 out=bf16", 40, 129, 1056, {0, 1, 40, 3, 0, 17, 40, 2}},
       {"grouped_gemm[experts=6,layout=masked] a=f16 b=f16 out=f16", 33, 70, 64, {}},
+      {"grouped_gemm[experts=6,layout=masked] a=f16 b=e4m3:n out=f32", 33, 70, 96, {0, 1, 33, 3, 0, 17}},
+      {"grouped_gemm[experts=6,layout=masked] a=bf16 b=mxfp8 out=bf16", 33, 70, 96, {}},
   };
 }
 
@@ -179,7 +205,13 @@ TEST(FormatsReferenceGpuTest, GpuReferenceMatchesCpuFp64) {
       {"gemm a=bf16 b=mxfp4 out=f32", 37, {}},
       {"gemm a=bf16 b=nvfp4 out=f32", 37, {}},
       {"gemm a=bf16 b=e4m3:n out=f32", 37, {}},
+      {"gemm a=f16 b=mxfp4 out=f32", 37, {}},
+      {"gemm a=bf16 b=mxfp8 out=f32", 37, {}},
+      {"gemm a=e4m3:m b=mxfp4 out=f32", 37, {}},
+      {"gemm a=mxfp8 b=nvfp4 out=f32", 37, {}},
       {"grouped_gemm[experts=5,layout=offsets] a=bf16 b=mxfp4 out=f32", 37, {0, 1, 30, 0, 6}},
+      {"grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:tensor out=f32", 37, {}},
+      {"grouped_gemm[experts=5,layout=offsets] a=bf16 b=e4m3:n out=f32", 37, {0, 1, 30, 0, 6}},
       {"grouped_gemm[experts=4,layout=offsets] a=bf16 b=nvfp4 out=f32 nvfp4_global=expert", 37, {}},
       {"grouped_gemm[experts=4,layout=masked] a=bf16 b=mxfp4 out=f32", 11, {0, 1, 11, 4}},
   };
@@ -218,8 +250,7 @@ TEST(FormatsReferenceGpuTest, GpuReferenceMatchesCpuFp64) {
     rb.expert_stride = n * k;
     rb.scales = h->b_scale.present() ? h->b_scale.bytes.data() : nullptr;
     rb.lds = h->b_scale.shape.size() >= 2 ? h->b_scale.shape.back() : 0;
-    const int64_t srows = h->b_scale.shape.size() >= 2 ? h->b_scale.shape[h->b_scale.shape.size() - 2] : n;
-    rb.scale_expert_stride = srows * rb.lds;
+    rb.scale_expert_stride = c->b_scale_expert_stride;  // as the kernels read them (tensor [E]: 1, n: N, ...)
     rb.global = h->b_global.present() ? reinterpret_cast<const float*>(h->b_global.bytes.data()) : nullptr;
     const int32_t* groups =
         h->group_rows.present() ? reinterpret_cast<const int32_t*>(h->group_rows.bytes.data()) : nullptr;

@@ -41,6 +41,18 @@ const char* const kPairings[] = {
     "grouped_gemm[experts=8,layout=offsets] a=bf16 b=nvfp4 out=bf16 nvfp4_global=expert",
     "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
     "grouped_gemm[experts=8,layout=masked] a=f16 b=f16 out=f32",
+    // 16-bit activations on the mixed mainloop: f16 (split into two bf16), MXFP8 weights, grouped FP8.
+    "gemm a=f16 b=mxfp4 out=f16",
+    "gemm a=f16 b=nvfp4 out=bf16",
+    "gemm a=f16 b=e4m3:n out=f32",
+    "gemm a=bf16 b=mxfp8 out=bf16",
+    "gemm a=f16 b=mxfp8 out=f32",
+    "grouped_gemm[experts=8,layout=offsets] a=bf16 b=e4m3:n out=bf16",
+    "grouped_gemm[experts=8,layout=masked] a=f16 b=mxfp4 out=bf16",
+    // FP8 activations x 4-bit weights (W4A8).
+    "gemm a=e4m3:m b=mxfp4 out=bf16",
+    "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=nvfp4 out=bf16",
+    "gemm a=mxfp8 b=mxfp4 out=f32",
 };
 
 bool full_matrix() {
@@ -101,7 +113,7 @@ TEST(FormatsNvrtcTest, DefaultConfigsCompileWithoutSpills) {
 // the mixed mainloop's NVFP4 scales, at the default large-problem config.
 TEST(FormatsNvrtcTest, HeaviestPathsCompileOnEveryArch) {
   for (const char* text : {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "gemm a=mxfp8 b=mxfp8 out=f32",
-                           "gemm a=bf16 b=nvfp4 out=bf16"}) {
+                           "gemm a=bf16 b=nvfp4 out=bf16", "gemm a=f16 b=nvfp4 out=f32"}) {
     const KernelSpec s = spec_of(text);
     for (const char* a : kArches) {
       const Arch arch = *parse_arch(a);
@@ -123,6 +135,12 @@ TEST(FormatsNvrtcTest, UsesTheDesignedInstructions) {
       {"sm_80", "gemm a=bf16 b=mxfp4 out=bf16",
        {"ld.shared.v4.u32", "prmt.b32", "fma.rn.bf16x2", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "ld.global.nc.u8"}},
+      // f16 activations: each A fragment split by cvt into two bf16 halves, both issued on the bf16 mma.
+      {"sm_86", "gemm a=f16 b=mxfp4 out=f16",
+       {"cvt.f32.f16", "cvt.rn.bf16x2.f32", "fma.rn.bf16x2", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}},
+      // W4A8: A's e4m3 words read per lane from shared memory, both operands converted to bf16.
+      {"sm_80", "gemm a=e4m3:m b=mxfp4 out=bf16",
+       {"ld.shared.u32", "prmt.b32", "fma.rn.bf16x2", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}},
       // DeepSeek blocks on sm_89: native FP8 mma into tmp, promotion by fma.
       {"sm_89", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
        {"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", "fma.rn.f32", "ld.global.nc.f32"}},

@@ -232,6 +232,13 @@ TEST(FormatsOperandsTest, RandomOperandsPassTheChecksAndTheCpuReferenceRuns) {
       {"grouped_gemm[experts=4,layout=offsets] a=bf16 b=nvfp4 out=bf16 nvfp4_global=expert", 30},
       {"grouped_gemm[experts=5,layout=masked] a=bf16 b=mxfp4 out=f32", 6},
       {"grouped_gemm[experts=3,layout=masked] a=f16 b=f16 out=f16", 6},
+      {"gemm a=f16 b=mxfp4 out=f16", 7},
+      {"gemm a=bf16 b=mxfp8 out=bf16", 7},
+      {"gemm a=e4m3:m b=mxfp4 out=bf16", 7},
+      {"gemm a=e5m2:tensor b=nvfp4 out=f32", 7},
+      {"grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:n out=bf16", 30},
+      {"grouped_gemm[experts=4,layout=masked] a=e4m3:m b=mxfp4 out=bf16", 6},
+      {"gemm a=mxfp8 b=nvfp4 out=bf16", 7},
   };
   const int64_t n = 130, k = 256;
   for (const C& c : cases) {
@@ -267,6 +274,38 @@ TEST(FormatsOperandsTest, RandomOperandsPassTheChecksAndTheCpuReferenceRuns) {
     EXPECT_GT(owned, 0) << c.spec;
     EXPECT_GT(norm, 0) << c.spec;
     EXPECT_TRUE(std::isfinite(norm)) << c.spec;
+  }
+}
+
+// Grouped FP8 weights with f32 scales: expert e reads its own tensor scale (s[e]) or channel scales
+// (s[e * N + n]). Two experts of one row each, all elements 1: out = K * scale of the row's expert.
+TEST(FormatsOperandsTest, CpuReferenceReadsEachExpertsWeightScales) {
+  const int64_t k = 16, n = 2;
+  std::vector<uint16_t> a(2 * k, 0x3F80);       // bf16 1.0
+  std::vector<uint8_t> b(2 * n * k, 0x38);      // e4m3 1.0, two experts of [N, K]
+  const int32_t ends[] = {1, 2};                // offsets: expert 0 owns row 0, expert 1 row 1
+  for (const char* text : {"grouped_gemm[experts=2,layout=offsets] a=bf16 b=e4m3:tensor out=f32",
+                           "grouped_gemm[experts=2,layout=offsets] a=bf16 b=e4m3:n out=f32"}) {
+    const KernelSpec s = spec_of(text);
+    const bool per_channel = s.b.scale == ScaleGranularity::kN;
+    const std::vector<float> scales = per_channel ? std::vector<float>{2, 5, 3, 7} : std::vector<float>{2, 3};
+    numerics::RefOperand ra, rb;
+    ra.data = a.data();
+    ra.ld = k;
+    rb.data = b.data();
+    rb.ld = k;
+    rb.expert_stride = n * k;
+    rb.scales = scales.data();
+    rb.scale_expert_stride = per_channel ? n : 1;
+    std::vector<double> out;
+    ASSERT_TRUE(numerics::reference_gemm_quantized(s, 2, n, k, ra, rb, ends, 0, out).ok()) << text;
+    ASSERT_EQ(out.size(), 4u);
+    for (int64_t row = 0; row < 2; ++row) {
+      for (int64_t col = 0; col < n; ++col) {
+        const double want = k * scales[static_cast<size_t>(per_channel ? row * n + col : row)];
+        EXPECT_EQ(out[static_cast<size_t>(row * n + col)], want) << text << " row " << row << " col " << col;
+      }
+    }
   }
 }
 

@@ -52,6 +52,12 @@ const std::vector<std::string>& new_pairings() {
       "grouped_gemm[experts=8,layout=offsets] a=bf16 b=nvfp4 out=bf16 nvfp4_global=expert",
       "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
       "grouped_gemm[experts=4,layout=masked] a=f16 b=f16 out=f16",
+      "gemm a=f16 b=mxfp4 out=f16",
+      "gemm a=f16 b=nvfp4 out=bf16",
+      "gemm a=f16 b=e4m3:n out=f32",
+      "gemm a=bf16 b=mxfp8 out=bf16",
+      "grouped_gemm[experts=8,layout=offsets] a=bf16 b=e4m3:n out=bf16",
+      "grouped_gemm[experts=8,layout=masked] a=f16 b=mxfp4 out=bf16",
   };
   return k;
 }
@@ -96,11 +102,27 @@ std::string unsupported(std::string_view text) {
 }
 
 TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
-  EXPECT_THAT(unsupported("gemm a=f16 b=nvfp4 out=bf16"), HasSubstr("take bf16 activations (a=bf16)"));
-  EXPECT_THAT(unsupported("gemm a=bf16 b=mxfp8 out=bf16"), HasSubstr("use a=mxfp8"));
   EXPECT_THAT(unsupported("gemm a=nvfp4 b=nvfp4 out=bf16"), HasSubstr("4-bit activations"));
-  EXPECT_THAT(unsupported("grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:n out=bf16"),
-              HasSubstr("grouped FP8 weights"));
+  EXPECT_THAT(unsupported("gemm a=f16 b=e4m3:block128x128 out=bf16"), HasSubstr("tensor or n (per-channel)"));
+  EXPECT_THAT(unsupported("gemm a=e4m3:block1x128 b=mxfp4 out=bf16"), HasSubstr("tensor or per-token (m) f32"));
+  // 16-bit activations take every quantized weight on the mixed mainloop: f16 as well as bf16, mxfp8
+  // weights, grouped FP8 weights (per-expert tensor or channel scales).
+  for (const char* text : {"gemm a=f16 b=nvfp4 out=bf16", "gemm a=f16 b=mxfp4 out=f16", "gemm a=f16 b=e4m3:n out=f32",
+                           "gemm a=bf16 b=mxfp8 out=bf16", "gemm a=f16 b=mxfp8 out=f16",
+                           "grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:n out=bf16",
+                           "grouped_gemm[experts=4,layout=masked] a=f16 b=e5m2:tensor out=f32",
+                           // FP8 activations with tensor / per-token scales x 4-bit weights (W4A8).
+                           "gemm a=e4m3:m b=mxfp4 out=bf16", "gemm a=e5m2:tensor b=nvfp4 out=f32",
+                           "grouped_gemm[experts=4,layout=offsets] a=e4m3:m b=nvfp4 out=bf16",
+                           "gemm a=mxfp8 b=mxfp4 out=bf16", "grouped_gemm[experts=4,layout=masked] a=mxfp8 b=nvfp4 out=f32"}) {
+    auto ml = sm80_pairing(spec_of(text));
+    ASSERT_TRUE(ml.ok()) << text << ": " << ml.status().to_string();
+    EXPECT_EQ(*ml, Sm80Mainloop::kMixedInput) << text;
+    EXPECT_FALSE(sm80_promotes(spec_of(text))) << text;  // block scales fold into the weights
+    auto f = select_family(spec_of(text), arch_of("sm_90a"));
+    ASSERT_TRUE(f.ok()) << text;
+    EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << text;
+  }
   // Grouped FP8 x FP8 and MXFP8 x MXFP8 plan (per-expert weight scales); bf16 x FP8 weights do not. On
   // sm_90a they take the sm90 family (its grouped walk); on sm_89 all are portable.
   const struct {
@@ -221,7 +243,7 @@ TEST(FormatsPlanTest, ExampleSpecFilesPlan) {
   const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "specs";
   for (const char* name : {"fp8_block_gemm.kiln", "fp8_row_gemm.kiln", "gpt_oss_mxfp4_experts.kiln",
                            "nvfp4_experts.kiln", "mxfp8_gemm.kiln", "quantize_fp8_block.kiln",
-                           "quantize_nvfp4.kiln"}) {
+                           "quantize_nvfp4.kiln", "w4a8_mxfp4_experts.kiln"}) {
     std::ifstream in(dir / name);
     ASSERT_TRUE(in) << name;
     std::stringstream text;
