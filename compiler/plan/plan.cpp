@@ -402,7 +402,15 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
     c.warps_n = 4;  // warp tile n = 16
   }
   if (check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) return c;
-  // Unreachable for the formats select_family accepts; keep a small config that is valid everywhere.
+  // Register-heavy pairings (f16 or MXFP8 activations on the mixed mainloop, FP8 converted in registers
+  // below sm_89) at 33..64 rows: the same rows in 32 x 32 warp tiles, 64 columns, the ring kept.
+  TileConfig narrow = c;
+  narrow.block_n = 64;
+  narrow.warps_m = std::max(1, c.block_m / 32);
+  narrow.warps_n = 2;
+  if (check_config(spec, arch, KernelFamily::kSm80Gemm, narrow).ok()) return narrow;
+  // Not reached by the pairings select_family accepts (tests/unit/formats_plan_test.cpp checks every
+  // bucket); a small config that is valid everywhere.
   TileConfig fallback;
   fallback.block_m = 64;
   fallback.block_n = 64;

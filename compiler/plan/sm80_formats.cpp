@@ -83,7 +83,7 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   if (is4(a.format))
     return Unsupported(string("a=") + format_name(a.format) +
                        ": 4-bit activations are not implemented yet; the sm80 family takes 4-bit weights (b) "
-                       "with bf16 activations");
+                       "with 16-bit, FP8 (tensor / m) or mxfp8 activations");
   if (is4(b.format)) {
     // FP8 activations x 4-bit weights (W4A8) on the mixed mainloop: A converted to bf16 exactly, its
     // tensor or per-token scale applied in the epilogue. Block scales along K would have to be folded
@@ -140,8 +140,9 @@ Status sm80_check_pairing_config(const KernelSpec& spec, const TileConfig& cfg) 
   KILN_ASSIGN_OR_RETURN(Sm80Mainloop ml, sm80_pairing(spec));
   const string name = "config " + cfg.to_string() + ": ";
   if (ml == Sm80Mainloop::kMixedInput && cfg.block_k != 64)
-    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + " for a=bf16 b=" + format_name(spec.b.format) +
-                           "; the mixed-input mainloop takes block_k 64 (128-byte bf16 rows, two 32-K steps)");
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + " for a=" + format_name(spec.a.format) +
+                           " b=" + format_name(spec.b.format) +
+                           "; the mixed-input mainloop takes block_k 64 (two 32-K steps per K tile)");
   if (spec.b.scale == ScaleGranularity::kBlock128x128) {
     const int warp_n = cfg.block_n / cfg.warps_n;
     if (warp_n > 128 || 128 % warp_n != 0)

@@ -50,7 +50,8 @@
 // aligned, M, N, K < 2^31.
 //
 // Instantiated by generated code (compiler/emit) like sm80_gemm, with the entry kiln_sm80_gemm;
-// stages * (block_m * 128 + block_n * block_k * bits / 8) bytes of dynamic shared memory.
+// stages * (block_m * 64 * A's bytes per element + block_n * block_k * bits / 8) bytes of dynamic shared
+// memory (A rows: 128 bytes of bf16 / f16, 64 of FP8).
 #pragma once
 
 #include "common/fp8_to_bf16.cuh"

@@ -93,6 +93,9 @@ std::vector<Case> all_cases() {
       {"gemm a=bf16 b=mxfp8 out=bf16", 1, 256, 512, {}},
       {"gemm a=bf16 b=mxfp8 out=f32", 77, 203, 96, {}},
       {"gemm a=f16 b=mxfp8 out=bf16", 300, 300, 1056, {}},
+      // f32 outputs: the tolerance (1e-5) that only an exact split of the f16 values meets.
+      {"gemm a=f16 b=mxfp4 out=f32", 77, 203, 1056, {}},
+      {"gemm a=f16 b=mxfp8 out=f32", 65, 130, 512, {}},
       // FP8 activations (tensor / per-token scales) x 4-bit weights: W4A8 on the mixed mainloop.
       {"gemm a=e4m3:m b=mxfp4 out=bf16", 1, 256, 2880, {}},
       {"gemm a=e4m3:tensor b=nvfp4 out=f32", 77, 203, 96, {}},

@@ -215,6 +215,25 @@ TEST(FormatsPlanTest, DefaultConfigsAreValid) {
   }
 }
 
+// The mixed mainloop's register-heavy pairings (f16 and MXFP8 activations, W4A8 with FP8 converted in
+// registers below sm_89) get a planned default in every M bucket, never the 2-stage last resort.
+TEST(FormatsPlanTest, MixedDefaultsAreValidAndNotTheLastResort) {
+  for (const char* text : {"gemm a=f16 b=mxfp4 out=bf16", "gemm a=f16 b=e4m3:n out=f32", "gemm a=mxfp8 b=mxfp4 out=bf16",
+                           "gemm a=mxfp8 b=nvfp4 out=f32", "gemm a=e4m3:m b=mxfp4 out=bf16",
+                           "grouped_gemm[experts=8,layout=offsets] a=e5m2:tensor b=nvfp4 out=bf16",
+                           "gemm a=bf16 b=mxfp8 out=bf16"}) {
+    const KernelSpec s = spec_of(text);
+    for (const char* a : kArches) {
+      for (int64_t m : {1, 16, 33, 48, 64, 128, 512, 4096}) {
+        const TileConfig c = default_config(s, arch_of(a), KernelFamily::kSm80Gemm, {m, 5760, 2880});
+        EXPECT_TRUE(check_config(s, arch_of(a), KernelFamily::kSm80Gemm, c).ok())
+            << text << " on " << a << " m=" << m << ": " << c.to_string();
+        EXPECT_GT(c.stages, 2) << text << " on " << a << " m=" << m << ": " << c.to_string();
+      }
+    }
+  }
+}
+
 TEST(FormatsPlanTest, PromotedDefaultsKeepWarpTilesAt32x32) {
   const KernelSpec s = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
   for (const char* a : kArches) {
