@@ -292,7 +292,8 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
   const bool int_fp8 = fp8_elems && arch.sm() < 89;
   // Promotion keeps a second set of accumulators (tmp); the mixed mainloop's A fragments of a 32-K
   // step are twice sm80_gemm's and its B fragments are converted in registers.
-  const int acc_max = (int_fp8 || promotes || mixed) ? 64 : 128;
+  // Promotion on the mixed mainloop (DeepSeek FP8 blocks with a 16-bit or 4-bit partner): 32 x 32 warp tiles.
+  const int acc_max = mixed && promotes ? 32 : (int_fp8 || promotes || mixed) ? 64 : 128;
   if (acc > acc_max)
     return InvalidArgument(name + "warp tile " + to_string(warp_m) + "x" + to_string(warp_n) + " needs " +
                            to_string(acc) + " f32 accumulators per thread; at most " + to_string(acc_max) +
@@ -404,21 +405,24 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
   if (check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) return c;
   // Register-heavy pairings (f16 or MXFP8 activations on the mixed mainloop, FP8 converted in registers
   // below sm_89) at 33..64 rows: the same rows in 32 x 32 warp tiles, 64 columns, the ring kept.
-  TileConfig narrow = c;
-  narrow.block_n = 64;
-  narrow.warps_m = std::max(1, c.block_m / 32);
-  narrow.warps_n = 2;
-  if (check_config(spec, arch, KernelFamily::kSm80Gemm, narrow).ok()) return narrow;
+  // Then fewer rows per block (f16 activations with promoted FP8 blocks, W4A8 with 1x128 blocks below
+  // sm_89 carry the most registers), and last a 2-stage ring.
+  auto shape = [&](int bm, int wm, int stages) {
+    TileConfig t = c;
+    t.block_m = bm;
+    t.block_n = 64;
+    t.warps_m = wm;
+    t.warps_n = 2;
+    t.stages = stages;
+    return t;
+  };
+  for (const TileConfig& t : {shape(c.block_m, std::max(1, c.block_m / 32), c.stages), shape(64, 2, 4),
+                              shape(32, 1, 4), shape(16, 1, 4), shape(64, 2, 2)}) {
+    if (check_config(spec, arch, KernelFamily::kSm80Gemm, t).ok()) return t;
+  }
   // Not reached by the pairings select_family accepts (tests/unit/formats_plan_test.cpp checks every
-  // bucket); a small config that is valid everywhere.
-  TileConfig fallback;
-  fallback.block_m = 64;
-  fallback.block_n = 64;
-  fallback.block_k = c.block_k;
-  fallback.stages = 2;
-  fallback.warps_m = 2;
-  fallback.warps_n = 2;
-  return fallback;
+  // bucket); a small config.
+  return shape(16, 1, 2);
 }
 
 LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,

@@ -60,12 +60,16 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   // to bf16 exactly (block scales folded in); f16 activations are split into two bf16 each.
   if (is16(a.format)) {
     if (format_is_fp8(b.format)) {
-      if (b.scale != ScaleGranularity::kTensor && b.scale != ScaleGranularity::kN)
+      // Tensor / per-channel f32 scales go to the epilogue; DeepSeek 128x128 blocks (f32 or ue8m0) are
+      // promoted per 128 K (kernels/sm80_promotion.cuh).
+      const bool block = b.scale == ScaleGranularity::kBlock128x128;
+      if (b.scale != ScaleGranularity::kTensor && b.scale != ScaleGranularity::kN && !block)
         return Unsupported(operand_text("b", b) +
-                           ": FP8 weights with 16-bit activations take tensor or n (per-channel) f32 scales; "
-                           "block-scaled FP8 weights need FP8 activations (a=e4m3:block1x128)");
-      if (b.scale_type != ScaleType::kF32)
-        return Unsupported(operand_text("b", b) + ": FP8 weights with 16-bit activations take f32 scales");
+                           ": FP8 weights with 16-bit activations take tensor, n (per-channel) or block128x128 "
+                           "scales");
+      if (b.scale_type != ScaleType::kF32 && !(block && b.scale_type == ScaleType::kUe8m0))
+        return Unsupported(operand_text("b", b) + ": scale type " + scale_type_name(b.scale_type) +
+                           " is not accepted here; use f32 (or ue8m0 with block scales)");
     }
     return Sm80Mainloop::kMixedInput;
   }
@@ -88,12 +92,15 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
     // FP8 activations x 4-bit weights (W4A8) on the mixed mainloop: A converted to bf16 exactly, its
     // tensor or per-token scale applied in the epilogue. Block scales along K would have to be folded
     // into bf16 values, which f32 block scales do not do exactly.
-    if (format_is_fp8(a.format) && (a.scale == ScaleGranularity::kTensor || a.scale == ScaleGranularity::kM) &&
-        a.scale_type == ScaleType::kF32)
-      return Sm80Mainloop::kMixedInput;
+    // DeepSeek 1x128 activation blocks (f32 or ue8m0) are promoted per 128 K instead.
+    const bool row_or_tensor =
+        (a.scale == ScaleGranularity::kTensor || a.scale == ScaleGranularity::kM) && a.scale_type == ScaleType::kF32;
+    const bool block = a.scale == ScaleGranularity::kBlock1x128 &&
+                       (a.scale_type == ScaleType::kF32 || a.scale_type == ScaleType::kUe8m0);
+    if (format_is_fp8(a.format) && (row_or_tensor || block)) return Sm80Mainloop::kMixedInput;
     return Unsupported(operand_text("a", a) + " b=" + format_name(b.format) +
                        ": 4-bit weights take bf16 / f16 activations, mxfp8 activations, or FP8 activations with a "
-                       "tensor or per-token (m) f32 scale (a=e4m3:m)");
+                       "tensor or per-token (m) f32 scale or 1x128 blocks (a=e4m3:m, a=e4m3:block1x128)");
   }
   // Two FP8 operands.
   if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);
@@ -103,8 +110,11 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
 }
 
 bool sm80_promotes(const KernelSpec& spec) {
-  // The mixed mainloop folds block scales into the converted values instead.
-  if (is16(spec.a.format) || is4(spec.b.format)) return false;
+  // The mixed mainloop folds MX / NVFP4 block scales into the converted values; f32 (or ue8m0) FP8
+  // blocks do not fold exactly and are promoted there too.
+  const bool fp8_blocks =
+      spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
+  if (is16(spec.a.format) || is4(spec.b.format)) return fp8_blocks;
   return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128 ||
          spec.a.format == Format::kMxfp8 || spec.b.format == Format::kMxfp8;
 }

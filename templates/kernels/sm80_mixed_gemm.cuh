@@ -60,6 +60,7 @@
 #include "dequant/block_scale.cuh"
 #include "dequant/e2m1_to_bf16.cuh"
 #include "kernels/sm80_epilogue.cuh"
+#include "kernels/sm80_promotion.cuh"
 #include "kernels/sm80_smem.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/cvt.cuh"
@@ -120,6 +121,12 @@ struct MixedGemm {
   static constexpr int kAScaleFrags = kMxA ? kMFrags : 1;        // MXFP8 A: E8M0 bytes [mf][g, g+8][k-step]
 
   using Epi = Epilogue<Config>;
+  // DeepSeek FP8 blocks (a = e4m3:block1x128 with 4-bit weights, b = e4m3:block128x128 with 16-bit
+  // activations): f32 (or ue8m0) scales that do not fold into bf16 exactly, promoted per 128 K as in
+  // sm80_gemm (kernels/sm80_promotion.cuh); MX and NVFP4 scales stay folded.
+  using Promo = Promotion<Config, kWarpTileM / 16, kWarpTileN / 8, kWarpTileN, /*kFoldsMx=*/true>;
+  static constexpr bool kPromote = Promo::kEnabled;
+  static constexpr int kStepsPerPromotion = 128 / 32;  // k-steps of 32 K per 128-K block (two K tiles)
 
   static_assert(Config::kArch >= 80, "sm80_mixed_gemm needs sm_80+: cp.async and bf16 mma.sync start there");
 #if defined(__CUDA_ARCH__)
@@ -143,8 +150,11 @@ struct MixedGemm {
   static_assert(kMFrags * kNFrags * 4 <= 64,
                 "at most 64 f32 accumulators per thread: the A fragments of a 32-K step are twice those of "
                 "sm80_gemm, and the converted B fragments need registers too");
+  static_assert(!kPromote || kMFrags * kNFrags * 4 <= 32,
+                "promotion keeps acc and tmp: at most 32 accumulators each (32 x 32 warp tiles)");
   static_assert(kMxA ? Config::kScaleA == Scale::kBlock1x32
-                : kA8 ? (Config::kScaleA == Scale::kTensor || Config::kScaleA == Scale::kRow)
+                : kA8 ? (Config::kScaleA == Scale::kTensor || Config::kScaleA == Scale::kRow ||
+                         Config::kScaleA == Scale::kBlock1x128)
                       : Config::kScaleA == Scale::kNone,
                 "16-bit activations are unscaled; FP8 activations take a tensor or per-token scale (epilogue), "
                 "MXFP8 activations their E8M0 blocks");
@@ -419,14 +429,28 @@ struct MixedGemm {
     const int n_row = n0 + warp_n * kWarpTileN + g;
     const u8* scale_base = reinterpret_cast<const u8*>(p.b_scale) + i64(w.expert) * p.b_scale_expert_stride;
 
+    // acc: the result; tmp: one 128-K block's partial sums when FP8 blocks are promoted (else unused).
     float acc[kMFrags][kNFrags][4];
+    float tmp[kMFrags][kNFrags][4];
 #pragma unroll
     for (int mf = 0; mf < kMFrags; ++mf) {
 #pragma unroll
       for (int nf = 0; nf < kNFrags; ++nf) {
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[mf][nf][r] = 0.0f;
+        for (int r = 0; r < 4; ++r) {
+          acc[mf][nf][r] = 0.0f;
+          tmp[mf][nf][r] = 0.0f;
+        }
       }
+    }
+    // Promoted FP8 blocks: a's per row (a_row0 + 16 mf + 8 h), b's per warp tile (its first column);
+    // loaded one 128-K block ahead. K % 128 == 0 for FP8 blocks (validate_sizes).
+    typename Promo::Scales promo_cur, promo_next;
+    const int promo_blocks = kPromote ? p.k / 128 : 0;
+    const int promo_row0 = m0 + warp_m * kWarpTileM + g;
+    const int promo_col0 = n0 + warp_n * kWarpTileN;
+    if constexpr (kPromote) {
+      if (promo_blocks > 0) Promo::load(p, w, promo_row0, promo_col0, 0, promo_next);
     }
 
     constexpr int kS = kScalesPerTile > 0 ? kScalesPerTile : 1;
@@ -459,6 +483,15 @@ struct MixedGemm {
     for (int kt = 0; kt < k_tiles; ++kt) {
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
+        const int step = kt * kKSteps + ks;  // global k-step (32 K)
+        if constexpr (kPromote) {
+          if (step % kStepsPerPromotion == 0) {
+            // A new 128-K block: its scales were loaded one block ago; fetch the next block's now.
+            const int kb = step / kStepsPerPromotion;
+            promo_cur = promo_next;
+            if (kb + 1 < promo_blocks) Promo::load(p, w, promo_row0, promo_col0, kb + 1, promo_next);
+          }
+        }
         if (ks == 0) {
           // This tile's scales were loaded one tile ago; fetch the next tile's now.
 #pragma unroll
@@ -497,7 +530,13 @@ struct MixedGemm {
           ++next_tile;
           write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
         }
-        mma_step(acc, frags[ks & 1], sc_cur, sa_cur, ks);
+        if constexpr (kPromote) {
+          mma_step(tmp, frags[ks & 1], sc_cur, sa_cur, ks);
+          if ((step + 1) % kStepsPerPromotion == 0 && step / kStepsPerPromotion < promo_blocks)
+            Promo::promote(acc, tmp, promo_cur);
+        } else {
+          mma_step(acc, frags[ks & 1], sc_cur, sa_cur, ks);
+        }
       }
     }
     cp_async_wait<0>();

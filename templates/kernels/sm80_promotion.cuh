@@ -29,15 +29,18 @@
 namespace kiln_dev {
 namespace sm80 {
 
-template <class Config, int kMFrags, int kNFrags, int kWarpTileN>
+// kFoldsMx: the mainloop folds MX (block1x32) scales into its converted operands (the mixed mainloop,
+// kernels/sm80_mixed_gemm.cuh), so only DeepSeek FP8 blocks are promoted.
+template <class Config, int kMFrags, int kNFrags, int kWarpTileN, bool kFoldsMx = false>
 struct Promotion {
   static constexpr Scale kScaleA = Config::kScaleA;
   static constexpr Scale kScaleB = Config::kScaleB;
-  static constexpr bool kPromoteA = kScaleA == Scale::kBlock1x128 || kScaleA == Scale::kBlock1x32;
-  static constexpr bool kPromoteB = kScaleB == Scale::kBlock128x128 || kScaleB == Scale::kBlock1x32;
+  static constexpr bool kPromoteA = kScaleA == Scale::kBlock1x128 || (!kFoldsMx && kScaleA == Scale::kBlock1x32);
+  static constexpr bool kPromoteB = kScaleB == Scale::kBlock128x128 || (!kFoldsMx && kScaleB == Scale::kBlock1x32);
   static constexpr bool kEnabled = kPromoteA || kPromoteB;
-  static constexpr int kBlockK = (kScaleA == Scale::kBlock1x32 || kScaleB == Scale::kBlock1x32) ? 32 : 128;
-  static constexpr bool kPerColumnB = kScaleB == Scale::kBlock1x32;
+  static constexpr int kBlockK =
+      !kFoldsMx && (kScaleA == Scale::kBlock1x32 || kScaleB == Scale::kBlock1x32) ? 32 : 128;
+  static constexpr bool kPerColumnB = kPromoteB && kScaleB == Scale::kBlock1x32;
   static constexpr GateUp kGateUp = ConfigEpilogue<Config>::kGateUp;
   static constexpr int kColsB = kPerColumnB ? 2 * kNFrags : 1;
 

@@ -107,6 +107,14 @@ std::vector<Case> all_cases() {
       {"gemm a=mxfp8 b=nvfp4 out=f32", 77, 203, 96, {}},
       {"grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp4 out=bf16", 300, 203, 1056, {0, 1, 0, 57, 1, 0, 240, 1}},
       {"grouped_gemm[experts=6,layout=masked] a=mxfp8 b=mxfp4 out=f32", 33, 70, 96, {}},
+      // DeepSeek FP8 blocks with a 16-bit or 4-bit partner: promoted per 128 K on the mixed mainloop.
+      {"gemm a=bf16 b=e4m3:block128x128 out=bf16", 1, 256, 512, {}},
+      {"gemm a=bf16 b=e4m3:block128x128 out=f32", 77, 203, 384, {}},
+      {"gemm a=f16 b=e4m3:block128x128:ue8m0 out=f32", 65, 130, 256, {}},
+      {"gemm a=e4m3:block1x128 b=mxfp4 out=f32", 77, 203, 384, {}},
+      {"gemm a=e4m3:block1x128:ue8m0 b=nvfp4 out=bf16", 300, 129, 1024, {}},
+      {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=e4m3:block128x128 out=bf16", 300, 203, 512, {0, 1, 0, 57, 1, 0, 240, 1}},
+      {"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128 b=mxfp4 out=f32", 33, 70, 256, {}},
       // Grouped, offsets layout.
       {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16", 300, 203, 2880, {}},
       {"grouped_gemm[experts=8,layout=offsets] a=f16 b=mxfp4 out=f16", 300, 203, 2880, {0, 1, 0, 57, 1, 0, 240, 1}},

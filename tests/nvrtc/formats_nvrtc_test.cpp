@@ -53,6 +53,9 @@ const char* const kPairings[] = {
     "gemm a=e4m3:m b=mxfp4 out=bf16",
     "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=nvfp4 out=bf16",
     "gemm a=mxfp8 b=mxfp4 out=f32",
+    // DeepSeek FP8 blocks with a 16-bit or 4-bit partner (promoted per 128 K on the mixed mainloop).
+    "gemm a=bf16 b=e4m3:block128x128 out=bf16",
+    "gemm a=e4m3:block1x128 b=mxfp4 out=bf16",
 };
 
 bool full_matrix() {

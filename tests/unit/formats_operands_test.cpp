@@ -239,6 +239,9 @@ TEST(FormatsOperandsTest, RandomOperandsPassTheChecksAndTheCpuReferenceRuns) {
       {"grouped_gemm[experts=4,layout=offsets] a=bf16 b=e4m3:n out=bf16", 30},
       {"grouped_gemm[experts=4,layout=masked] a=e4m3:m b=mxfp4 out=bf16", 6},
       {"gemm a=mxfp8 b=nvfp4 out=bf16", 7},
+      {"gemm a=bf16 b=e4m3:block128x128 out=bf16", 7},
+      {"gemm a=e4m3:block1x128:ue8m0 b=mxfp4 out=f32", 7},
+      {"grouped_gemm[experts=4,layout=offsets] a=f16 b=e4m3:block128x128 out=bf16", 30},
   };
   const int64_t n = 130, k = 256;
   for (const C& c : cases) {

@@ -103,8 +103,8 @@ std::string unsupported(std::string_view text) {
 
 TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
   EXPECT_THAT(unsupported("gemm a=nvfp4 b=nvfp4 out=bf16"), HasSubstr("4-bit activations"));
-  EXPECT_THAT(unsupported("gemm a=f16 b=e4m3:block128x128 out=bf16"), HasSubstr("tensor or n (per-channel)"));
-  EXPECT_THAT(unsupported("gemm a=e4m3:block1x128 b=mxfp4 out=bf16"), HasSubstr("tensor or per-token (m) f32"));
+  EXPECT_THAT(unsupported("gemm a=e4m3:m b=f16 out=bf16"), HasSubstr("quantized activations with 16-bit weights"));
+  EXPECT_THAT(unsupported("gemm a=mxfp8 b=e4m3:n out=bf16"), HasSubstr("mxfp8 pairs with mxfp8"));
   // 16-bit activations take every quantized weight on the mixed mainloop: f16 as well as bf16, mxfp8
   // weights, grouped FP8 weights (per-expert tensor or channel scales).
   for (const char* text : {"gemm a=f16 b=nvfp4 out=bf16", "gemm a=f16 b=mxfp4 out=f16", "gemm a=f16 b=e4m3:n out=f32",
@@ -114,11 +114,17 @@ TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
                            // FP8 activations with tensor / per-token scales x 4-bit weights (W4A8).
                            "gemm a=e4m3:m b=mxfp4 out=bf16", "gemm a=e5m2:tensor b=nvfp4 out=f32",
                            "grouped_gemm[experts=4,layout=offsets] a=e4m3:m b=nvfp4 out=bf16",
-                           "gemm a=mxfp8 b=mxfp4 out=bf16", "grouped_gemm[experts=4,layout=masked] a=mxfp8 b=nvfp4 out=f32"}) {
+                           "gemm a=mxfp8 b=mxfp4 out=bf16", "grouped_gemm[experts=4,layout=masked] a=mxfp8 b=nvfp4 out=f32",
+                           // DeepSeek FP8 blocks with a 16-bit or 4-bit partner: promoted per 128 K.
+                           "gemm a=bf16 b=e4m3:block128x128 out=bf16", "gemm a=f16 b=e4m3:block128x128:ue8m0 out=f32",
+                           "gemm a=e4m3:block1x128 b=mxfp4 out=bf16",
+                           "grouped_gemm[experts=4,layout=offsets] a=e4m3:block1x128:ue8m0 b=nvfp4 out=f32"}) {
     auto ml = sm80_pairing(spec_of(text));
     ASSERT_TRUE(ml.ok()) << text << ": " << ml.status().to_string();
     EXPECT_EQ(*ml, Sm80Mainloop::kMixedInput) << text;
-    EXPECT_FALSE(sm80_promotes(spec_of(text))) << text;  // block scales fold into the weights
+    // MX / NVFP4 block scales fold into the converted values; f32 / ue8m0 FP8 blocks are promoted.
+    const bool fp8_blocks = std::string_view(text).find("block1") != std::string_view::npos;
+    EXPECT_EQ(sm80_promotes(spec_of(text)), fp8_blocks) << text;
     auto f = select_family(spec_of(text), arch_of("sm_90a"));
     ASSERT_TRUE(f.ok()) << text;
     EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << text;
@@ -221,7 +227,8 @@ TEST(FormatsPlanTest, MixedDefaultsAreValidAndNotTheLastResort) {
   for (const char* text : {"gemm a=f16 b=mxfp4 out=bf16", "gemm a=f16 b=e4m3:n out=f32", "gemm a=mxfp8 b=mxfp4 out=bf16",
                            "gemm a=mxfp8 b=nvfp4 out=f32", "gemm a=e4m3:m b=mxfp4 out=bf16",
                            "grouped_gemm[experts=8,layout=offsets] a=e5m2:tensor b=nvfp4 out=bf16",
-                           "gemm a=bf16 b=mxfp8 out=bf16"}) {
+                           "gemm a=bf16 b=mxfp8 out=bf16", "gemm a=bf16 b=e4m3:block128x128 out=bf16",
+                           "gemm a=e4m3:block1x128 b=nvfp4 out=bf16"}) {
     const KernelSpec s = spec_of(text);
     for (const char* a : kArches) {
       for (int64_t m : {1, 16, 33, 48, 64, 128, 512, 4096}) {
