@@ -86,11 +86,16 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
         a_scale, b_scale = sx.contiguous(), sw.reshape(E * N).contiguous()
         xd = a.double() * sx.double()[:, None]
         wd = b.double() * sw.double()[:, :, None]
-    else:
+    else:  # mxfp4 weights; w4a8: with e4m3 per-token activations
         blocks, scales, wd = mxfp4_weights(E * N, K)
         a, b, b_scale = x, blocks.reshape(E, N, K // 2), scales.reshape(E, N, K // 32)
         wd = wd.reshape(E, N, K)
         xd = x.double()
+        if fmt == "w4a8":
+            sx = x.abs().amax(dim=1).float().clamp(min=1e-4) / 448.0
+            a = (x.float() / sx[:, None]).to(torch.float8_e4m3fn)
+            a_scale = sx.contiguous()
+            xd = a.double() * sx.double()[:, None]
     out = torch.full((rows, N), float("nan"), device=DEV, dtype=torch.bfloat16)
     plan.run(a, b, out=out, a_scale=a_scale, b_scale=b_scale, offsets=offs)
     torch.cuda.synchronize()
@@ -102,7 +107,7 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
     err, unwritten = rel_err(out, ref), int(torch.isnan(out).sum())
     ms = anchors.bench_graph([lambda: plan.run(a, b, out=out, a_scale=a_scale, b_scale=b_scale, offsets=offs)])
     active = int((counts > 0).sum())
-    wbits = {"bf16": 16, "fp8_row": 8, "mxfp4": 4}[fmt]
+    wbits = {"bf16": 16, "fp8_row": 8, "mxfp4": 4, "w4a8": 4}[fmt]
     weight_bytes = active * N * K * wbits / 8
     return ms, err, unwritten, plan.describe(), weight_bytes
 

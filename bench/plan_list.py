@@ -20,10 +20,14 @@ MXFP4_DENSE_SPEC = "gemm a=bf16 b=mxfp4 out=bf16"
 def grouped_spec(fmt, experts):
     return {"bf16": f"grouped_gemm[experts={experts},layout=offsets] a=bf16 b=bf16 out=bf16",
             "fp8_row": f"grouped_gemm[experts={experts},layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
-            "mxfp4": f"grouped_gemm[experts={experts},layout=offsets] a=bf16 b=mxfp4 out=bf16"}[fmt]
+            "mxfp4": f"grouped_gemm[experts={experts},layout=offsets] a=bf16 b=mxfp4 out=bf16",
+            "w4a8": f"grouped_gemm[experts={experts},layout=offsets] a=e4m3:m b=mxfp4 out=bf16"}[fmt]
 
 
-GROUPED_FMTS = (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("mxfp4", "bf16_grouped"))
+# w4a8: e4m3 per-token activations x MXFP4 weights (the portable mixed mainloop) against cuBLAS's grouped
+# FP8 row GEMM (same activations, twice the weight bytes).
+GROUPED_FMTS = (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("mxfp4", "bf16_grouped"),
+                ("w4a8", "fp8_row_grouped"))
 
 
 def dense_shapes(shapes, quick=False):
