@@ -67,12 +67,19 @@ bool first_untuned_sighting(const TuningDevice& d, const TuningProblem& p, int64
   return seen.emplace(d.key, p, bucket).second;
 }
 
-// A stored config, usable only if this planner still accepts it for this family and arch.
-// A record's config and family, if the plan can run it: a config of the plan's family, or of the
-// portable family for a bucket of an sm90 plan (the portable family implements every spec the sm90
-// family does; the tuner records such winners for grouped FP8 decode buckets: select_bucket_family).
-std::optional<std::pair<TileConfig, KernelFamily>> usable_config(const TuningRecord& r, const KernelSpec& spec,
-                                                                 KernelFamily family, const Arch& arch) {
+ConfigSource source_of(TuningSource s) {
+  switch (s) {
+    case TuningSource::kMemory: return ConfigSource::kMemory;
+    case TuningSource::kUserDb: return ConfigSource::kUserDb;
+    case TuningSource::kPretuned: return ConfigSource::kPretuned;
+  }
+  return ConfigSource::kHeuristic;
+}
+
+}  // namespace
+
+std::optional<std::pair<TileConfig, KernelFamily>> usable_tuned_config(const TuningRecord& r, const KernelSpec& spec,
+                                                                       KernelFamily family, const Arch& arch) {
   KernelFamily rf = family;
   if (r.family != family_name(family)) {
     if (family != KernelFamily::kSm90Gemm || r.family != family_name(KernelFamily::kSm80Gemm)) return std::nullopt;
@@ -84,17 +91,6 @@ std::optional<std::pair<TileConfig, KernelFamily>> usable_config(const TuningRec
   if (!cfg.ok() || !check_config(spec, arch, rf, *cfg).ok()) return std::nullopt;
   return std::make_pair(*cfg, rf);
 }
-
-ConfigSource source_of(TuningSource s) {
-  switch (s) {
-    case TuningSource::kMemory: return ConfigSource::kMemory;
-    case TuningSource::kUserDb: return ConfigSource::kUserDb;
-    case TuningSource::kPretuned: return ConfigSource::kPretuned;
-  }
-  return ConfigSource::kHeuristic;
-}
-
-}  // namespace
 
 TuningProblem tuning_problem(const KernelSpec& spec, const ProblemSizes& sizes) {
   KernelSpec stripped = spec;
@@ -318,7 +314,7 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
   for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
     StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, problem, kTuningMBuckets[b]);
     if (!hit.ok() || !hit->has_value()) continue;  // a failing read is a miss: the cache is an optimisation
-    if (auto cfg = usable_config((*hit)->record, spec, family, arch)) {
+    if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch)) {
       out.configs[b] = cfg->first;
       out.families[b] = cfg->second;
       out.sources[b] = source_of((*hit)->source);
@@ -352,7 +348,7 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
       t_in_online_tuning = false;
       if (won.ok()) {
         (void)store->record(*won);  // best effort: the plan uses the winner either way
-        if (auto cfg = usable_config(*won, spec, family, arch)) {
+        if (auto cfg = usable_tuned_config(*won, spec, family, arch)) {
           out.configs[hint_index] = cfg->first;
           out.families[hint_index] = cfg->second;
           out.sources[hint_index] = ConfigSource::kOnline;

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cache/tuning_store.hpp"
@@ -69,6 +70,13 @@ StatusOr<TuningDevice> tuning_device_for(const Arch& arch);
 std::shared_ptr<TuningStore> shared_tuning_store(const std::string& cache_dir);
 // The store of rt's cache (rt.cache_path()'s directory; none when the cache is disabled).
 std::shared_ptr<TuningStore> tuning_store_for(const Runtime& rt);
+
+// A record's config and family, if a plan of `family` can run it: a config of that family, or of the
+// portable family for a bucket of an sm90 plan (the portable family implements every spec the sm90
+// family does; the tuner records such winners for grouped FP8 decode buckets: select_bucket_family).
+// nullopt when the record does not parse or the current planner rejects it (check_config).
+std::optional<std::pair<TileConfig, KernelFamily>> usable_tuned_config(const TuningRecord& r, const KernelSpec& spec,
+                                                                       KernelFamily family, const Arch& arch);
 
 enum class ConfigSource { kHeuristic, kOverride, kMemory, kUserDb, kPretuned, kOnline };
 const char* config_source_name(ConfigSource s);  // "heuristic", "override", "memory", ...

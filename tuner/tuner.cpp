@@ -238,13 +238,10 @@ std::optional<TileConfig> Tuner::incumbent(const TuneShape& shape, const TuningD
   const int64_t bucket = bucket_of(shape);
   StatusOr<std::optional<TuningHit>> hit =
       store->lookup(device.key, tuning_problem(shape.spec, measured_sizes(shape)), bucket);
-  if (!hit.ok() || !*hit || (*hit)->record.m_bucket != bucket || (*hit)->record.family != family_name(family))
-    return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse((*hit)->record.config_json, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  StatusOr<TileConfig> cfg = config_from_json(j);
-  if (!cfg.ok() || !check_config(shape.spec, arch_of(device), family, *cfg).ok()) return std::nullopt;
-  return *cfg;
+  if (!hit.ok() || !*hit || (*hit)->record.m_bucket != bucket) return std::nullopt;
+  auto usable = usable_tuned_config((*hit)->record, shape.spec, family, arch_of(device));
+  if (!usable || usable->second != family) return std::nullopt;  // e.g. a portable record of an sm90 bucket
+  return usable->first;
 }
 
 StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& device) {

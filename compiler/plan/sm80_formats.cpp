@@ -59,17 +59,10 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   // 16-bit activations x quantized weights (kernels/sm80_mixed_gemm.cuh): the weights are dequantized
   // to bf16 exactly (block scales folded in); f16 activations are split into two bf16 each.
   if (is16(a.format)) {
+    // FP8 weights take the scales they take with FP8 activations: tensor / per-channel f32 scales go to
+    // the epilogue, DeepSeek 128x128 blocks (f32 or ue8m0) are promoted per 128 K (sm80_promotion.cuh).
     if (format_is_fp8(b.format)) {
-      // Tensor / per-channel f32 scales go to the epilogue; DeepSeek 128x128 blocks (f32 or ue8m0) are
-      // promoted per 128 K (kernels/sm80_promotion.cuh).
-      const bool block = b.scale == ScaleGranularity::kBlock128x128;
-      if (b.scale != ScaleGranularity::kTensor && b.scale != ScaleGranularity::kN && !block)
-        return Unsupported(operand_text("b", b) +
-                           ": FP8 weights with 16-bit activations take tensor, n (per-channel) or block128x128 "
-                           "scales");
-      if (b.scale_type != ScaleType::kF32 && !(block && b.scale_type == ScaleType::kUe8m0))
-        return Unsupported(operand_text("b", b) + ": scale type " + scale_type_name(b.scale_type) +
-                           " is not accepted here; use f32 (or ue8m0 with block scales)");
+      if (string gap = fp8_scale_gap("b", b, false); !gap.empty()) return Unsupported(gap);
     }
     return Sm80Mainloop::kMixedInput;
   }
@@ -87,20 +80,12 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
   if (is4(a.format))
     return Unsupported(string("a=") + format_name(a.format) +
                        ": 4-bit activations are not implemented yet; the sm80 family takes 4-bit weights (b) "
-                       "with 16-bit, FP8 (tensor / m) or mxfp8 activations");
+                       "with 16-bit, FP8 or mxfp8 activations");
   if (is4(b.format)) {
-    // FP8 activations x 4-bit weights (W4A8) on the mixed mainloop: A converted to bf16 exactly, its
-    // tensor or per-token scale applied in the epilogue. Block scales along K would have to be folded
-    // into bf16 values, which f32 block scales do not do exactly.
-    // DeepSeek 1x128 activation blocks (f32 or ue8m0) are promoted per 128 K instead.
-    const bool row_or_tensor =
-        (a.scale == ScaleGranularity::kTensor || a.scale == ScaleGranularity::kM) && a.scale_type == ScaleType::kF32;
-    const bool block = a.scale == ScaleGranularity::kBlock1x128 &&
-                       (a.scale_type == ScaleType::kF32 || a.scale_type == ScaleType::kUe8m0);
-    if (format_is_fp8(a.format) && (row_or_tensor || block)) return Sm80Mainloop::kMixedInput;
-    return Unsupported(operand_text("a", a) + " b=" + format_name(b.format) +
-                       ": 4-bit weights take bf16 / f16 activations, mxfp8 activations, or FP8 activations with a "
-                       "tensor or per-token (m) f32 scale or 1x128 blocks (a=e4m3:m, a=e4m3:block1x128)");
+    // FP8 activations x 4-bit weights (W4A8) on the mixed mainloop: A converted to bf16 exactly; its
+    // tensor / per-token scale applied in the epilogue, its 1x128 blocks promoted per 128 K.
+    if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);
+    return Sm80Mainloop::kMixedInput;
   }
   // Two FP8 operands.
   if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);

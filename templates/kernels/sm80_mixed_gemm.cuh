@@ -126,7 +126,7 @@ struct MixedGemm {
   // sm80_gemm (kernels/sm80_promotion.cuh); MX and NVFP4 scales stay folded.
   using Promo = Promotion<Config, kWarpTileM / 16, kWarpTileN / 8, kWarpTileN, /*kFoldsMx=*/true>;
   static constexpr bool kPromote = Promo::kEnabled;
-  static constexpr int kStepsPerPromotion = 128 / 32;  // k-steps of 32 K per 128-K block (two K tiles)
+  static constexpr int kStepsPerPromotion = Promo::kBlockK / 32;  // k-steps of 32 K per block (two K tiles)
 
   static_assert(Config::kArch >= 80, "sm80_mixed_gemm needs sm_80+: cp.async and bf16 mma.sync start there");
 #if defined(__CUDA_ARCH__)
@@ -446,7 +446,7 @@ struct MixedGemm {
     // Promoted FP8 blocks: a's per row (a_row0 + 16 mf + 8 h), b's per warp tile (its first column);
     // loaded one 128-K block ahead. K % 128 == 0 for FP8 blocks (validate_sizes).
     typename Promo::Scales promo_cur, promo_next;
-    const int promo_blocks = kPromote ? p.k / 128 : 0;
+    const int promo_blocks = kPromote ? p.k / Promo::kBlockK : 0;
     const int promo_row0 = m0 + warp_m * kWarpTileM + g;
     const int promo_col0 = n0 + warp_n * kWarpTileN;
     if constexpr (kPromote) {

@@ -366,9 +366,6 @@ std::vector<Case> split_cases() {
 // single-row experts) and masked.
 std::vector<Case> mx_cases() {
   std::vector<Case> cases;
-  struct Shape {
-    int64_t m, n, k;
-  };
   const Shape shapes[] = {{1, 256, 512}, {77, 200, 544}, {300, 129, 288}, {257, 384, 1056}, {1000, 1030, 4096}};
   for (const char* o : kOuts) {
     for (const Shape& sh : shapes) cases.push_back({std::string("gemm a=mxfp8 b=mxfp8 out=") + o, sh.m, sh.n, sh.k, -1});
@@ -400,9 +397,6 @@ std::vector<Case> mx_cases() {
 // the kernel's direct epilogue (out_tma = 0), the others the TMA stores.
 std::vector<Case> tma_cases() {
   std::vector<Case> cases;
-  struct Shape {
-    int64_t m, n, k;
-  };
   const Shape shapes[] = {{1, 256, 512}, {77, 200, 1024}, {300, 129, 512}, {1000, 1032, 1024}, {2000, 3000, 512}};
   const struct {
     const char* spec;
@@ -431,9 +425,6 @@ std::vector<Case> tma_cases() {
 // are not a multiple of the tile, M = 1, odd M.
 std::vector<Case> odd_n_cases() {
   std::vector<Case> cases;
-  struct Shape {
-    int64_t m, n, k;
-  };
   const Shape shapes[] = {{1, 256, 512}, {77, 200, 528}, {300, 2112, 1040}, {1000, 1030, 1024}};
   const char* const specs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32",
                                "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e5m2:n out=f32"};
