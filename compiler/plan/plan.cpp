@@ -228,7 +228,7 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
 }
 
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
-  return cfg.stages * (cfg.block_m * sm80_row_bytes_a(spec, cfg) + cfg.block_n * sm80_row_bytes_b(spec, cfg));
+  return cfg.stages * (cfg.block_m * sm80_row_bytes_a(spec, cfg) + cfg.block_n * sm80_smem_row_bytes_b(spec, cfg));
 }
 
 Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
@@ -289,7 +289,8 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
   const int warp_m = cfg.block_m / cfg.warps_m, warp_n = cfg.block_n / cfg.warps_n;
   const int acc = warp_m * warp_n / 32;
   const bool fp8_elems = format_is_fp8(spec.a.format) || spec.a.format == Format::kMxfp8;
-  const bool int_fp8 = fp8_elems && arch.sm() < 89;
+  // (The mixed mainloop converts FP8 to bf16 itself on every arch; its own terms are below.)
+  const bool int_fp8 = fp8_elems && arch.sm() < 89 && !mixed;
   // Promotion keeps a second set of accumulators (tmp); the mixed mainloop's A fragments of a 32-K
   // step are twice sm80_gemm's and its B fragments are converted in registers.
   // Promotion on the mixed mainloop (DeepSeek FP8 blocks with a 16-bit or 4-bit partner): 32 x 32 warp tiles.
@@ -322,6 +323,10 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
   // MXFP8 activations: the E8M0 bytes of this and the next K tile (8 per m16 fragment) and one scaled
   // fragment (16).
   if (mixed && spec.a.format == Format::kMxfp8) regs += 16 + 8 * (warp_m / 16);
+  // 16-bit weights with quantized activations: 4 B registers per n8 per k-step (double-buffered) instead
+  // of 2, and f16 weights' lo halves (4 per n8).
+  if (mixed && (spec.b.format == Format::kBf16 || spec.b.format == Format::kF16)) regs += 4 * (warp_n / 8);
+  if (mixed && spec.b.format == Format::kF16) regs += 4 * (warp_n / 8) + 8;
   const int budget = std::min(240, 65536 / cfg.threads() - 8);
   if (regs > budget)
     return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread (" +
@@ -366,7 +371,7 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
     // f16 activations split every A fragment in two (kernels/sm80_mixed_gemm.cuh kSplitA), MXFP8 ones carry
     // their scales: 128 x 64 with 32 x 32 warp tiles (ptxas 13.0, sm_90a: 128 x 128 in 64 x 32 warp tiles
     // took 255 registers, f16 spilling).
-    if (spec.a.format == Format::kF16 || spec.a.format == Format::kMxfp8) {
+    if (spec.a.format == Format::kF16 || spec.a.format == Format::kMxfp8 || spec.b.format == Format::kF16) {
       c.block_n = 64;
       c.warps_m = 4;
       c.warps_n = 2;

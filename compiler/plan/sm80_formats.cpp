@@ -67,28 +67,32 @@ StatusOr<Sm80Mainloop> sm80_pairing(const KernelSpec& spec) {
     return Sm80Mainloop::kMixedInput;
   }
   // Quantized activations.
-  if (is16(b.format))
-    return Unsupported(pair + ": quantized activations with 16-bit weights are not implemented; use a=bf16, or "
-                              "quantize both operands");
-  // MXFP8 activations x 4-bit weights: the mixed mainloop with A's E8M0 scales folded like W's.
-  if (a.format == Format::kMxfp8 && is4(b.format)) return Sm80Mainloop::kMixedInput;
-  if (a.format == Format::kMxfp8 || b.format == Format::kMxfp8) {
-    if (a.format != b.format)
-      return Unsupported(pair + ": mxfp8 pairs with mxfp8 only (both E8M0 per 32 along K)");
-    return Sm80Mainloop::kSameFormat;  // grouped: b's E8M0 scales [E, N, K/32]
-  }
   if (is4(a.format))
     return Unsupported(string("a=") + format_name(a.format) +
                        ": 4-bit activations are not implemented yet; the sm80 family takes 4-bit weights (b) "
                        "with 16-bit, FP8 or mxfp8 activations");
-  if (is4(b.format)) {
-    // FP8 activations x 4-bit weights (W4A8) on the mixed mainloop: A converted to bf16 exactly; its
-    // tensor / per-token scale applied in the epilogue, its 1x128 blocks promoted per 128 K.
+  // FP8 activations take their tensor / per-token / 1x128 scales on every mainloop.
+  if (a.format != Format::kMxfp8) {
     if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);
+  }
+  // FP8 / MXFP8 activations x 16-bit weights: the mixed mainloop with A converted to bf16 exactly (MXFP8:
+  // its E8M0 scales folded in) and B used as bf16 (f16 split into two bf16 that sum to it).
+  if (is16(b.format)) return Sm80Mainloop::kMixedInput;
+  // MXFP8 activations x 4-bit weights: the mixed mainloop with A's E8M0 scales folded like W's.
+  if (a.format == Format::kMxfp8 && is4(b.format)) return Sm80Mainloop::kMixedInput;
+  if (a.format == Format::kMxfp8 || b.format == Format::kMxfp8) {
+    if (a.format == b.format) return Sm80Mainloop::kSameFormat;  // grouped: b's E8M0 scales [E, N, K/32]
+    // MXFP8 with an FP8 partner: the mixed mainloop, the E8M0 side folded into its converted bf16 values,
+    // the FP8 side's tensor / per-row scales in the epilogue and its DeepSeek blocks promoted per 128 K.
+    if (b.format != Format::kMxfp8) {
+      if (string gap = fp8_scale_gap("b", b, false); !gap.empty()) return Unsupported(gap);
+    }
     return Sm80Mainloop::kMixedInput;
   }
+  // FP8 activations x 4-bit weights (W4A8) on the mixed mainloop: A converted to bf16 exactly; its
+  // tensor / per-token scale applied in the epilogue, its 1x128 blocks promoted per 128 K.
+  if (is4(b.format)) return Sm80Mainloop::kMixedInput;
   // Two FP8 operands.
-  if (string gap = fp8_scale_gap("a", a, true); !gap.empty()) return Unsupported(gap);
   if (string gap = fp8_scale_gap("b", b, false); !gap.empty()) return Unsupported(gap);
   // Grouped: b's scales per expert (tensor [E], n [E, N], block128x128 [E, ceil(N/128), K/128]).
   return Sm80Mainloop::kSameFormat;
@@ -99,9 +103,9 @@ bool sm80_promotes(const KernelSpec& spec) {
   // blocks do not fold exactly and are promoted there too.
   const bool fp8_blocks =
       spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
-  if (is16(spec.a.format) || is4(spec.b.format)) return fp8_blocks;
-  return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128 ||
-         spec.a.format == Format::kMxfp8 || spec.b.format == Format::kMxfp8;
+  auto mainloop = sm80_pairing(spec);
+  if (mainloop.ok() && *mainloop == Sm80Mainloop::kMixedInput) return fp8_blocks;
+  return fp8_blocks || spec.a.format == Format::kMxfp8 || spec.b.format == Format::kMxfp8;
 }
 
 
@@ -111,6 +115,13 @@ int sm80_row_bytes_a(const KernelSpec& spec, const TileConfig& cfg) {
 
 int sm80_row_bytes_b(const KernelSpec& spec, const TileConfig& cfg) {
   return static_cast<int>(format_span_bytes(spec.b.format, cfg.block_k));
+}
+
+int sm80_smem_row_bytes_b(const KernelSpec& spec, const TileConfig& cfg) {
+  // The mixed mainloop pads 16-bit B rows by 32 bytes (kernels/sm80_mixed_gemm.cuh kRowStrideB).
+  const int bytes = sm80_row_bytes_b(spec, cfg);
+  if (!is16(spec.b.format) || is16(spec.a.format)) return bytes;
+  return bytes + 32;
 }
 
 Status sm80_check_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {

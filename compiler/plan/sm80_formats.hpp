@@ -38,6 +38,8 @@ bool sm80_promotes(const KernelSpec& spec);
 // Bytes of one K-tile row in shared memory, per operand.
 int sm80_row_bytes_a(const KernelSpec& spec, const TileConfig& cfg);
 int sm80_row_bytes_b(const KernelSpec& spec, const TileConfig& cfg);
+// B row bytes of one stage in shared memory (16-bit weights with quantized activations: padded rows).
+int sm80_smem_row_bytes_b(const KernelSpec& spec, const TileConfig& cfg);
 // Bytes of `elems` elements of format f (4-bit formats: elems / 2).
 int64_t format_span_bytes(Format f, int64_t elems);
 // Row alignment (16-byte cp.async chunks) of a and b for K, and the format-specific K rules.

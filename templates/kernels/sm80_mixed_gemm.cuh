@@ -1,4 +1,4 @@
-// templates/kernels/sm80_mixed_gemm.cuh — 16-bit activations x 4- or 8-bit weights (W4A16 / W8A16):
+// templates/kernels/sm80_mixed_gemm.cuh — mixed-format inputs (W4A16, W8A16, W4A8, W16A8, MXFP8 x FP8):
 // cp.async ring + ldmatrix (A) + shared loads and in-register dequantization (B) + bf16 mma.sync.
 //
 //   Y[M, N] = (X[M, K] . dequant(W)[N, K]^T) * col_factor(n)         (fprop; X = a, W = b)
@@ -10,9 +10,10 @@
 //   nvfp4  E2M1 codes [N, K/2] with UE4M3 scales [N, K/16] and an f32 global decode scale on the
 //          device (b_global: one, or one per expert);
 //   mxfp8  e4m3 bytes [N, K] with E8M0 scales [N, K/32] (the scale folded in like mxfp4's);
-// or, with 4-bit weights, X is FP8 (e4m3 / e5m2 with a tensor or per-token f32 scale, applied in the
-// epilogue) or MXFP8 (its E8M0 scales [M, K/32] folded into the converted values): W4A8;
-//   e4m3 / e5m2 with a tensor or per-channel (`n`) f32 scale.
+//   e4m3 / e5m2 with a tensor or per-channel (`n`) f32 scale, or DeepSeek 128x128 blocks (promoted);
+// or X is FP8 (e4m3 / e5m2 with a tensor or per-token f32 scale, applied in the epilogue, or 1x128
+// blocks, promoted) or MXFP8 (its E8M0 scales [M, K/32] folded into the converted values), with any W
+// above (W4A8; MXFP8 with an FP8 partner) or with bf16 / f16 W (f16 split into two bf16 like f16 X).
 // W is dequantized to bf16 in registers, EXACTLY: block scales are folded into the bf16 values
 // (dequant/e2m1_to_bf16.cuh says why that is exact); f32 scales (FP8 tensor/n, the NVFP4 global) go
 // to the epilogue (kernels/sm80_epilogue.cuh). Dense or grouped (scheduler/group_tile.cuh).
@@ -98,18 +99,25 @@ struct MixedGemm {
   static constexpr bool kMxA = kA == Format::kMxfp8;
   static constexpr bool kA8 = kA == Format::kE4m3 || kA == Format::kE5m2 || kMxA;
   static constexpr Format kElemA = kMxA ? Format::kE4m3 : kA;
+  // 16-bit weights with quantized (FP8 / MXFP8) activations: bf16 B used as is, f16 B split into two
+  // bf16 (hi + lo, exact) like f16 activations, each multiplied by the same converted A. B rows are
+  // read 8 bytes per lane in A's k order (see 2. above), from rows padded by 32 bytes (conflict free).
+  static constexpr bool k16B = kB == Format::kBf16 || kB == Format::kF16;
+  static constexpr bool kSplitB = kB == Format::kF16;
   static constexpr int kRowBytesA = kA8 ? kBlockK : kBlockK * 2;
-  static constexpr int kRowBytesB = kFp4 ? kBlockK / 2 : kBlockK;
+  static constexpr int kRowBytesB = kFp4 ? kBlockK / 2 : k16B ? kBlockK * 2 : kBlockK;
+  static constexpr int kRowStrideB = k16B ? kRowBytesB + 32 : kRowBytesB;  // B rows in shared memory
   static constexpr int kChunksA = kRowBytesA / 16;
   static constexpr int kChunksB = kRowBytesB / 16;
-  static constexpr int kKSteps = kBlockK / 32;       // k-steps of 32 K per tile
-  static constexpr int kStepBytesB = kFp4 ? 16 : 32;  // B bytes of one row per k-step
+  static constexpr int kKSteps = kBlockK / 32;                          // k-steps of 32 K per tile
+  static constexpr int kStepBytesB = kFp4 ? 16 : k16B ? 64 : 32;        // B bytes of one row per k-step
+  static constexpr int kRegsB = kFp4 ? 1 : k16B ? 4 : 2;                 // B registers per n8 per k-step
   static constexpr int kWarpTileM = kBlockM / kWarpsM;
   static constexpr int kWarpTileN = kBlockN / kWarpsN;
   static constexpr int kMFrags = kWarpTileM / 16;
   static constexpr int kNFrags = kWarpTileN / 8;
   static constexpr int kTileBytesA = kBlockM * kRowBytesA;
-  static constexpr int kStageBytes = kTileBytesA + kBlockN * kRowBytesB;
+  static constexpr int kStageBytes = kTileBytesA + kBlockN * kRowStrideB;
   static constexpr int kRowsPerPassA = kThreads / kChunksA;
   static constexpr int kRowsPerPassB = kThreads / kChunksB;
   static constexpr int kLoadsA = (kBlockM + kRowsPerPassA - 1) / kRowsPerPassA;
@@ -133,11 +141,11 @@ struct MixedGemm {
   static_assert(Config::kArch * 10 <= __CUDA_ARCH__,
                 "the config's kArch may not exceed the compile target (its instructions would not assemble)");
 #endif
-  static_assert(kA == Format::kBf16 || kA == Format::kF16 || (kA8 && kFp4),
-                "mixed inputs take bf16 or f16 activations (f16 split into two bf16: see kSplitA), or FP8 "
-                "activations with 4-bit weights (kA8)");
-  static_assert(kFp4 || kB == Format::kE4m3 || kB == Format::kE5m2 || kB == Format::kMxfp8,
-                "mixed-input weights are mxfp4, nvfp4, mxfp8, e4m3 or e5m2");
+  static_assert(((kA == Format::kBf16 || kA == Format::kF16) && !k16B) || kA8,
+                "mixed inputs take bf16 or f16 activations (f16 split into two bf16: see kSplitA) with quantized "
+                "weights, or FP8 / MXFP8 activations (kA8) with any weights");
+  static_assert(kFp4 || k16B || kB == Format::kE4m3 || kB == Format::kE5m2 || kB == Format::kMxfp8,
+                "mixed-input weights are mxfp4, nvfp4, mxfp8, e4m3, e5m2, bf16 or f16");
   static_assert(kBlockK == 64, "block_k is 64 elements: 128-byte A rows, two k-steps per tile");
   static_assert(kKSteps % 2 == 0,
                 "the fragment double buffer alternates per k-step and must line up across K tiles");
@@ -162,7 +170,7 @@ struct MixedGemm {
   // Double-buffered fragments of one k-step (32 K).
   struct Frags {
     u32 a[kMFrags][2][4];              // two bf16 m16n8k16 A fragments: k 0..15 and 16..31
-    u32 b[kNFrags][kFp4 ? 1 : 2];      // gathered B codes (see 2. above)
+    u32 b[kNFrags][kRegsB];            // gathered B codes or 16-bit pairs (see 2. above)
   };
 
   // ---- main loop pieces -------------------------------------------------------------------------
@@ -223,12 +231,25 @@ struct MixedGemm {
     const u32 b_addr = stage_addr + b_lane + u32(ks * kStepBytesB);
 #pragma unroll
     for (int nf = 0; nf < kNFrags; ++nf) {
+      if constexpr (k16B) {
+        // 16-bit B with FP8 A: half h's elements 4t..4t+3 of row g (b_lane holds the 8t bytes) = A's k
+        // pairs {4t, 4t+1} (b0) and {4t+2, 4t+3} (b1). Rows 160 bytes apart: the 4 rows of a half-warp's
+        // 8-byte loads lie in distinct 32-byte bank groups.
 #pragma unroll
-      for (int c = 0; c < (kFp4 ? 1 : 2); ++c) {
-        u32 w[4];
-        lds_128(w, b_addr + nf * 8 * kRowBytesB + c * 16);
-        // prmt indexes the bytes of {w0, w1} as 0..7: sel puts this lane's two bytes in bytes 0, 1.
-        f.b[nf][c] = prmt(prmt(w[0], w[1], sel), prmt(w[2], w[3], sel), 0x5410u);
+        for (int h = 0; h < 2; ++h) lds_u64(f.b[nf][2 * h], f.b[nf][2 * h + 1], b_addr + nf * 8 * kRowStrideB + h * 32);
+      } else {
+#pragma unroll
+        for (int c = 0; c < (kFp4 ? 1 : 2); ++c) {
+          u32 w[4];
+          lds_128(w, b_addr + nf * 8 * kRowBytesB + c * 16);
+          if constexpr (kA8 && !kFp4) {
+            // FP8 B with FP8 A: bytes 4t..4t+3 of the chunk (A's k order); sel picks word t & 1 of a pair.
+            f.b[nf][c] = (threadIdx.x & 2) ? prmt(w[2], w[3], sel) : prmt(w[0], w[1], sel);
+          } else {
+            // prmt indexes the bytes of {w0, w1} as 0..7: sel puts this lane's two bytes in bytes 0, 1.
+            f.b[nf][c] = prmt(prmt(w[0], w[1], sel), prmt(w[2], w[3], sel), 0x5410u);
+          }
+        }
       }
     }
   }
@@ -238,10 +259,23 @@ struct MixedGemm {
   static __device__ __forceinline__ void mma_step(float (&acc)[kMFrags][kNFrags][4], const Frags& f,
                                                   const u32 (&scales)[kNFrags][kScalesPerTile > 0 ? kScalesPerTile : 1],
                                                   const u32 (&a_scales)[kAScaleFrags][2][kKSteps], int ks) {
-    u32 b[kNFrags][2][2];  // [nf][mma of k 0..15 / 16..31][b0, b1]
+    u32 b[kNFrags][2][2];                     // [nf][mma of k 0..15 / 16..31][b0, b1]
+    u32 b_lo[kSplitB ? kNFrags : 1][2][2];    // f16 B: the lo halves (b holds the hi halves)
 #pragma unroll
     for (int nf = 0; nf < kNFrags; ++nf) {
-      if constexpr (kFp4) {
+      if constexpr (k16B) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            if constexpr (kSplitB) {
+              f16x2_split_bf16x2(f.b[nf][2 * h + r], b[nf][h][r], b_lo[nf][h][r]);
+            } else {
+              b[nf][h][r] = f.b[nf][2 * h + r];
+            }
+          }
+        }
+      } else if constexpr (kFp4) {
         const u32 x = f.b[nf][0];
         u32 s0, s1;
         if constexpr (kMx) {
@@ -301,9 +335,17 @@ struct MixedGemm {
         } else if constexpr (kMxA) {
           mma_m16n8k16_bf16(acc[mf][nf], hi[0], b[nf][0]);
           mma_m16n8k16_bf16(acc[mf][nf], hi[1], b[nf][1]);
+          if constexpr (kSplitB) {
+            mma_m16n8k16_bf16(acc[mf][nf], hi[0], b_lo[nf][0]);
+            mma_m16n8k16_bf16(acc[mf][nf], hi[1], b_lo[nf][1]);
+          }
         } else {
           mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][0], b[nf][0]);
           mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][1], b[nf][1]);
+          if constexpr (kSplitB) {
+            mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][0], b_lo[nf][0]);
+            mma_m16n8k16_bf16(acc[mf][nf], f.a[mf][1], b_lo[nf][1]);
+          }
         }
       }
     }
@@ -375,7 +417,7 @@ struct MixedGemm {
 
     // K in bytes fits in 32 bits: K < 2^31.
     const u32 k_bytes_a = u32(format_span_bytes(kA, p.k));
-    const u32 k_bytes_b = kFp4 ? u32(p.k) / 2 : u32(p.k);
+    const u32 k_bytes_b = u32(format_span_bytes(kB, p.k));
     const int k_tiles = p.k <= 0 ? 0 : (p.k - 1) / kBlockK + 1;
 
     // cp.async assignment (per operand): thread tid copies chunk tid % chunks of rows tid / chunks +
@@ -408,7 +450,7 @@ struct MixedGemm {
         ok_b[i] = r < kBlockN && gr < p.n;
         // GEMM column gr reads W row glu_w_row(gr): itself, or the stacked gate|up permutation.
         src_b[i] = b_base + i64(glu_w_row<Epi::kGateUp>(gr < p.n ? gr : p.n - 1, p.n)) * ldb_bytes + chunk_b * 16;
-        dst_b[i] = r < kBlockN ? u32(r * kRowBytesB + chunk_b * 16) : ~0u;
+        dst_b[i] = r < kBlockN ? u32(r * kRowStrideB + chunk_b * 16) : ~0u;
       }
     }
 
@@ -420,10 +462,13 @@ struct MixedGemm {
     const u32 a_lane = kA8 ? u32((warp_m * kWarpTileM + g) * kRowBytesA + 4 * t)
                            : u32((warp_m * kWarpTileM + a_row) * kRowBytesA);
     const u32 a_xor = kA8 ? u32(swizzle_xor<kRowBytesA>(g)) : u32(((lane >> 4) ^ swizzle_xor<kRowBytesA>(a_row)) << 4);
-    const u32 b_lane = u32(kTileBytesA + (warp_n * kWarpTileN + g) * kRowBytesB);
+    const u32 b_lane = u32(kTileBytesA + (warp_n * kWarpTileN + g) * kRowStrideB + (k16B ? 8 * t : 0));
     // fp4: bytes t and 4 + t of {w0, w1}; fp8: bytes 2t and 2t + 1 (see 2. above); fp4 with FP8 A: bytes
-    // 2t, 2t + 1 of {w0, w1} and of {w2, w3} = k {4t..4t+3} and {16+4t..19+4t}, A's k order.
-    const u32 sel = kFp4 && !kA8 ? u32(t | ((t + 4) << 4)) : u32((2 * t) | ((2 * t + 1) << 4));
+    // 2t, 2t + 1 of {w0, w1} and of {w2, w3} = k {4t..4t+3} and {16+4t..19+4t}, A's k order; fp8 with
+    // FP8 A: word t & 1 of {w0, w1} (t < 2) or {w2, w3} = k 4t..4t+3 of the chunk.
+    const u32 sel = kFp4 && !kA8    ? u32(t | ((t + 4) << 4))
+                    : !kFp4 && kA8 ? u32(0x3210u + 0x4444u * u32(t & 1))
+                                   : u32((2 * t) | ((2 * t + 1) << 4));
 
     // This thread's block-scale rows: B rows n_row + 8 nf of the expert's scales (clamped to N).
     const int n_row = n0 + warp_n * kWarpTileN + g;

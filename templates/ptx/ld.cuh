@@ -75,6 +75,10 @@ __device__ __forceinline__ void sts_u32(u32 smem_addr, u32 v) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(smem_addr), "r"(v) : "memory");
 }
 
+__device__ __forceinline__ void lds_u64(u32& lo, u32& hi, u32 smem_addr) {
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(hi) : "r"(smem_addr) : "memory");
+}
+
 __device__ __forceinline__ void lds_128(u32 (&r)[4], u32 smem_addr) {
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

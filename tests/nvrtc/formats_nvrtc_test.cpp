@@ -56,6 +56,13 @@ const char* const kPairings[] = {
     // DeepSeek FP8 blocks with a 16-bit or 4-bit partner (promoted per 128 K on the mixed mainloop).
     "gemm a=bf16 b=e4m3:block128x128 out=bf16",
     "gemm a=e4m3:block1x128 b=mxfp4 out=bf16",
+    // FP8 / MXFP8 activations x 16-bit weights; MXFP8 with an FP8 partner (mixed mainloop).
+    "gemm a=e4m3:m b=bf16 out=bf16",
+    "gemm a=mxfp8 b=f16 out=f16",
+    "gemm a=e4m3:block1x128 b=f16 out=f32",
+    "gemm a=mxfp8 b=e4m3:block128x128 out=f32",
+    "gemm a=e4m3:m b=mxfp8 out=bf16",
+    "grouped_gemm[experts=8,layout=offsets] a=e5m2:tensor b=bf16 out=bf16",
 };
 
 bool full_matrix() {

@@ -118,7 +118,7 @@ TEST(EmitTest, ChecksTheConfigFirst) {
 }
 
 TEST(EmitTest, RejectsSpecsTheFamilyCannotRun) {
-  auto k = emit_kernel(spec_of("gemm a=e4m3:tensor b=bf16 out=bf16"), KernelFamily::kSm80Gemm, TileConfig{},
+  auto k = emit_kernel(spec_of("gemm a=mxfp4 b=bf16 out=bf16"), KernelFamily::kSm80Gemm, TileConfig{},
                        arch_of("sm_90a"));
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), StatusCode::kUnsupported);

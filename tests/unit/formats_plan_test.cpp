@@ -103,8 +103,8 @@ std::string unsupported(std::string_view text) {
 
 TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
   EXPECT_THAT(unsupported("gemm a=nvfp4 b=nvfp4 out=bf16"), HasSubstr("4-bit activations"));
-  EXPECT_THAT(unsupported("gemm a=e4m3:m b=f16 out=bf16"), HasSubstr("quantized activations with 16-bit weights"));
-  EXPECT_THAT(unsupported("gemm a=mxfp8 b=e4m3:n out=bf16"), HasSubstr("mxfp8 pairs with mxfp8"));
+  EXPECT_THAT(unsupported("gemm a=mxfp4 b=f16 out=bf16"), HasSubstr("4-bit activations"));
+  EXPECT_THAT(unsupported("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
   // 16-bit activations take every quantized weight on the mixed mainloop: f16 as well as bf16, mxfp8
   // weights, grouped FP8 weights (per-expert tensor or channel scales).
   for (const char* text : {"gemm a=f16 b=nvfp4 out=bf16", "gemm a=f16 b=mxfp4 out=f16", "gemm a=f16 b=e4m3:n out=f32",
@@ -118,7 +118,16 @@ TEST(FormatsPlanTest, RejectedPairingsSayWhatWouldWork) {
                            // DeepSeek FP8 blocks with a 16-bit or 4-bit partner: promoted per 128 K.
                            "gemm a=bf16 b=e4m3:block128x128 out=bf16", "gemm a=f16 b=e4m3:block128x128:ue8m0 out=f32",
                            "gemm a=e4m3:block1x128 b=mxfp4 out=bf16",
-                           "grouped_gemm[experts=4,layout=offsets] a=e4m3:block1x128:ue8m0 b=nvfp4 out=f32"}) {
+                           "grouped_gemm[experts=4,layout=offsets] a=e4m3:block1x128:ue8m0 b=nvfp4 out=f32",
+                           // FP8 / MXFP8 activations x 16-bit weights (f16 split into two bf16).
+                           "gemm a=e4m3:m b=bf16 out=bf16", "gemm a=e5m2:tensor b=f16 out=f32",
+                           "gemm a=mxfp8 b=bf16 out=bf16", "gemm a=mxfp8 b=f16 out=f16",
+                           "gemm a=e4m3:block1x128 b=f16 out=f32",
+                           "grouped_gemm[experts=4,layout=offsets] a=e4m3:m b=bf16 out=bf16",
+                           // MXFP8 with an FP8 partner (the E8M0 side folded, the FP8 side's scales as always).
+                           "gemm a=mxfp8 b=e4m3:n out=bf16", "gemm a=mxfp8 b=e4m3:block128x128:ue8m0 out=f32",
+                           "gemm a=e4m3:m b=mxfp8 out=bf16", "gemm a=e4m3:block1x128 b=mxfp8 out=f32",
+                           "grouped_gemm[experts=4,layout=masked] a=mxfp8 b=e5m2:tensor out=f32"}) {
     auto ml = sm80_pairing(spec_of(text));
     ASSERT_TRUE(ml.ok()) << text << ": " << ml.status().to_string();
     EXPECT_EQ(*ml, Sm80Mainloop::kMixedInput) << text;
@@ -206,6 +215,9 @@ TEST(FormatsPlanTest, ConfigRules) {
             4 * (128 * 128 + 128 * 32));
   EXPECT_EQ(smem_bytes(spec_of("gemm a=bf16 b=e4m3:n out=bf16"), config(128, 128, 64, 4, 2, 4)),
             4 * (128 * 128 + 128 * 64));
+  // FP8 activations (64-byte rows) x 16-bit weights: B rows of 128 bytes padded to 160 in shared memory.
+  EXPECT_EQ(smem_bytes(spec_of("gemm a=e4m3:m b=bf16 out=bf16"), config(128, 128, 64, 4, 2, 4)),
+            4 * (128 * 64 + 128 * 160));
 }
 
 TEST(FormatsPlanTest, DefaultConfigsAreValid) {

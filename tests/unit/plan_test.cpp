@@ -135,8 +135,7 @@ std::string unsupported_reason(std::string_view text, std::string_view arch = "s
 
 TEST(SelectFamilyTest, RejectsWithAReasonNamingWhatIsMissing) {
   // Pairings of the formats issue that stay out (tests/unit/formats_plan_test.cpp has the accepted ones).
-  EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=e4m3:tensor out=bf16"), HasSubstr("mxfp8 pairs with mxfp8"));
-  EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=bf16 out=bf16"), HasSubstr("quantized activations"));
+  EXPECT_THAT(unsupported_reason("gemm a=mxfp4 b=bf16 out=bf16"), HasSubstr("4-bit activations"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), HasSubstr("pass=dgrad"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved"),
@@ -209,9 +208,9 @@ TEST(CanImplementTest, RejectsSizesOutsideTheIndexRange) {
 }
 
 TEST(CanImplementTest, PassesOnSelectFamilyReasons) {
-  Status s = can_implement(spec_of("gemm a=e4m3:tensor b=bf16 out=bf16"), arch_of("sm_90a"), {16, 16, 128});
+  Status s = can_implement(spec_of("gemm a=nvfp4 b=bf16 out=bf16"), arch_of("sm_90a"), {16, 16, 128});
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_THAT(s.message(), HasSubstr("b=bf16"));
+  EXPECT_THAT(s.message(), HasSubstr("a=nvfp4"));
 }
 
 // ---- check_config -------------------------------------------------------------------------------
