@@ -66,6 +66,14 @@ if [ -n "${TEST_BINS:-}" ]; then
       >>"$OUT/gpu_tier.log" 2>&1
     echo "$n rc=$? at $(elapsed)s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tier.log" | tail -2 | tr '\n' ' ')"
   done >"$OUT/summary.txt"
+  # EXTRA_RUNS="binary filter;...": plain runs of other filters (figures, timing and result lines kept).
+  IFS=';' read -ra extra <<<"${EXTRA_RUNS:-}"
+  for r in "${extra[@]}"; do
+    read -r bin filter <<<"$r"
+    echo "--- $bin $filter at $(elapsed)s"
+    KILN_CACHE_DIR=$(mktemp -d) timeout 150 "$X/$bin" --gtest_filter="$filter" 2>&1 |
+      grep -E '^\[ (figures|timing) |^\[  (PASSED|FAILED) |^\[  FAILED  \]'
+  done >>"$OUT/summary.txt"
   # SAN_RUNS="tool binary filter;...": compute-sanitizer runs after them.
   IFS=';' read -ra runs <<<"${SAN_RUNS:-}"
   for r in "${runs[@]}"; do

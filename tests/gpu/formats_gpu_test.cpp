@@ -330,6 +330,18 @@ TEST(FormatsTimingGpuTest, ReportsMedianTimes) {
       {"gemm a=e4m3:m b=e4m3:n out=bf16", 4096, 7168, 7168, {}},
       {"gemm a=mxfp8 b=mxfp8 out=bf16", 4096, 7168, 7168, {}},
       {"gemm a=bf16 b=e4m3:n out=bf16", 16, 5760, 2880, {}},
+      // The mixed mainloop's other activations: f16 (split in two), FP8 (W4A8), FP8 x 16-bit weights,
+      // MXFP8 with an FP8 partner, DeepSeek blocks with a 16-bit or 4-bit partner.
+      {"gemm a=f16 b=mxfp4 out=f16", 16, 5760, 2880, {}},
+      {"gemm a=f16 b=mxfp4 out=f16", 4096, 5760, 2880, {}},
+      {"gemm a=e4m3:m b=mxfp4 out=bf16", 16, 5760, 2880, {}},
+      {"gemm a=e4m3:m b=mxfp4 out=bf16", 4096, 5760, 2880, {}},
+      {"gemm a=e4m3:m b=bf16 out=bf16", 16, 5760, 2880, {}},
+      {"gemm a=e4m3:m b=bf16 out=bf16", 4096, 5760, 2880, {}},
+      {"gemm a=mxfp8 b=e4m3:n out=bf16", 4096, 5760, 2880, {}},
+      {"gemm a=bf16 b=e4m3:block128x128 out=bf16", 16, 7168, 2048, {}},
+      {"gemm a=bf16 b=e4m3:block128x128 out=bf16", 4096, 7168, 2048, {}},
+      {"gemm a=e4m3:block1x128 b=mxfp4 out=bf16", 16, 7168, 2048, {}},
   };
   for (const Case& c : cases) {
     auto spec = parse_spec(c.spec);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compiler/numerics/fp8.hpp"
+#include "compiler/nvrtc/nvrtc.hpp"
 #include "compiler/numerics/reference_gemm.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "kiln/kiln.hpp"
@@ -416,8 +417,32 @@ void dispatch_cost(bool portable) {
   ASSERT_EQ(launch_bare(fn), CUDA_SUCCESS);
   ASSERT_TRUE(d->check(d->cuCtxSynchronize(), "sync").ok());
 
+  // The same on a stream of its own (non-blocking): what an embedding framework passes (the C API
+  // takes an explicit stream); the legacy default stream's launches carry its implicit ordering.
+  CUstream stream = nullptr;
+  ASSERT_TRUE(d->check(d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate").ok());
+  auto launch_on = [&](CUstream s) {
+    return d->cuLaunchKernel(bare.f, bare.ls.grid_x, bare.ls.grid_y, bare.ls.grid_z, bare.ls.block_x, 1, 1,
+                             static_cast<unsigned>(bare.ls.dynamic_smem), s, bare.args.data(), nullptr);
+  };
+
+  // The driver's floor on this machine: an empty kernel with one 4-byte argument, one block of 32 threads.
+  auto empty = compile_cuda("extern \"C\" __global__ void kiln_empty(int) {}\n", plan->arch(), CompileOptions{});
+  ASSERT_TRUE(empty.ok()) << empty.status().to_string();
+  CUlibrary empty_lib = nullptr;
+  CUkernel empty_kernel = nullptr;
+  ASSERT_TRUE(d->check(d->cuLibraryLoadData(&empty_lib, empty->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+                       "cuLibraryLoadData")
+                  .ok());
+  ASSERT_TRUE(d->check(d->cuLibraryGetKernel(&empty_kernel, empty_lib, "kiln_empty"), "cuLibraryGetKernel").ok());
+  int empty_arg = 0;
+  void* empty_args[] = {&empty_arg};
+  auto launch_empty = [&](CUstream s) {
+    return d->cuLaunchKernel(reinterpret_cast<CUfunction>(empty_kernel), 1, 1, 1, 32, 1, 1, 0, s, empty_args, nullptr);
+  };
+
   const int kCalls = 100000, kBurst = 200;
-  std::vector<double> run_us, bare_us, fn_us;
+  std::vector<double> run_us, bare_us, fn_us, run_s_us, bare_s_us, empty_us;
   auto burst = [&](std::vector<double>& into, auto&& call) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kBurst; ++i) call();
@@ -430,9 +455,12 @@ void dispatch_cost(bool portable) {
     burst(run_us, [&] { failed |= !plan->run(ops, workspace, ws_bytes, nullptr).ok(); });
     burst(bare_us, [&] { failed |= launch_bare(bare.f) != CUDA_SUCCESS; });
     burst(fn_us, [&] { failed |= launch_bare(fn) != CUDA_SUCCESS; });
+    burst(run_s_us, [&] { failed |= !plan->run(ops, workspace, ws_bytes, stream).ok(); });
+    burst(bare_s_us, [&] { failed |= launch_on(stream) != CUDA_SUCCESS; });
+    burst(empty_us, [&] { failed |= launch_empty(stream) != CUDA_SUCCESS; });
   }
   ASSERT_FALSE(failed) << "a launch failed";
-  for (auto* v : {&run_us, &bare_us, &fn_us}) std::sort(v->begin(), v->end());
+  for (auto* v : {&run_us, &bare_us, &fn_us, &run_s_us, &bare_s_us, &empty_us}) std::sort(v->begin(), v->end());
   auto median = [](const std::vector<double>& v) { return v[v.size() / 2]; };
   std::printf("[ figures ] dispatch host time per call over %d calls each (bursts of %d, enqueue only, interleaved), "
               "median burst: Plan::run %.2f us (min %.2f, max %.2f); bare cuLaunchKernel of the same kernel and "
@@ -441,6 +469,15 @@ void dispatch_cost(bool portable) {
               kCalls, kBurst, median(run_us), run_us.front(), run_us.back(), median(bare_us), bare_us.front(),
               bare_us.back(), median(run_us) - median(bare_us), median(fn_us), family_name(plan->family()),
               bare.ls.grid_x, bare.ls.block_x, bare.args.size());
+  std::printf("[ figures ] on a non-blocking stream of its own: Plan::run %.2f us (min %.2f, max %.2f); bare "
+              "cuLaunchKernel %.2f us (min %.2f, max %.2f); kiln's overhead %.2f us\n",
+              median(run_s_us), run_s_us.front(), run_s_us.back(), median(bare_s_us), bare_s_us.front(),
+              bare_s_us.back(), median(run_s_us) - median(bare_s_us));
+  std::printf("[ figures ] the driver's floor: cuLaunchKernel of an empty kernel (one int argument, 1 x 32 threads) on "
+              "the same stream %.2f us (min %.2f, max %.2f)\n",
+              median(empty_us), empty_us.front(), empty_us.back());
+  ASSERT_TRUE(d->check(d->cuStreamDestroy(stream), "cuStreamDestroy").ok());
+  ASSERT_TRUE(d->check(d->cuLibraryUnload(empty_lib), "cuLibraryUnload").ok());
   EXPECT_LT(median(run_us), 20.0) << "dispatch is far above its 3 us target";
 }
 
