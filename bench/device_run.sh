@@ -54,10 +54,15 @@ export KILN_LIBRARY=$X/capi/libkiln.so.0.1.0
 OUT=${OUT:-/tmp/kiln-device-run}
 mkdir -p "$OUT"
 SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v compute-sanitizer)
-# sanitize TOOL BINARY FILTER SECONDS: one compute-sanitizer run (own kernel cache), its last two lines.
+# sanitize TOOL BINARY FILTER SECONDS: one compute-sanitizer run (own kernel cache): the first lines of
+# its first reports (what, where, which test) and its last two lines.
 sanitize() {
-  ( KILN_CACHE_DIR=$(mktemp -d) timeout "$4" "$SAN" --tool "$1" --error-exitcode 9 "$X/$2" --gtest_filter="$3" |
-      tail -2 ) 2>&1
+  local log
+  log=$(mktemp)
+  KILN_CACHE_DIR=$(mktemp -d) timeout "$4" "$SAN" --tool "$1" --error-exitcode 9 "$X/$2" --gtest_filter="$3" >"$log" 2>&1
+  grep -m 24 -E '^========= +(Error|Race|Warning|Invalid|Write|Read|at |by |Saved|Barrier)|^\[ RUN' "$log" |
+    grep -B1 -A0 -E '^=========' | head -24
+  tail -2 "$log"
 }
 if [ -n "${TEST_BINS:-}" ]; then
   # Only the named gpu test binaries (e.g. TEST_BINS="gpu_sm90_gemm_gpu_test"), one after the other.

@@ -32,7 +32,9 @@ namespace {
 Runtime& runtime() {
   static std::shared_ptr<Runtime> rt = [] {
     RuntimeOptions o;
-    o.disable_cache = true;
+    // KILN_TEST_KEEP_CUBINS=1: the kernels go to the cache database (KILN_CACHE_DIR), e.g. to read the
+    // SASS of a pinned config a sanitizer report points into.
+    o.disable_cache = std::getenv("KILN_TEST_KEEP_CUBINS") == nullptr;
     auto r = Runtime::create(o);
     if (!r.ok()) std::fprintf(stderr, "Runtime::create: %s\n", r.status().to_string().c_str());
     return r.ok() ? *r : nullptr;
@@ -458,6 +460,23 @@ std::vector<Case> two_atom_cases() {
   return cases;
 }
 
+// Promoted two-atom stages (kernel section 8) over longer K: 11 atoms (a last stage of one), 18 and 32,
+// block scales (f32, ue8m0), block x per-channel and the tensor-scaled promoted path; M = 1, odd M and N.
+std::vector<Case> atom_group_cases() {
+  std::vector<Case> cases;
+  const char* const specs[] = {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                               "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32",
+                               "gemm a=e4m3:block1x128 b=e4m3:n out=f32", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16"};
+  for (const char* sp : specs) {
+    for (int pin : {19, 20, 23}) {
+      cases.push_back({sp, 1, 256, 1408, pin});
+      cases.push_back({sp, 77, 200, 2304, pin});
+      cases.push_back({sp, 513, 1000, 4096, pin});
+    }
+  }
+  return cases;
+}
+
 // The block path's timing rows: the DeepSeek-V3 shapes 4096 x 7168 x 7168 and x 16384.
 struct TimedShape {
   const char* spec;
@@ -656,6 +675,7 @@ INSTANTIATE_TEST_SUITE_P(ScaledPinnedConfigs, Sm90GemmGpuTest, testing::ValuesIn
 INSTANTIATE_TEST_SUITE_P(GroupedConfigs, Sm90GemmGpuTest, testing::ValuesIn(grouped_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(SplitKConfigs, Sm90GemmGpuTest, testing::ValuesIn(split_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(TwoAtomConfigs, Sm90GemmGpuTest, testing::ValuesIn(two_atom_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(AtomGroupConfigs, Sm90GemmGpuTest, testing::ValuesIn(atom_group_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(MxConfigs, Sm90GemmGpuTest, testing::ValuesIn(mx_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(TmaStoreConfigs, Sm90GemmGpuTest, testing::ValuesIn(tma_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(OddNConfigs, Sm90GemmGpuTest, testing::ValuesIn(odd_n_cases()), case_name);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# bench/ncu_profile.sh — Nsight Compute on one launch of kiln's planned kernel per problem (device side).
+# Usage (device, from the repo root, after device_run.sh's bundle is unpacked or with KILN_CLI set):
+#   NCU_PROBLEMS="spec|m|n|k;..." bash bench/ncu_profile.sh   -> $OUT/ncu.txt
+# Sections: speed of light, compute (pipe utilization), warp states, scheduler, memory. The clocks are
+# left alone (--clock-control none: METHOD.md). One warm-up launch is skipped.
+set -u
+cd "$(dirname "$0")/.."
+C=${CARRY_DIR:-carry-all}
+X=$(mktemp -d)
+tar -C "$X" -xJf $C/bundle.tar.xz || exit 1
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+OUT=${OUT:-/tmp/kiln-ncu}
+mkdir -p "$OUT"
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+IFS=';' read -ra problems <<<"${NCU_PROBLEMS:-}"
+for p in "${problems[@]}"; do
+  IFS='|' read -r spec m n k <<<"$p"
+  echo "=== $spec M=$m N=$n K=$k"
+  KILN_CACHE_DIR=$X/cache timeout 120 "$NCU" --clock-control none -k regex:kiln_ --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+    --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio \
+    "$X/kiln" run "$spec" --m "$m" --n "$n" --k "$k" --repeats 1 --warmup 1 2>&1 | grep -vE '^==PROF==|^\s*$' | tail -n 120
+done >"$OUT/ncu.txt" 2>&1
+tail -c 3000 "$OUT/ncu.txt"
