@@ -24,9 +24,9 @@ namespace kiln {
   X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuKernelSetAttribute)          \
   X(cuKernelGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)              \
   X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuPointerGetAttribute)            \
-  X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamCreate) X(cuStreamDestroy) X(cuEventCreate) X(cuEventDestroy)               \
-  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName)                 \
-  X(cuGetErrorString) X(cuMemGetInfo)                                                           \
+  X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamCreate) X(cuStreamDestroy)            \
+  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetInfo)                                        \
   /* Hopper issue: TMA tensor maps and cluster occupancy for the sm90 family (sm90_launch.cpp). */ \
   X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters)
 

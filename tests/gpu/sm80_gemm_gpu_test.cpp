@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "compiler/numerics/fp8.hpp"
-#include "compiler/nvrtc/nvrtc.hpp"
 #include "compiler/numerics/reference_gemm.hpp"
+#include "compiler/nvrtc/nvrtc.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/check.hpp"
@@ -409,9 +409,9 @@ void dispatch_cost(bool portable) {
   // CUkernel handle Plan::run passes: shows what the driver's per-launch handle lookup costs.
   CUfunction fn = nullptr;
   ASSERT_TRUE(d->check(d->cuKernelGetFunction(&fn, reinterpret_cast<CUkernel>(bare.f)), "cuKernelGetFunction").ok());
-  auto launch_bare = [&](CUfunction f) {
+  auto launch_bare = [&](CUfunction f, CUstream s = nullptr) {
     return d->cuLaunchKernel(f, bare.ls.grid_x, bare.ls.grid_y, bare.ls.grid_z, bare.ls.block_x, 1, 1,
-                             static_cast<unsigned>(bare.ls.dynamic_smem), nullptr, bare.args.data(), nullptr);
+                             static_cast<unsigned>(bare.ls.dynamic_smem), s, bare.args.data(), nullptr);
   };
   ASSERT_EQ(launch_bare(bare.f), CUDA_SUCCESS);
   ASSERT_EQ(launch_bare(fn), CUDA_SUCCESS);
@@ -421,10 +421,6 @@ void dispatch_cost(bool portable) {
   // takes an explicit stream); the legacy default stream's launches carry its implicit ordering.
   CUstream stream = nullptr;
   ASSERT_TRUE(d->check(d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate").ok());
-  auto launch_on = [&](CUstream s) {
-    return d->cuLaunchKernel(bare.f, bare.ls.grid_x, bare.ls.grid_y, bare.ls.grid_z, bare.ls.block_x, 1, 1,
-                             static_cast<unsigned>(bare.ls.dynamic_smem), s, bare.args.data(), nullptr);
-  };
 
   // The driver's floor on this machine: an empty kernel with one 4-byte argument, one block of 32 threads.
   auto empty = compile_cuda("extern \"C\" __global__ void kiln_empty(int) {}\n", plan->arch(), CompileOptions{});
@@ -456,7 +452,7 @@ void dispatch_cost(bool portable) {
     burst(bare_us, [&] { failed |= launch_bare(bare.f) != CUDA_SUCCESS; });
     burst(fn_us, [&] { failed |= launch_bare(fn) != CUDA_SUCCESS; });
     burst(run_s_us, [&] { failed |= !plan->run(ops, workspace, ws_bytes, stream).ok(); });
-    burst(bare_s_us, [&] { failed |= launch_on(stream) != CUDA_SUCCESS; });
+    burst(bare_s_us, [&] { failed |= launch_bare(bare.f, stream) != CUDA_SUCCESS; });
     burst(empty_us, [&] { failed |= launch_empty(stream) != CUDA_SUCCESS; });
   }
   ASSERT_FALSE(failed) << "a launch failed";
