@@ -27,8 +27,12 @@ int elem_bytes(Format f) { return std::max(1, format_bits(f) / 8); }
 
 int consumers(const TileConfig& c) { return (c.warps_m / 4) * c.warps_n; }
 
-// 128-byte swizzle atoms of K per stage (1 or 2 for a valid config).
-int atoms(const KernelSpec& spec, const TileConfig& c) { return c.block_k * elem_bytes(spec.a.format) / kRowBytes; }
+// 128-byte swizzle atoms of K per stage (1 or 2 for a valid config; MXFP8 with block_k 64 stages one
+// atom of bf16, the kernel's section 13).
+int atoms(const KernelSpec& spec, const TileConfig& c) {
+  if (sm90_mx_dequant(spec, c)) return 1;
+  return c.block_k * elem_bytes(spec.a.format) / kRowBytes;
+}
 
 // Accumulator registers per consumer thread: (block_m / wgs_m) x (block_n / wgs_n) over 128 threads.
 int acc_regs(const TileConfig& c) {
@@ -112,6 +116,8 @@ bool sm90_mx(const KernelSpec& spec) {
          spec.a.scale == ScaleGranularity::kBlock1x32 && spec.b.scale == ScaleGranularity::kBlock1x32;
 }
 
+bool sm90_mx_dequant(const KernelSpec& spec, const TileConfig& cfg) { return sm90_mx(spec) && cfg.block_k == 64; }
+
 bool sm90_block_scaled(const KernelSpec& spec) {
   return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
 }
@@ -133,12 +139,13 @@ Status sm90_can_implement(const KernelSpec& spec, const ProblemSizes& sizes) {
 int sm90_threads(const TileConfig& cfg) { return 128 * (1 + consumers(cfg)); }
 
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
-  const int row_bytes = cfg.block_k * elem_bytes(spec.a.format);
+  const bool dq = sm90_mx_dequant(spec, cfg);  // bf16 stages of 64 K (the kernel's section 13)
+  const int row_bytes = dq ? kRowBytes : cfg.block_k * elem_bytes(spec.a.format);
   // Staged block scales: per stage and atom, one word per tile row + 4 (b's words, padded). MXFP8 (the
   // kernel's section 11): per stage and k-step (4 per atom), an f32 per tile row and per column, the
   // columns in 4 runs per consumer warpgroup padded by 4 floats each.
   int scale_slot = sm90_staged_scales(spec, cfg) ? atoms(spec, cfg) * 4 * (cfg.block_m + 4) : 0;
-  if (sm90_mx(spec)) scale_slot = 4 * 4 * (cfg.block_m + cfg.block_n + 16 * std::max(1, cfg.warps_n));
+  if (sm90_mx(spec) && !dq) scale_slot = 4 * 4 * (cfg.block_m + cfg.block_n + 16 * std::max(1, cfg.warps_n));
   // Grouped: the per-CTA expert table (cluster-tile ends, row bases, row counts: int32 each).
   const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
@@ -162,7 +169,8 @@ int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, cons
 }
 
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
-  return (format_is_fp8(spec.a.format) || sm90_mx(spec)) && 2 * acc_regs(cfg) <= kMaxAccRegs;
+  return (format_is_fp8(spec.a.format) || (sm90_mx(spec) && !sm90_mx_dequant(spec, cfg))) &&
+         2 * acc_regs(cfg) <= kMaxAccRegs;
 }
 
 int sm90_atom_k(const KernelSpec& spec) { return kRowBytes / elem_bytes(spec.a.format); }
@@ -190,12 +198,13 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                              ".." + to_string(r.hi) + ")");
   }
   const int eb = elem_bytes(spec.a.format);
-  if (cfg.block_k * eb != kRowBytes && cfg.block_k * eb != 2 * kRowBytes)
+  const bool dq = sm90_mx_dequant(spec, cfg);
+  if (!dq && cfg.block_k * eb != kRowBytes && cfg.block_k * eb != 2 * kRowBytes)
     return InvalidArgument(
         name + "block_k=" + to_string(cfg.block_k) + " is " + to_string(cfg.block_k * eb) +
         " bytes of K; a stage of the TMA/wgmma ring holds one or two 128-byte swizzle atoms (block_k " +
         to_string(kRowBytes / eb) + " or " + to_string(2 * kRowBytes / eb) + " for " + format_name(spec.a.format) +
-        ")");
+        ")" + (sm90_mx(spec) ? string("; a=mxfp8 also takes block_k 64: the producer dequantizes to bf16") : string()));
   if (cfg.warps_m % 4 != 0)
     return InvalidArgument(name + "warps_m=" + to_string(cfg.warps_m) +
                            " is not a multiple of 4: consumer warps come in warpgroups stacked along M");
@@ -254,7 +263,13 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   }
   // MXFP8 promotes every k-step (the kernel's section 11): the accumulators, the partial and a k-step's
   // column scales share the consumer's 232 registers.
-  if (sm90_mx(spec) && (atoms(spec, cfg) != 1 || acc_regs(cfg) > 64 || n_consumers > 2))
+  // With block_k 64 (the kernel's section 13) the producer warpgroup dequantizes both operands to bf16
+  // stages and two consumer warpgroups accumulate them unpromoted.
+  if (dq && (n_consumers != 2 || cfg.cluster_m != 1))
+    return InvalidArgument(name + "a=mxfp8 b=mxfp8 with block_k 64 (the producer dequantizes to bf16) takes two "
+                           "consumer warpgroups (warps 8x1 or 4x2) and no clusters (cluster_m 1); this config: " +
+                           to_string(n_consumers) + " warpgroups, cluster_m " + to_string(cfg.cluster_m));
+  if (sm90_mx(spec) && !dq && (atoms(spec, cfg) != 1 || acc_regs(cfg) > 64 || n_consumers > 2))
     return InvalidArgument(name + "a=mxfp8 b=mxfp8 promotes every 32-K step: one 128-byte atom per stage "
                            "(block_k " + to_string(kRowBytes / eb) + "), warpgroup tiles of at most 64 "
                            "accumulators per thread (64x128 or 128x64; this config: " +
@@ -326,6 +341,8 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // accumulation: a promoted partial would need 256 registers); bench/NOTES.md has the measurements.
   // Not in clusters (cluster_m = 1): the clustered variant measured slower so far (bench/NOTES.md,
   // v2: a fence in its remote arrive, since removed but not yet measured on a GPU).
+  // (MXFP8's dequantizing producer, block_k 64, is not planned: it measured 240-260 TFLOP/s against
+  // 390 for the promoted square on the H200, bench/NOTES.md session 8; only an explicit config runs it.)
   const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
   if (m > 64 && tiles(sizes, wide) >= kSms && sm90_check_config(spec, arch, wide).ok()) {
     // 128 x 192 where its waves waste clearly less: the share of the SMs' tile slots doing useful work,

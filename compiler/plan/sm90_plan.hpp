@@ -47,6 +47,10 @@ bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert);
 // Whether spec is MXFP8 x MXFP8 (E8M0 per 32 along K on both operands): the kernel promotes every
 // 32-K wgmma k-step's partial with its scales (section 11).
 bool sm90_mx(const KernelSpec& spec);
+// Whether cfg runs spec (MXFP8) with the dequantizing producer (block_k 64, the kernel's section 13):
+// the producer warpgroup converts both operands to bf16 with their E8M0 scales folded in, and the
+// consumers accumulate bf16 wgmmas unpromoted.
+bool sm90_mx_dequant(const KernelSpec& spec, const TileConfig& cfg);
 // Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
 // each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).
 bool sm90_block_scaled(const KernelSpec& spec);

@@ -128,6 +128,29 @@
 //    and they leave in whole 128-byte lines instead of the direct epilogue's 4-byte pieces per thread.
 //    The runtime passes the output's map and out_tma = 1 when the output is TMA-addressable (16-byte
 //    aligned base and row stride); otherwise the direct epilogue runs.
+// 13. MXFP8 through a dequantizing producer (block_k = 64; dense and grouped, 2 consumer warpgroups, no
+//    clusters). Section 11's promotion costs an FMUL and an FFMA per accumulator per 32 K, which keeps the
+//    FP8 tensor cores below half their rate; here the producer WARPGROUP instead turns each operand
+//    element into bf16 once per tile: x * 2^(e - 127) is exact in bf16 (e4m3's 4 significant bits, f32's
+//    exponent range), so the consumers run the plain bf16 mainloop (m64nNk16 wgmmas accumulating in f32,
+//    no promotion, no epilogue scales) at bf16's tensor rate, half of FP8's, with nothing per accumulator.
+//    Per K tile of 64 each producer thread converts 16-byte chunks (16 e4m3 of one 32-K scale block) of
+//    (kBlockM + kBlockN) / 32 rows: 16-byte read-only global loads, hardware e4m3 -> f16 -> f32, one
+//    product by the decoded scale, bf16 packing, two 16-byte shared stores into the 128-byte swizzle
+//    TMA would have written (chunk j of row r at j ^ (r % 8)). Two register sets alternate. The
+//    proxy fence that publishes a stage (fence.proxy.async: the stores, visible to wgmma's async proxy)
+//    is a MEMBAR.ALL.CTA in SASS, which waits for every load the thread has in flight; so the loads of
+//    K tile j + 2 are issued right after tile j is published, into the register set tile j used, and
+//    land while tile j + 1 is converted (issued before the fence instead, each tile paid the whole load
+//    latency: 230 TFLOP/s on the H200). One arrival per producer thread on full[s] (128). Registers
+//    168 / 168 for consumers of 128 accumulators, 136 / 184 below (setmaxnreg).
+//    Shared-memory traffic per K tile equals the bf16 kernel's (the stores replace TMA's writes).
+//    Status (H200, bench/NOTES.md session 8): correct, but 240-260 TFLOP/s at 4096 x 7168 x 7168 against
+//    390 for section 11's promoted square, so the planner does not choose it (only an explicit config
+//    with block_k 64 runs it). Measured by parts: the stores, fence and barriers alone (no loads, no
+//    conversion) run at the bf16 kernel's 824 TFLOP/s; the producer's global loads alone bring it to
+//    302; the conversion to 243. The loads need an asynchronous path (TMA or cp.async into a staging
+//    ring) before the conversion's cost is worth tuning.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -151,6 +174,7 @@
 #include "common/gemm_params.cuh"
 #include "common/raster.cuh"
 #include "common/sm90_tma_desc.cuh"
+#include "common/fp8_to_bf16.cuh"
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
 #include "epilogue/config.cuh"
@@ -184,10 +208,13 @@ struct ConfigTmaStore<Config, typename VoidOf<decltype(Config::kTmaStore)>::type
 
 template <class Config>
 struct Gemm {
-  // MXFP8 (section 11) elements are e4m3: TMA and wgmma see e4m3 bytes.
+  // MXFP8 (section 11) elements are e4m3: TMA and wgmma see e4m3 bytes. With block_k = 64 (section 13)
+  // the producer warpgroup dequantizes them into bf16 stages instead: wgmma sees bf16.
   static constexpr bool kMx = Config::kA == Format::kMxfp8;
-  static constexpr Format kA = kMx ? Format::kE4m3 : Config::kA;
-  static constexpr Format kB = Config::kB == Format::kMxfp8 ? Format::kE4m3 : Config::kB;
+  static constexpr bool kDq = kMx && Config::kBlockK == 64;
+  static constexpr bool kMxPromoted = kMx && !kDq;  // section 11's mainloop
+  static constexpr Format kA = kDq ? Format::kBf16 : kMx ? Format::kE4m3 : Config::kA;
+  static constexpr Format kB = kDq ? Format::kBf16 : Config::kB == Format::kMxfp8 ? Format::kE4m3 : Config::kB;
   static constexpr Format kOut = Config::kOut;
   static constexpr int kBlockM = Config::kBlockM;
   static constexpr int kBlockN = Config::kBlockN;
@@ -237,8 +264,8 @@ struct Gemm {
   static constexpr int kMxColStride = kWgTileN / 4 + 4;
   static constexpr int kMxStepFloats = kBlockM + kWgsN * 4 * kMxColStride;
   static constexpr int kMxSlotBytes = 4 * kKSteps * kMxStepFloats;
-  static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : kMx ? kMxSlotBytes : 0;
-  static constexpr bool kScaleWarp = kStagedScales || kMx;  // the producer's whole warp 0 walks the ring
+  static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : kMxPromoted ? kMxSlotBytes : 0;
+  static constexpr bool kScaleWarp = kStagedScales || kMxPromoted;  // the producer's whole warp 0 walks the ring
   // Epilogue functor (section 4): a generated KilnEpilogue, and interleaved gate|up pairs.
   static constexpr bool kHasFn = ConfigEpilogue<Config>::kHas;
   static constexpr GateUp kGateUp = ConfigEpilogue<Config>::kGateUp;
@@ -272,9 +299,21 @@ struct Gemm {
   // MXFP8 (section 11): the producer's warp also loads and decodes the scales and the consumers hold
   // two partials, 56 / 224 with two consumers (what setmaxnreg.dec frees, (168 - 56) * 128, is exactly
   // the increase, (224 - 168) * 256).
-  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kMx ? 56 : 40;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMx ? 224 : 232;
+  // Section 13 (dequantizing producer, 2 consumers): the producer warpgroup holds two K tiles of FP8
+  // loads (2 x 5 registers per row group it converts): 168 / 168 (the launch's split, kept) for
+  // consumers of 128 accumulators, 136 / 184 for up to 96.
+  static constexpr bool kDqWide = kMmaM * kAccRegs > 96;
+  static constexpr int kProducerRegs = kDq ? (kDqWide ? 168 : 136) : kConsumers == 3 ? 32 : kMxPromoted ? 56 : 40;
+  static constexpr int kConsumerRegs =
+      kDq ? (kDqWide ? 168 : 184) : kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMxPromoted ? 224 : 232;
 
+  // setmaxnreg.inc takes only registers that setmaxnreg.dec released: from the launch's allocation
+  // (__launch_bounds__(kThreads, 1): 168 per thread at 384 threads) the producer must give back at least
+  // what the consumers add, or their inc waits forever (seen: 112 / 200 hung on the H200).
+  static constexpr int kEntryRegs = (65536 / kThreads > 255 ? 255 : 65536 / kThreads) / 8 * 8;
+  static_assert(kConsumerRegs <= kEntryRegs ||
+                    (kEntryRegs - kProducerRegs) * 128 >= (kConsumerRegs - kEntryRegs) * 128 * kConsumers,
+                "the consumers' setmaxnreg.inc must not exceed what the producer's setmaxnreg.dec frees");
   static_assert(Config::kArch == 90, "sm90_gemm needs sm_90a: wgmma and setmaxnreg exist only there");
 #if defined(__CUDA_ARCH__)
   static_assert(__CUDA_ARCH__ == 900, "sm90_gemm compiles for sm_90a only");
@@ -324,7 +363,7 @@ struct Gemm {
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
   static_assert((kBoxRowsB * kRowBytes) % 1024 == 0,
                 "each CTA's share of the B box starts on a 1024-byte boundary (the swizzle period)");
-  static_assert(format_is_fp8(kA) || (kScaleA == Scale::kNone && kScaleB == Scale::kNone),
+  static_assert(format_is_fp8(kA) || kDq || (kScaleA == Scale::kNone && kScaleB == Scale::kNone),
                 "16-bit operands take no scales");
   static_assert((Config::kA == Format::kMxfp8) == (Config::kB == Format::kMxfp8),
                 "mxfp8 pairs with mxfp8 (both E8M0 per 32 along K)");
@@ -340,10 +379,13 @@ struct Gemm {
                         (kBlockB ? (kScaleTypeB == ScaleType::kF32 || kScaleTypeB == ScaleType::kUe8m0)
                                  : (kScaleB == Scale::kNone || kScaleTypeB == ScaleType::kF32))),
                 "block scales are f32 or E8M0 bytes; tensor and per-row scales are f32");
-  static_assert(!kMx || (kPromote && kAtoms == 1 && kMmaM * kAccRegs <= 64 && kConsumers <= 2),
+  static_assert(!kMxPromoted || (kPromote && kAtoms == 1 && kMmaM * kAccRegs <= 64 && kConsumers <= 2),
                 "MXFP8 promotes every k-step (section 11): one atom per stage, warpgroup tiles of at most 64 "
                 "accumulators per thread (accumulators + partial + a k-step's column scales fit 232 "
                 "registers), 1 or 2 consumer warpgroups");
+  static_assert(!kDq || (!kPromote && kAtoms == 1 && kConsumers == 2 && kCluster == 1 && kMmaM * kAccRegs <= 128),
+                "MXFP8 with block_k 64 (section 13): the producer dequantizes into bf16 stages of one 64-K atom; "
+                "two consumer warpgroups accumulate unpromoted, no clusters");
   static_assert(!kBlockScaled || kPromote,
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
@@ -521,7 +563,7 @@ struct Gemm {
     }
     const bool async = scales_async(p, k_tiles);
     const int k_blocks = p.k <= 0 ? 0 : (p.k + 31) / 32;  // MXFP8: scale blocks along K
-    const bool mx_aligned = kMx && mx_words_aligned(p);
+    const bool mx_aligned = kMxPromoted && mx_words_aligned(p);
     int stage = 0;
     u32 phase = 0;
     for (int u = w.first; u < w.count; u += w.step) {
@@ -536,7 +578,7 @@ struct Gemm {
       for (int kt = kr.begin; kt < kr.end; kt += kAtoms) {
         // MXFP8: this stage's scale words are loaded before the wait, so their latency overlaps it.
         MxWords mx_words{};
-        if constexpr (kMx) mx_words = mx_load(p, tile, kt, k_blocks, mx_aligned, lane);
+        if constexpr (kMxPromoted) mx_words = mx_load(p, tile, kt, k_blocks, mx_aligned, lane);
         // The consumers (of every CTA of the cluster) are done with this stage.
         mbar_wait(sm.empty + 8 * stage, phase ^ 1);
         const u32 full = sm.full + 8 * stage;
@@ -571,7 +613,7 @@ struct Gemm {
             mbar_arrive(full);
           }
         }
-        if constexpr (kMx) {
+        if constexpr (kMxPromoted) {
           mx_store(sm.scales + stage * kScaleSlotBytes, mx_words, lane);
           mbar_arrive(full);  // release: the decoded scales are visible to whoever waits on full[s]
         }
@@ -580,6 +622,150 @@ struct Gemm {
           phase ^= 1;
         }
       }
+    }
+  }
+
+  // ---- section 13: the dequantizing producer (MXFP8, block_k 64) ---------------------------------
+
+  // Thread tid of the producer warpgroup converts 16-byte chunk c = tid % 4 (K 16c .. 16c + 15 of the
+  // stage's 64) of tile rows tid / 4 + 32 i: A's rows first (i < kBlockM / 32), then B's. A warp's loads
+  // cover 8 rows x 64 contiguous bytes; its 16-byte stores land in 8 distinct chunks of the swizzle.
+  static constexpr int kDqRows = (kBlockM + kBlockN + 31) / 32;
+  struct DqLoad {
+    u32 w[kDqRows][4];  // 16 e4m3 of the chunk (zeros past K)
+    u32 s[kDqRows];     // its E8M0 scale byte (127 = 1.0 past K)
+  };
+  // A position of the walk: unit u (tile, split), K tile kt of [.., kend).
+  struct DqPos {
+    int u, kt, kend;
+    Tile tile;
+  };
+
+  // The first position with K tiles at or after unit u (false: the walk is done).
+  static __device__ __forceinline__ bool dq_seek(const Walk& w, int k_tiles, const GemmParams& p, const Smem& sm,
+                                                 int u, DqPos& q) {
+    for (; u < w.count; u += w.step) {
+      const KRange kr = k_range(u, k_tiles);
+      if (kr.begin < kr.end) {
+        q.u = u;
+        q.kt = kr.begin;
+        q.kend = kr.end;
+        q.tile = tile_of(w, unit_tile(u), p, sm);
+        return true;
+      }
+    }
+    return false;
+  }
+  static __device__ __forceinline__ bool dq_next(const Walk& w, int k_tiles, const GemmParams& p, const Smem& sm,
+                                                 DqPos& q) {
+    if (++q.kt < q.kend) return true;
+    return dq_seek(w, k_tiles, p, sm, q.u + w.step, q);
+  }
+
+  // Issues row group i's global loads of position q (rows past M / N read the last valid row: never
+  // stored; chunks past K are zeros with scale 1).
+  static __device__ __forceinline__ void dq_load_row(const GemmParams& p, const DqPos& q, int tid, int i, DqLoad& d) {
+    const int c = tid & 3, r = (tid >> 2) + 32 * i;
+    const int k0 = q.kt * 64 + 16 * c;
+    const u8* src;
+    const u8* srow;
+    if (i < kBlockM / 32) {
+      const int row = q.tile.row0 + r;
+      src = reinterpret_cast<const u8*>(p.a) + i64(row < q.tile.row_end ? row : q.tile.row_end - 1) * p.lda;
+      srow = mx_row_a(p, q.tile, r);
+    } else {
+      const int cl = r - kBlockM < kBlockN ? r - kBlockM : kBlockN - 1;  // a partial last row group
+      const int col = q.tile.n * kBlockN + cl;
+      src = reinterpret_cast<const u8*>(p.b) + (kGrouped ? i64(q.tile.e) * p.b_expert_stride : i64(0)) +
+            i64(col < p.n ? col : p.n - 1) * p.ldb;
+      srow = mx_row_b(p, q.tile, cl);
+    }
+    if (k0 < p.k) {  // K % 32 == 0 (MXFP8 blocks): a chunk is wholly inside or past K
+      ldg_v4(d.w[i], src + k0);
+      d.s[i] = ldg_u8(srow + (k0 >> 5));
+    } else {
+      d.w[i][0] = d.w[i][1] = d.w[i][2] = d.w[i][3] = 0u;
+      d.s[i] = 127u;
+    }
+  }
+
+  // 16 e4m3 (w) times 2^(s - 127) -> 16 bf16 (o, in K order), exactly: e4m3 -> f16 (hardware, Inf/NaN
+  // included) -> f32, one f32 product by the power of two, bf16 rounding of a value with 4 significant
+  // bits (exact unless it leaves f32's range, like the reference's product).
+  static __device__ __forceinline__ void dq_convert(const u32 (&w)[4], u32 s, u32 (&o)[8]) {
+    const float f = decode_e8m0(s);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      u32 lo, hi;
+      fp8x4_to_f16x4<Format::kE4m3>(w[j], lo, hi);
+      float x0, x1, x2, x3;
+      f16x2_to_f32x2(lo, x0, x1);
+      f16x2_to_f32x2(hi, x2, x3);
+      o[2 * j] = cvt_pack_bf16x2(x0 * f, x1 * f);
+      o[2 * j + 1] = cvt_pack_bf16x2(x2 * f, x3 * f);
+    }
+  }
+
+  // Waits for stage s to be free, converts and stores d's rows (128 bytes = 64 K per row, 16-byte chunk
+  // j of row r at chunk j ^ (r % 8): TMA's 128-byte swizzle, what the consumers' descriptors expect),
+  // makes them visible to wgmma (the async proxy) and arrives on full[s] (128 arrivals complete it).
+  // The proxy fence is a MEMBAR.ALL.CTA in SASS: it waits for every load this thread has in flight, so
+  // the caller issues the next loads only after it (see produce_dq).
+  static __device__ __forceinline__ void dq_publish(const Smem& sm, int& stage, u32& phase, const DqLoad& d,
+                                                    int tid) {
+    const int c = tid & 3, r0 = tid >> 2;
+    const u32 sw = u32(r0 & 7);  // == r % 8 for every row r0 + 32 i (kBlockM % 32 == 0)
+    mbar_wait(sm.empty + 8 * stage, phase ^ 1);
+    const u32 a_st = sm.a + u32(stage * kTileBytesA);
+    const u32 b_st = sm.b + u32(stage * kTileBytesB);
+#pragma unroll
+    for (int i = 0; i < kDqRows; ++i) {
+      const int r = r0 + 32 * i;
+      if (kBlockN % 32 == 0 || r < kBlockM + kBlockN) {  // the partial last row group
+        const u32 row = i < kBlockM / 32 ? a_st + u32(r * 128) : b_st + u32((r - kBlockM) * 128);
+        u32 o[8];
+        dq_convert(d.w[i], d.s[i], o);
+        sts_128(row + (((2u * c) ^ sw) << 4), o[0], o[1], o[2], o[3]);
+        sts_128(row + (((2u * c + 1u) ^ sw) << 4), o[4], o[5], o[6], o[7]);
+      }
+    }
+    fence_proxy_async_shared();  // this thread's stores, visible to the wgmmas that read the stage
+    mbar_arrive(sm.full + 8 * stage);
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+
+  // Moves q to the walk's next position and issues its loads into d (false: the walk is done).
+  static __device__ __forceinline__ bool dq_advance(const GemmParams& p, const Smem& sm, const Walk& w, int k_tiles,
+                                                    int tid, DqPos& q, DqLoad& d) {
+    if (!dq_next(w, k_tiles, p, sm, q)) return false;
+#pragma unroll
+    for (int i = 0; i < kDqRows; ++i) dq_load_row(p, q, tid, i, d);
+    return true;
+  }
+
+  // The producer warpgroup's walk, two register sets alternating: right after publishing position j
+  // from one set, that set's loads of position j + 2 are issued, so they have all of position j + 1's
+  // publication (conversion and stores) to land before the next fence waits for them.
+  static __device__ __forceinline__ void produce_dq(const GemmParams& p, const Smem& sm, const Walk& w, int k_tiles,
+                                                    int tid) {
+    DqPos q;
+    DqLoad d0, d1;
+    int stage = 0;
+    u32 phase = 0;
+    if (!dq_seek(w, k_tiles, p, sm, w.first, q)) return;
+#pragma unroll
+    for (int i = 0; i < kDqRows; ++i) dq_load_row(p, q, tid, i, d0);
+    bool more = dq_advance(p, sm, w, k_tiles, tid, q, d1);
+    for (;;) {
+      dq_publish(sm, stage, phase, d0, tid);
+      if (!more) break;
+      more = dq_advance(p, sm, w, k_tiles, tid, q, d0);
+      dq_publish(sm, stage, phase, d1, tid);
+      if (!more) break;
+      more = dq_advance(p, sm, w, k_tiles, tid, q, d1);
     }
   }
 
@@ -743,7 +929,12 @@ struct Gemm {
   // ---- consumers --------------------------------------------------------------------------------
 
   // Releases stage s to the producers: one arrival per warp on the empty[s] of every CTA of the
-  // cluster (empty[s] counts 4 * kConsumers * kCluster).
+  // cluster (empty[s] counts 4 * kConsumers * kCluster). The other lanes' reads of a staged-scale slot
+  // reach the producer's next write through __syncwarp (bar.warp.sync orders memory among the warp)
+  // and lane 0's release: correct under the PTX memory model, but compute-sanitizer's racecheck does
+  // not follow that chain and reports write-after-read hazards on the slots wherever the ring wraps.
+  // With every lane arriving (empty[s] counting 128 per warpgroup) racecheck is clean on the same cases,
+  // and the default block kernel 2-4% slower (H200, bench/NOTES.md session 8), so lane 0 it stays.
   static __device__ __forceinline__ void release(const Smem& sm, int s, int lane) {
     __syncwarp();  // every lane's reads of the stage (wgmma waits, staged scales) precede lane 0's arrive
     if (lane == 0) {
@@ -1276,7 +1467,7 @@ struct Gemm {
       }
 
       int prev_stage = 0;
-      if constexpr (kMx) {
+      if constexpr (kMxPromoted) {
         mainloop_mx(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
       } else if constexpr (kAtoms == 2 && kPromote) {
         mainloop_two_atoms(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
@@ -1415,7 +1606,8 @@ struct Gemm {
     if (threadIdx.x == 0) {
 #pragma unroll 1
       for (int s = 0; s < kStages; ++s) {
-        mbar_init(sm.full + 8 * s, kScaleWarp ? 1 + 32 : 1);  // TMA thread (+ the scale warp's lanes)
+        // TMA thread (+ the scale warp's lanes); section 13: every producer thread.
+        mbar_init(sm.full + 8 * s, kDq ? 128 : kScaleWarp ? 1 + 32 : 1);
         mbar_init(sm.empty + 8 * s, 4 * kConsumers * kCluster);
       }
       mbar_fence_init();
@@ -1436,7 +1628,11 @@ struct Gemm {
       setmaxnreg_dec<kProducerRegs>();
       // Thread 0 issues the TMA copies; with staged block scales (section 8) its whole warp walks along
       // and copies the scales.
-      if (threadIdx.x == 0 || (kScaleWarp && threadIdx.x < 32)) produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
+      if constexpr (kDq) {
+        produce_dq(p, sm, w, k_tiles, int(threadIdx.x));
+      } else if (threadIdx.x == 0 || (kScaleWarp && threadIdx.x < 32)) {
+        produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
+      }
     } else {
       setmaxnreg_inc<kConsumerRegs>();
       consume(p, sm, w, k_tiles, wg - 1, ws, tma_out, kTmaStore && out_tma);

@@ -68,4 +68,11 @@ __device__ __forceinline__ float fma_rn(float a, float b, float c) {
   return r;
 }
 
+// f16x2 -> its two halves as f32 (exact): lo = the lower half, hi = the upper one.
+__device__ __forceinline__ void f16x2_to_f32x2(u32 x, float& lo, float& hi) {
+  asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;\n}\n"
+      : "=f"(lo), "=f"(hi)
+      : "r"(x));
+}
+
 }  // namespace kiln_dev

@@ -86,4 +86,9 @@ __device__ __forceinline__ void lds_128(u32 (&r)[4], u32 smem_addr) {
                : "memory");
 }
 
+__device__ __forceinline__ void sts_128(u32 smem_addr, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr), "r"(a), "r"(b), "r"(c), "r"(d)
+               : "memory");
+}
+
 }  // namespace kiln_dev

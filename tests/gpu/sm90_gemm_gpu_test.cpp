@@ -70,12 +70,13 @@ KernelSpec spec_of(const std::string& text) {
 // CTAs per cluster along M, rasterization group, 128-byte atoms of K per stage (v4: 2 = block_k 256 FP8).
 struct Pin {
   int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1, split = 1, tma = 0;
+  int bk = 0;  // block_k when not atoms x 128 bytes (MXFP8's dequantizing producer: 64)
 };
 TileConfig pinned(const KernelSpec& s, const Pin& p) {
   TileConfig c;
   c.block_m = p.bm;
   c.block_n = p.bn;
-  c.block_k = p.atoms * 128 / std::max(1, format_bits(s.a.format) / 8);
+  c.block_k = p.bk > 0 ? p.bk : p.atoms * 128 / std::max(1, format_bits(s.a.format) / 8);
   c.stages = p.stages;
   c.warps_m = p.wm;
   c.warps_n = p.wn;
@@ -150,7 +151,17 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {128, 144, 4, 8, 1},
                      {128, 112, 5, 8, 1},
                      {128, 192, 4, 8, 1, 2},
-                     {128, 192, 3, 8, 1, 1, 8, 1, 1, 1}};
+                     {128, 192, 3, 8, 1, 1, 8, 1, 1, 1},
+                     // MXFP8 through the dequantizing producer (block_k 64, the kernel's section 13): 42 the
+                     // wide tile, 43 with TMA stores, 44 256 x 128 (warpgroups of 128 x 128), 45 128 x 192
+                     // with TMA stores, 46 128 x 208 (a partial last row group of the producer), 47 128 x 128
+                     // with its warpgroups side by side along N.
+                     {128, 256, 3, 8, 1, 1, 8, 1, 1, 0, 64},
+                     {128, 256, 3, 8, 1, 1, 8, 1, 1, 1, 64},
+                     {256, 128, 3, 8, 1, 1, 8, 1, 1, 0, 64},
+                     {128, 192, 4, 8, 1, 1, 8, 1, 1, 1, 64},
+                     {128, 208, 3, 8, 1, 1, 8, 1, 1, 0, 64},
+                     {128, 128, 6, 4, 2, 1, 8, 1, 1, 0, 64}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -174,7 +185,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
     out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
            std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "") +
            (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") + (p.split > 1 ? "k" + std::to_string(p.split) : "") +
-           (p.tma ? "t" : "");
+           (p.tma ? "t" : "") + (p.bk > 0 ? "bk" + std::to_string(p.bk) : "");
   }
   return out;
 }
@@ -390,6 +401,21 @@ std::vector<Case> mx_cases() {
   cases.push_back({offsets, 1200, 1000, 1056, 8, {0, 1, 129, 0, 300, 0, 513, 257}});
   cases.push_back({masked, 77, 203, 544, -1});
   cases.push_back({masked, 300, 1000, 1056, 4, {300, 0, 1, 129, 255, 64}});
+  // The dequantizing producer (section 13): every pinned shape on M = 1, odd M, N tails, K = 32 * odd (a
+  // last K tile of 32), a multi-wave shape; grouped offsets (empty and single-row experts) and masked.
+  const Shape dq_shapes[] = {{1, 256, 544}, {77, 200, 544}, {300, 129, 288}, {257, 384, 1056}, {1000, 1030, 4096}};
+  for (int pin : {42, 43, 44, 45, 46, 47}) {
+    for (const Shape& sh : dq_shapes) {
+      cases.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", sh.m, sh.n, sh.k, pin});
+      // f32 outputs: the direct-store pins (an f32 tile staged for TMA stores does not fit beside the ring)
+      if ((sh.m == 77 || sh.m == 1000) && !kPins[pin].tma)
+        cases.push_back({"gemm a=mxfp8 b=mxfp8 out=f32", sh.m, sh.n, sh.k, pin});
+    }
+  }
+  cases.push_back({offsets, 1, 256, 544, 42, {0, 0, 0, 1, 0, 0, 0, 0}});
+  cases.push_back({offsets, 2000, 3000, 1056, 42});
+  cases.push_back({offsets, 1200, 1000, 1056, 46, {0, 1, 129, 0, 300, 0, 513, 257}});
+  cases.push_back({masked, 300, 1000, 1056, 44, {300, 0, 1, 129, 255, 64}});
   return cases;
 }
 
@@ -535,6 +561,26 @@ const Timed kTimedClusters[] = {{"gemm a=bf16 b=bf16 out=bf16", 10},
                                 {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 12},
                                 {"gemm a=e5m2:tensor b=e4m3:tensor out=f32", 10}};
 constexpr int64_t kTm = 4096, kTn = 7168, kTk = 7168;
+// MXFP8 at 4096 x 7168 x {7168, 16384}: the plan's default (the promoted path), the promoted square the
+// tuner picks (pin 32: 128 x 128 bk128, 5 stages, TMA stores)
+// and the dequantizing producer's pins (42-47), with the FP8 block path (its ratio's denominator) and
+// bf16 (the dequantized path's tensor-core rate) in the same run.
+const TimedShape kTimedMx[] = {
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, -1},
+    {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, -1},
+    {"gemm a=bf16 b=bf16 out=bf16", 7168, -1},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 7168, -1},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 16384, -1},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 7168, 32},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 16384, 32},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 7168, 42},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 16384, 42},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 7168, 43},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 16384, 43},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 7168, 44},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 7168, 45},
+    {"gemm a=mxfp8 b=mxfp8 out=bf16", 7168, 47},
+};
 
 // Compiles every kernel the tests use, 16 at a time, before the first test runs.
 class PrecompileEnvironment : public testing::Environment {
@@ -560,7 +606,9 @@ class PrecompileEnvironment : public testing::Environment {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
-    for (const TimedShape& t : kTimedScaled) {
+    std::vector<TimedShape> timed_shapes(std::begin(kTimedScaled), std::end(kTimedScaled));
+    timed_shapes.insert(timed_shapes.end(), std::begin(kTimedMx), std::end(kTimedMx));
+    for (const TimedShape& t : timed_shapes) {
       const KernelSpec s = spec_of(t.spec);
       if (t.pin >= 0) {
         jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[t.pin])});
@@ -759,6 +807,15 @@ void timing_row(const std::string& spec, const std::string& family, const Status
   EXPECT_TRUE(r->passed) << spec << " " << r->config;
 }
 
+// A header, then one timing row per shape of [first, last) at 4096 x 7168 x its K.
+void timing_rows(const TimedShape* first, const TimedShape* last) {
+  std::printf("[ timing ] %-44s %-32s %9s %9s %s\n", "spec (k)", "config", "ms", "TFLOP/s", "check");
+  for (const TimedShape* t = first; t != last; ++t) {
+    const std::string label = std::string(t->spec) + " k=" + std::to_string(t->k);
+    timing_row(label, "sm90_gemm", check_case({t->spec, kTm, kTn, t->k, t->pin}, 1, true));
+  }
+}
+
 TEST(Sm90GemmTiming, Prints4096x7168x7168Clusters) {
   KILN_REQUIRE_SM90();
   for (const Timed& t : kTimedClusters)
@@ -769,11 +826,7 @@ TEST(Sm90GemmTiming, Prints4096x7168x7168Clusters) {
 // family's block path in the same run.
 TEST(Sm90GemmTiming, PrintsBlockScaled4096x7168) {
   KILN_REQUIRE_SM90();
-  std::printf("[ timing ] %-44s %-32s %9s %9s %s\n", "spec (k)", "config", "ms", "TFLOP/s", "check");
-  for (const TimedShape& t : kTimedScaled) {
-    const std::string label = std::string(t.spec) + " k=" + std::to_string(t.k);
-    timing_row(label, "sm90_gemm", check_case({t.spec, kTm, kTn, t.k, t.pin}, 1, true));
-  }
+  timing_rows(std::begin(kTimedScaled), std::end(kTimedScaled));
   for (int64_t k : {int64_t{7168}, int64_t{16384}}) {
     const char* s = "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16";
     setenv("KILN_FAMILY", "sm80", 1);
@@ -787,6 +840,12 @@ TEST(Sm90GemmTiming, PrintsBlockScaled4096x7168) {
     o.time = true;
     timing_row(std::string(s) + " k=" + std::to_string(k), "sm80_gemm", run_check(runtime(), *plan, o));
   }
+}
+
+// MXFP8 (kTimedMx): the dequantizing producer against the promoted path and the FP8 block path.
+TEST(Sm90GemmTiming, PrintsMxfp84096x7168) {
+  KILN_REQUIRE_SM90();
+  timing_rows(std::begin(kTimedMx), std::end(kTimedMx));
 }
 
 // The TMA-store epilogue against the direct one on large-M shapes, same run: the plan's own config
