@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "kiln/kiln.hpp"
@@ -73,6 +74,12 @@ std::string format_compile_report(const CompileReport& r);
 nlohmann::json compile_report_json(const CompileReport& r);
 // The arch to compile for when none is given: the device's, else sm_90a. source says which.
 StatusOr<Arch> default_arch(Runtime& rt, std::string* source);
+// Plans spec for sizes (on arch when given). config: "" for the plan's own configs (tuned, pre-tuned
+// or heuristic), else one config for every M bucket — a name as kiln prints it
+// ("bm128_bn128_bk128_s5_w8x1_g8_t") or a JSON object ({"block_m": 128, ...}) — checked against the
+// family the spec plans to (INVALID_ARGUMENT naming the rule it breaks).
+StatusOr<Plan> plan_with_config(Runtime& rt, const KernelSpec& spec, const ProblemSizes& sizes,
+                                std::optional<Arch> arch, const std::string& config);
 
 // ---- errors (report.cpp) ----
 int exit_code_for(const Status& s);

@@ -17,6 +17,7 @@ struct CompileArgs {
   std::string emit;  // "", "source", "ptx", "cubin"
   std::string out;
   int64_t m = 4096, n = 4096, k = 4096;
+  std::string config;  // --config: one tile config for every M bucket ("" = the plan's own)
 };
 
 Status write_artifact(const std::string& what, const std::string& bytes, const std::string& path) {
@@ -70,7 +71,7 @@ int run_compile(const CompileArgs& args, const GlobalOptions& global) {
   sizes.m = args.m;
   sizes.n = args.n;
   sizes.k = args.k;
-  StatusOr<Plan> plan = (*rt)->plan(*spec, sizes, *arch);
+  StatusOr<Plan> plan = plan_with_config(**rt, *spec, sizes, *arch, args.config);
   if (!plan.ok()) return report_error(kCmd, plan.status());
   StatusOr<CompileReport> report =
       compile_plan(**rt, *plan, sizes, arch_source, /*want_ptx=*/args.emit == "ptx");
@@ -116,6 +117,9 @@ Command register_compile(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--n", args->n, "columns of Y, rows of W (default 4096)");
   cmd->add_option("--k", args->k, "reduction length (default 4096)");
   cmd->add_flag("--json", args->json, "print the report as JSON");
+  cmd->add_option("--config", args->config,
+                  "compile this tile config instead of the plan's own: a name as kiln prints it "
+                  "(bm128_bn128_bk128_s5_w8x1_g8_t) or a JSON object; checked against the spec's family");
   cmd->add_option("--emit", args->emit, "write the generated source, the PTX or the cubin")
       ->check(CLI::IsMember({"source", "ptx", "cubin"}));
   cmd->add_option("--out", args->out, "file for --emit; - for stdout (source and ptx; the default)");

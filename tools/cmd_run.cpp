@@ -21,6 +21,7 @@ struct RunArgs {
   int repeats = 20;
   int warmup = 3;
   bool allow_no_gpu = false;
+  std::string config;  // --config: one tile config for every M bucket ("" = the plan's own)
 };
 
 // Statuses that mean "no usable GPU here" rather than "kiln failed": no driver or no device
@@ -45,7 +46,7 @@ int run_without_gpu(const RunArgs& args, Runtime& rt, const KernelSpec& spec, co
   std::string arch_source;
   StatusOr<Arch> arch = default_arch(rt, &arch_source);
   if (!arch.ok()) return report_error(kCmd, arch.status());
-  StatusOr<Plan> plan = rt.plan(spec, sizes, *arch);
+  StatusOr<Plan> plan = plan_with_config(rt, spec, sizes, *arch, args.config);
   if (!plan.ok()) return report_error(kCmd, plan.status());
   StatusOr<CompileReport> report = compile_plan(rt, *plan, sizes, arch_source, /*want_ptx=*/false);
   if (!report.ok()) return report_error(kCmd, report.status());
@@ -159,7 +160,7 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
     return run_without_gpu(args, runtime, *spec, sizes, device);
   }
 
-  StatusOr<Plan> plan = runtime.plan(*spec, sizes);
+  StatusOr<Plan> plan = plan_with_config(runtime, *spec, sizes, std::nullopt, args.config);
   if (!plan.ok()) return report_error(kCmd, plan.status());
   StatusOr<CompileReport> report = compile_plan(runtime, *plan, sizes, "device", /*want_ptx=*/false);
   if (!report.ok()) return report_error(kCmd, report.status());
@@ -207,6 +208,9 @@ Command register_run(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--seed", args->seed, "seed of the random inputs (default: drawn and reported)");
   cmd->add_option("--repeats", args->repeats, "timed runs (median reported; default 20)");
   cmd->add_option("--warmup", args->warmup, "untimed runs first (default 3)");
+  cmd->add_option("--config", args->config,
+                  "run this tile config instead of the plan's own: a name as kiln prints it "
+                  "(bm128_bn128_bk128_s5_w8x1_g8_t) or a JSON object; checked against the spec's family");
   cmd->add_flag("--allow-no-gpu", args->allow_no_gpu,
                 "without a GPU, exit 0 after compiling and printing the report (instead of 3)");
   return {cmd, [args, &global]() { return run_run(*args, global); }};

@@ -6,6 +6,7 @@
 
 #include "compiler/plan/plan.hpp"
 #include "compiler/spec/spec.hpp"
+#include "runtime/tuned_configs.hpp"
 #include "tools/cli.hpp"
 
 namespace kiln::cli {
@@ -38,6 +39,27 @@ StatusOr<Arch> default_arch(Runtime& rt, std::string* source) {
   return parse_arch("sm_90a");
 }
 
+StatusOr<Plan> plan_with_config(Runtime& rt, const KernelSpec& spec, const ProblemSizes& sizes,
+                                std::optional<Arch> arch, const std::string& config) {
+  KILN_ASSIGN_OR_RETURN(Plan plan, rt.plan(spec, sizes, arch));
+  if (config.empty()) return plan;
+  StatusOr<TileConfig> cfg = InvalidArgument("unset");
+  if (config.front() == '{') {
+    const nlohmann::json j = nlohmann::json::parse(config, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return InvalidArgument("--config '" + config + "' is not valid JSON");
+    cfg = config_from_json(j);
+  } else {
+    cfg = config_from_name(config);
+  }
+  if (!cfg.ok()) return InvalidArgument("--config: " + cfg.status().message());
+  const Arch target = arch ? *arch : plan.arch();
+  if (Status ok = check_config(spec, target, plan.family(), *cfg); !ok.ok())
+    return InvalidArgument("--config " + cfg->to_string() + " for " + family_name(plan.family()) + " on " +
+                           target.name() + ": " + ok.message());
+  ScopedConfigOverride pin(*cfg);  // every M bucket of the plan made below takes cfg
+  return rt.plan(spec, sizes, target);
+}
+
 StatusOr<CompileReport> compile_plan(Runtime& rt, const Plan& plan, const ProblemSizes& sizes,
                                      std::string arch_source, bool want_ptx) {
   CompileReport r;
@@ -67,7 +89,9 @@ std::string format_compile_report(const CompileReport& r) {
   row("problem", fmt::format("M={} N={} K={}", r.sizes.m, r.sizes.n, r.sizes.k));
   row("arch", fmt::format("{} ({})", r.arch, r.arch_source));
   row("family", r.family);
-  row("config", fmt::format("{} ({} threads)", r.config.to_string(), r.config.threads()));
+  // The launched block (sm90: a producer warpgroup beside the consumers' warps), else the config's warps.
+  const int threads = r.kernel.threads > 0 ? r.kernel.threads : r.config.threads();
+  row("config", fmt::format("{} ({} threads)", r.config.to_string(), threads));
   row("kernel", k.entry.empty() ? "n/a" : k.entry);
   row("registers", count_or_na(k.registers, " per thread"));
   row("smem", fmt::format("{} static + {} dynamic", count_or_na(k.smem_static, " B"),
@@ -92,7 +116,7 @@ nlohmann::json compile_report_json(const CompileReport& r) {
   j["family"] = r.family;
   j["config"] = config_to_json(r.config);
   j["config_name"] = r.config.to_string();
-  j["threads"] = r.config.threads();
+  j["threads"] = r.kernel.threads > 0 ? r.kernel.threads : r.config.threads();
   j["entry"] = k.entry;
   j["registers"] = int_or_null(k.registers);
   j["smem_static"] = int_or_null(k.smem_static);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "compiler/plan/sm80_formats.hpp"  // formats issue: the sm80 family's pairings
 #include "compiler/plan/quantize_plan.hpp"  // formats issue: quantize specs
@@ -148,6 +149,71 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
                                    [&](const Field& f) { return it.key() == f.key; });
     if (!known) return InvalidArgument("tile config: unknown field '" + it.key() + "'");
   }
+  return c;
+}
+
+StatusOr<TileConfig> config_from_name(const std::string& name) {
+  const string form = "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t]";
+  auto bad = [&](const string& why) {
+    return InvalidArgument("config '" + name + "': " + why + "; expected " + form + " (as kiln prints configs)");
+  };
+  // Digits at s[pos..], as an int (at most 6 of them: every field is far below that).
+  auto number = [](const string& s, size_t pos, int* out) {
+    if (pos >= s.size() || s.size() - pos > 6) return false;
+    int v = 0;
+    for (size_t i = pos; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+  };
+  std::vector<string> tokens;
+  for (size_t start = 0;;) {
+    const size_t end = name.find('_', start);
+    tokens.push_back(name.substr(start, end == string::npos ? string::npos : end - start));
+    if (end == string::npos) break;
+    start = end + 1;
+  }
+  static constexpr const char* kRequired[] = {"bm", "bn", "bk", "s", "w", "g"};
+  static constexpr const char* kKeys[] = {"block_m", "block_n", "block_k", "stages", "warps_m", "group_m"};
+  if (tokens.size() < 6) return bad("it has " + to_string(tokens.size()) + " of the 6 required parts");
+  nlohmann::json j;
+  for (size_t i = 0; i < 6; ++i) {
+    const string& t = tokens[i];
+    const string prefix = kRequired[i];
+    if (t.compare(0, prefix.size(), prefix) != 0) return bad("part " + to_string(i + 1) + " is '" + t + "', not " + prefix + "<n>");
+    if (prefix == "w") {
+      const size_t x = t.find('x');
+      int wm = 0, wn = 0;
+      if (x == string::npos || !number(t.substr(0, x), 1, &wm) || !number(t, x + 1, &wn))
+        return bad("part 5 is '" + t + "', not w<warps_m>x<warps_n>");
+      j["warps_m"] = wm;
+      j["warps_n"] = wn;
+      continue;
+    }
+    int v = 0;
+    if (!number(t, prefix.size(), &v)) return bad("part " + to_string(i + 1) + " is '" + t + "', not " + prefix + "<n>");
+    j[kKeys[i]] = v;
+  }
+  // Optional parts, in to_string's order.
+  size_t i = 6;
+  int v = 0;
+  if (i < tokens.size() && tokens[i].size() > 1 && tokens[i][0] == 'c' && number(tokens[i], 1, &v)) {
+    j["cluster_m"] = v;
+    ++i;
+  }
+  if (i < tokens.size() && tokens[i].size() > 1 && tokens[i][0] == 'k' && number(tokens[i], 1, &v)) {
+    j["split_k"] = v;
+    ++i;
+  }
+  if (i < tokens.size() && tokens[i] == "t") {
+    j["tma_store"] = 1;
+    ++i;
+  }
+  if (i < tokens.size()) return bad("'" + tokens[i] + "' is not c<n>, k<n> or t (or comes out of that order)");
+  auto c = config_from_json(j);
+  if (!c.ok()) return bad(c.status().message());
   return c;
 }
 

@@ -57,6 +57,9 @@ struct TileConfig {
 };
 nlohmann::json config_to_json(const TileConfig& c);
 StatusOr<TileConfig> config_from_json(const nlohmann::json& j);
+// The inverse of TileConfig::to_string: "bm128_bn256_bk64_s3_w8x1_g8" (+ "_c2", "_k4", "_t"), as kiln
+// prints configs (CLI --config). Ranges as config_from_json; whether a family takes it is check_config's.
+StatusOr<TileConfig> config_from_name(const std::string& name);
 
 struct LaunchShape {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;

@@ -137,4 +137,32 @@ TEST_F(CliTest, RunChecksOnGpuAndCompilesWithout) {
   EXPECT_NE(r.out.find("\"gpu\": false"), std::string::npos) << r.out;
 }
 
+// --config pins one tile config: names as kiln prints them or JSON, refused with the rule they break
+// (exit 2), compiled as given even where the plan would choose another (here MXFP8's dequantizing
+// producer, block_k 64, which the planner does not pick), and with an sm_90 GPU run and checked.
+TEST_F(CliTest, ConfigPinsOneTileConfig) {
+  const std::string mx = "'gemm a=mxfp8 b=mxfp8 out=bf16'";
+  Result r = kiln("compile 'gemm a=bf16 b=bf16 out=bf16' --arch sm_90a --config bm128_bn256_bk64_s3_w8x1");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("5 of the 6 required parts"), std::string::npos) << r.err;
+  r = kiln("compile " + mx + " --arch sm_90a --config bm128_bn256_bk128_s3_w8x1_g8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("promotes every 32-K step"), std::string::npos) << r.err;
+  r = kiln("compile " + mx + " --arch sm_90a --config '{\"block_m\": 128}'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("missing field"), std::string::npos) << r.err;
+  r = kiln("compile " + mx + " --arch sm_90a --m 4096 --n 7168 --k 7168 --config bm128_bn256_bk64_s3_w8x1_g8");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("bm128_bn256_bk64_s3_w8x1_g8 (384 threads)"), std::string::npos) << r.out;
+  r = kiln("compile " + mx + " --arch sm_90a --config "
+           "'{\"block_m\": 256, \"block_n\": 128, \"block_k\": 64, \"stages\": 3, \"warps_m\": 8, "
+           "\"warps_n\": 1, \"group_m\": 8}'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("bm256_bn128_bk64_s3_w8x1_g8"), std::string::npos) << r.out;
+  if (!has_gpu() || kiln("compile " + mx).out.find("sm_90a") == std::string::npos) return;
+  r = kiln("run " + mx + " --m 77 --n 200 --k 544 --check --repeats 3 --config bm128_bn256_bk64_s3_w8x1_g8");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASSED"), std::string::npos) << r.out;
+}
+
 }  // namespace

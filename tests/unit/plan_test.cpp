@@ -415,5 +415,47 @@ TEST(TileConfigTest, JsonErrorsNameTheField) {
   EXPECT_EQ(config_from_json(nlohmann::json::array()).status().code(), StatusCode::kInvalidArgument);
 }
 
+// config_from_name inverts to_string on every config the sm90 space offers (clusters, split-K, TMA
+// stores, two-atom and three-warpgroup shapes) and on the portable family's default.
+TEST(TileConfigTest, NameRoundTrip) {
+  int n = 0;
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                           "gemm a=mxfp8 b=mxfp8 out=bf16"}) {
+    auto spec = parse_spec(text);
+    ASSERT_TRUE(spec.ok());
+    for (const TileConfig& c : sm90_config_space(*spec, Arch{9, 0, true})) {
+      auto back = config_from_name(c.to_string());
+      ASSERT_TRUE(back.ok()) << c.to_string() << ": " << back.status().to_string();
+      EXPECT_EQ(*back, c) << c.to_string();
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 500);
+  auto d = config_from_name(TileConfig{}.to_string());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, TileConfig{});
+  TileConfig dq = TileConfig{};
+  dq.block_k = 64;
+  dq.split_k = 4;
+  dq.cluster_m = 2;
+  dq.tma_store = 1;
+  EXPECT_EQ(*config_from_name("bm128_bn128_bk64_s4_w2x4_g8_c2_k4_t"), dq);
+}
+
+TEST(TileConfigTest, NameErrorsSayWhatIsWrongAndTheForm) {
+  auto e = config_from_name("bm128_bn256_bk64_s3_w8x1");
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(e.status().message(), HasSubstr("5 of the 6 required parts"));
+  EXPECT_THAT(e.status().message(), HasSubstr("bm<rows>_bn<cols>"));
+  EXPECT_THAT(config_from_name("bm128_bn256_bk64_s3_w8_g8").status().message(), HasSubstr("not w<warps_m>x<warps_n>"));
+  EXPECT_THAT(config_from_name("bn128_bm256_bk64_s3_w8x1_g8").status().message(), HasSubstr("'bn128', not bm<n>"));
+  EXPECT_THAT(config_from_name("bm128_bn256_bk64_s3_w8x1_g8_t_c2").status().message(), HasSubstr("out of that order"));
+  EXPECT_THAT(config_from_name("bm128_bn256_bk64_s3_w8x1_g8_x").status().message(), HasSubstr("'x' is not"));
+  EXPECT_THAT(config_from_name("bm128_bn256_bk64_s0_w8x1_g8").status().message(), HasSubstr("stages=0"));
+  EXPECT_THAT(config_from_name("bm128_bn256_bk64_s3_w8x1_g8_c99").status().message(), HasSubstr("cluster_m"));
+  EXPECT_FALSE(config_from_name("").ok());
+  EXPECT_FALSE(config_from_name("bm1234567_bn256_bk64_s3_w8x1_g8").ok());
+}
+
 }  // namespace
 }  // namespace kiln
