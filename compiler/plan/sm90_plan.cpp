@@ -265,10 +265,11 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // column scales share the consumer's 232 registers.
   // With block_k 64 (the kernel's section 13) the producer warpgroup dequantizes both operands to bf16
   // stages and two consumer warpgroups accumulate them unpromoted.
-  if (dq && (n_consumers != 2 || cfg.cluster_m != 1))
+  if (dq && (n_consumers != 2 || cfg.cluster_m != 1 || cfg.split_k != 1))
     return InvalidArgument(name + "a=mxfp8 b=mxfp8 with block_k 64 (the producer dequantizes to bf16) takes two "
-                           "consumer warpgroups (warps 8x1 or 4x2) and no clusters (cluster_m 1); this config: " +
-                           to_string(n_consumers) + " warpgroups, cluster_m " + to_string(cfg.cluster_m));
+                           "consumer warpgroups (warps 8x1 or 4x2), no clusters and no split-K (cluster_m 1, "
+                           "split_k 1); this config: " + to_string(n_consumers) + " warpgroups, cluster_m " +
+                           to_string(cfg.cluster_m) + ", split_k " + to_string(cfg.split_k));
   if (sm90_mx(spec) && !dq && (atoms(spec, cfg) != 1 || acc_regs(cfg) > 64 || n_consumers > 2))
     return InvalidArgument(name + "a=mxfp8 b=mxfp8 promotes every 32-K step: one 128-byte atom per stage "
                            "(block_k " + to_string(kRowBytes / eb) + "), warpgroup tiles of at most 64 "

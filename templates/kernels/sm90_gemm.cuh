@@ -129,7 +129,7 @@
 //    The runtime passes the output's map and out_tma = 1 when the output is TMA-addressable (16-byte
 //    aligned base and row stride); otherwise the direct epilogue runs.
 // 13. MXFP8 through a dequantizing producer (block_k = 64; dense and grouped, 2 consumer warpgroups, no
-//    clusters). Section 11's promotion costs an FMUL and an FFMA per accumulator per 32 K, which keeps the
+//    clusters, no split-K). Section 11's promotion costs an FMUL and an FFMA per accumulator per 32 K, which keeps the
 //    FP8 tensor cores below half their rate; here the producer WARPGROUP instead turns each operand
 //    element into bf16 once per tile: x * 2^(e - 127) is exact in bf16 (e4m3's 4 significant bits, f32's
 //    exponent range), so the consumers run the plain bf16 mainloop (m64nNk16 wgmmas accumulating in f32,
@@ -383,9 +383,10 @@ struct Gemm {
                 "MXFP8 promotes every k-step (section 11): one atom per stage, warpgroup tiles of at most 64 "
                 "accumulators per thread (accumulators + partial + a k-step's column scales fit 232 "
                 "registers), 1 or 2 consumer warpgroups");
-  static_assert(!kDq || (!kPromote && kAtoms == 1 && kConsumers == 2 && kCluster == 1 && kMmaM * kAccRegs <= 128),
+  static_assert(!kDq || (!kPromote && kAtoms == 1 && kConsumers == 2 && kCluster == 1 && !kSplit &&
+                         kMmaM * kAccRegs <= 128),
                 "MXFP8 with block_k 64 (section 13): the producer dequantizes into bf16 stages of one 64-K atom; "
-                "two consumer warpgroups accumulate unpromoted, no clusters");
+                "two consumer warpgroups accumulate unpromoted, no clusters, no split-K");
   static_assert(!kBlockScaled || kPromote,
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,

@@ -681,6 +681,9 @@ TEST(Sm90MxPlanTest, DequantRulesNameTheReason) {
   EXPECT_THAT(st.message(), HasSubstr("two consumer warpgroups"));
   st = sm90_check_config(s, sm90a(), v4_config(128, 256, 64, 3, 8, 1, 2));
   EXPECT_THAT(st.message(), HasSubstr("cluster_m 1"));
+  TileConfig split = v4_config(128, 256, 64, 3, 8, 1);
+  split.split_k = 2;
+  EXPECT_THAT(sm90_check_config(s, sm90a(), split).message(), HasSubstr("split_k 1"));
   st = sm90_check_config(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), sm90a(), v4_config(128, 256, 64, 3, 8, 1));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("block_k=64"));
