@@ -43,14 +43,19 @@ __device__ __forceinline__ u32 fma_bf16x2(u32 a, u32 b, u32 c) {
   return r;
 }
 
+// f16x2 -> its two halves as f32 (exact): lo = the lower half, hi = the upper one.
+__device__ __forceinline__ void f16x2_to_f32x2(u32 x, float& lo, float& hi) {
+  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(lo), "=f"(hi)
+      : "r"(x));
+}
+
 // f16x2 -> two bf16x2, hi and lo, with hi + lo == x exactly per half: hi = x rounded to bf16 (8 of f16's
 // 11 significant bits), lo = x - hi (exact in f32, at most 3 significant bits: exact in bf16; f16's
 // exponent range lies inside bf16's). Inf and NaN go whole into hi (lo 0), so hi*w + lo*w == x*w.
 __device__ __forceinline__ void f16x2_split_bf16x2(u32 x, u32& hi, u32& lo) {
   float a0, a1;
-  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
-      : "=f"(a0), "=f"(a1)
-      : "r"(x));
+  f16x2_to_f32x2(x, a0, a1);
   hi = cvt_pack_bf16x2(a0, a1);
   const float d0 = a0 - __uint_as_float(hi << 16), d1 = a1 - __uint_as_float(hi & 0xFFFF0000u);
   lo = cvt_pack_bf16x2(d0 == d0 ? d0 : 0.0f, d1 == d1 ? d1 : 0.0f);  // Inf - Inf, NaN: 0
@@ -66,13 +71,6 @@ __device__ __forceinline__ float fma_rn(float a, float b, float c) {
   float r;
   asm("fma.rn.f32 %0, %1, %2, %3;\n" : "=f"(r) : "f"(a), "f"(b), "f"(c));
   return r;
-}
-
-// f16x2 -> its two halves as f32 (exact): lo = the lower half, hi = the upper one.
-__device__ __forceinline__ void f16x2_to_f32x2(u32 x, float& lo, float& hi) {
-  asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;\n}\n"
-      : "=f"(lo), "=f"(hi)
-      : "r"(x));
 }
 
 }  // namespace kiln_dev
