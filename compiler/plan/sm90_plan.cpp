@@ -151,8 +151,11 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
   // TMA-store epilogue (the kernel's section 12): the output tile, staged before its TMA store.
   const int out_tile = cfg.tma_store ? cfg.block_m * cfg.block_n * elem_bytes(spec.out.format) : 0;
+  // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
+  // and its decoded scales (16 bytes per tile row), their barriers, and its own 1024-byte alignment.
+  const int staging = dq ? 2 * ((cfg.block_m + cfg.block_n) * (kRowBytes + 16)) + 2 * kBarrierBytes + kAlignSlack : 0;
   return cfg.stages * ((cfg.block_m + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
-         group_table + split_flags + out_tile + kAlignSlack;
+         group_table + split_flags + out_tile + staging + kAlignSlack;
 }
 
 int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes) {

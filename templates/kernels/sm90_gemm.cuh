@@ -129,28 +129,23 @@
 //    The runtime passes the output's map and out_tma = 1 when the output is TMA-addressable (16-byte
 //    aligned base and row stride); otherwise the direct epilogue runs.
 // 13. MXFP8 through a dequantizing producer (block_k = 64; dense and grouped, 2 consumer warpgroups, no
-//    clusters, no split-K). Section 11's promotion costs an FMUL and an FFMA per accumulator per 32 K, which keeps the
-//    FP8 tensor cores below half their rate; here the producer WARPGROUP instead turns each operand
+//    clusters, no split-K). Section 11's promotion costs an FMUL and an FFMA per accumulator per 32 K, which
+//    keeps the FP8 tensor cores below half their rate; here the producer warpgroup turns each operand
 //    element into bf16 once per tile: x * 2^(e - 127) is exact in bf16 (e4m3's 4 significant bits, f32's
 //    exponent range), so the consumers run the plain bf16 mainloop (m64nNk16 wgmmas accumulating in f32,
 //    no promotion, no epilogue scales) at bf16's tensor rate, half of FP8's, with nothing per accumulator.
-//    Per K tile of 64 each producer thread converts 16-byte chunks (16 e4m3 of one 32-K scale block) of
-//    (kBlockM + kBlockN) / 32 rows: 16-byte read-only global loads, hardware e4m3 -> f16 -> f32, one
-//    product by the decoded scale, bf16 packing, two 16-byte shared stores into the 128-byte swizzle
-//    TMA would have written (chunk j of row r at j ^ (r % 8)). Two register sets alternate. The
-//    proxy fence that publishes a stage (fence.proxy.async: the stores, visible to wgmma's async proxy)
-//    is a MEMBAR.ALL.CTA in SASS, which waits for every load the thread has in flight; so the loads of
-//    K tile j + 2 are issued right after tile j is published, into the register set tile j used, and
-//    land while tile j + 1 is converted (issued before the fence instead, each tile paid the whole load
-//    latency: 230 TFLOP/s on the H200). One arrival per producer thread on full[s] (128). Registers
-//    168 / 168 for consumers of 128 accumulators, 136 / 184 below (setmaxnreg).
-//    Shared-memory traffic per K tile equals the bf16 kernel's (the stores replace TMA's writes).
-//    Status (H200, bench/NOTES.md session 8): correct, but 240-260 TFLOP/s at 4096 x 7168 x 7168 against
-//    390 for section 11's promoted square, so the planner does not choose it (only an explicit config
-//    with block_k 64 runs it). Measured by parts: the stores, fence and barriers alone (no loads, no
-//    conversion) run at the bf16 kernel's 824 TFLOP/s; the producer's global loads alone bring it to
-//    302; the conversion to 243. The loads need an asynchronous path (TMA or cp.async into a staging
-//    ring) before the conversion's cost is worth tuning.
+//    v2 (this one; v1, which loaded with plain global loads in the converting threads, measured 240-260
+//    TFLOP/s because every stage's proxy fence waited for those loads: bench/NOTES.md session 8):
+//    - Warp 0 stages: per 128-K atom of a tile, lane 0's TMA copies of the A and B boxes (e4m3, 128-byte
+//      swizzle) into a ring of kDqStg stages, and the E8M0 words of the tile's rows and columns decoded to
+//      4 f32 each beside them (dq_stage). It never fences, so its loads are never waited for.
+//    - Warps 1-3 convert (dq_convert_walk): each atom gives two bf16 stages of 64 K; per stage every
+//      thread reads 16-byte chunks of the staged rows, converts (hardware e4m3 -> f16 -> f32, one product
+//      by the scale, bf16 pack), writes them where TMA would have (chunk j of row r at j ^ (r % 8)),
+//      fences the async proxy (only shared-memory accesses outstanding) and arrives on full[s] (96).
+//    Shared memory: the bf16 ring + the staging ring (2 x (block_m + block_n) x 144 bytes), so 128 x 256
+//    tiles get 2 bf16 stages. Registers 72 / 216 for consumers of 128 accumulators, 104 / 200 below.
+//    Status: compiled without spills; NOT yet run on a GPU (branch wip/dq-tma; bench/verify_dq.sh).
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -292,8 +287,15 @@ struct Gemm {
   static constexpr int kSplitCounterSlots = 1 << 18;  // compiler/plan/sm90_plan.hpp kSm90SplitCounterSlots
   // Ring, then the scale slots, then full[kStages] and empty[kStages] mbarriers; +1024 so the ring can
   // start on a 1024-byte boundary whatever the dynamic shared-memory base is.
+  // Section 13: the FP8 staging ring TMA fills (kDqStg stages of one 128-K atom), each with its
+  // decoded scales (4 f32 per tile row / column), and its full / empty mbarriers.
+  static constexpr int kDqStg = 2;
+  static constexpr int kStgBytesA = kBlockM * 128;
+  static constexpr int kStgBytesB = kBlockN * 128;
+  static constexpr int kDqScaleBytes = (kBlockM + kBlockN) * 16;
+  static constexpr int kDqStgBytes = kDq ? kDqStg * (kStgBytesA + kStgBytesB + kDqScaleBytes) + 16 * kDqStg + 1024 : 0;
   static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + kGroupTableBytes + kSplitFlagBytes +
-                                     kOutTileBytes + 1024;
+                                     kOutTileBytes + kDqStgBytes + 1024;
   // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
   // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
   // MXFP8 (section 11): the producer's warp also loads and decodes the scales and the consumers hold
@@ -303,9 +305,9 @@ struct Gemm {
   // loads (2 x 5 registers per row group it converts): 168 / 168 (the launch's split, kept) for
   // consumers of 128 accumulators, 136 / 184 for up to 96.
   static constexpr bool kDqWide = kMmaM * kAccRegs > 96;
-  static constexpr int kProducerRegs = kDq ? (kDqWide ? 168 : 136) : kConsumers == 3 ? 32 : kMxPromoted ? 56 : 40;
+  static constexpr int kProducerRegs = kDq ? (kDqWide ? 72 : 104) : kConsumers == 3 ? 32 : kMxPromoted ? 56 : 40;
   static constexpr int kConsumerRegs =
-      kDq ? (kDqWide ? 168 : 184) : kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMxPromoted ? 224 : 232;
+      kDq ? (kDqWide ? 216 : 200) : kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMxPromoted ? 224 : 232;
 
   // setmaxnreg.inc takes only registers that setmaxnreg.dec released: from the launch's allocation
   // (__launch_bounds__(kThreads, 1): 168 per thread at 384 threads) the producer must give back at least
@@ -403,6 +405,9 @@ struct Gemm {
     u32 groups;  // grouped (section 9): int ct_end[E], row_base[E], rows[E] from here
     u32 flags;   // split-K (section 10): one word per consumer warpgroup
     u32 out;     // TMA-store epilogue (section 12): consumer c's slab at out + c * kOutWgBytes
+    u32 stg;       // section 13: FP8 staging stage s at stg + s * (kStgBytesA + kStgBytesB) (A, then B)
+    u32 stg_sc;    // section 13: stage s's decoded scales at stg_sc + s * kDqScaleBytes (16 bytes per row)
+    u32 stg_full;  // section 13: mbarriers stg_full[s] at stg_full + 8 * s, stg_empty[s] at + 8 * kDqStg
   };
 
   // Split-K (section 10): the walk's unit u is split u % kSplitK of cluster tile u / kSplitK, and a
@@ -628,73 +633,71 @@ struct Gemm {
 
   // ---- section 13: the dequantizing producer (MXFP8, block_k 64) ---------------------------------
 
-  // Thread tid of the producer warpgroup converts 16-byte chunk c = tid % 4 (K 16c .. 16c + 15 of the
-  // stage's 64) of tile rows tid / 4 + 32 i: A's rows first (i < kBlockM / 32), then B's. A warp's loads
-  // cover 8 rows x 64 contiguous bytes; its 16-byte stores land in 8 distinct chunks of the swizzle.
-  static constexpr int kDqRows = (kBlockM + kBlockN + 31) / 32;
-  struct DqLoad {
-    u32 w[kDqRows][4];  // 16 e4m3 of the chunk (zeros past K)
-    u32 s[kDqRows];     // its E8M0 scale byte (127 = 1.0 past K)
-  };
-  // A position of the walk: unit u (tile, split), K tile kt of [.., kend).
-  struct DqPos {
-    int u, kt, kend;
-    Tile tile;
-  };
-
-  // The first position with K tiles at or after unit u (false: the walk is done).
-  static __device__ __forceinline__ bool dq_seek(const Walk& w, int k_tiles, const GemmParams& p, const Smem& sm,
-                                                 int u, DqPos& q) {
-    for (; u < w.count; u += w.step) {
-      const KRange kr = k_range(u, k_tiles);
-      if (kr.begin < kr.end) {
-        q.u = u;
-        q.kt = kr.begin;
-        q.kend = kr.end;
-        q.tile = tile_of(w, unit_tile(u), p, sm);
-        return true;
+  // Warp 0 of the producer warpgroup stages: per 128-K atom (a staging position) of each tile, the E8M0
+  // words of the tile's rows and columns (loaded before waiting for the slot, like section 11's) decoded
+  // to 4 f32 per row / column, and lane 0's two TMA boxes (A, B) of e4m3; then 32 arrivals (releases of
+  // the scale stores) + the TMA bytes complete stg_full[s]. This warp issues no proxy fence, so its
+  // global loads are never waited for by one.
+  static __device__ __forceinline__ void dq_stage(const TmaDesc* tma_a, const TmaDesc* tma_b, const Smem& sm,
+                                                  const Walk& w, const GemmParams& p, int lane) {
+    if (lane == 0) {
+      tma_prefetch_desc(tma_a);
+      tma_prefetch_desc(tma_b);
+    }
+    const int k8 = p.k <= 0 ? 0 : (p.k + 127) / 128;
+    const int k_blocks = p.k <= 0 ? 0 : (p.k + 31) / 32;
+    const bool aligned = mx_words_aligned(p);
+    int s = 0;
+    u32 phase = 0;
+    for (int u = w.first; u < w.count; u += w.step) {
+      const Tile tile = tile_of(w, unit_tile(u), p, sm);
+      const int first_b = tile.n * kBlockN;
+      const int row_a = tile.row0 < p.m ? tile.row0 : p.m - 1;
+      const int row_b = first_b < p.n ? first_b : p.n - 1;
+      for (int kt8 = 0; kt8 < k8; ++kt8) {
+        const MxWords words = mx_load(p, tile, kt8, k_blocks, aligned, lane);
+        mbar_wait(sm.stg_full + 8 * (kDqStg + s), phase ^ 1);  // stg_empty[s]
+        const u32 full = sm.stg_full + 8 * s;
+        const u32 a_dst = sm.stg + u32(s * (kStgBytesA + kStgBytesB));
+        if (lane == 0) {
+          mbar_arrive_expect_tx(full, u32(kStgBytesA + kStgBytesB));
+          tma_load_2d(a_dst, tma_a, kt8 * 128, row_a, full);
+          if constexpr (kGrouped) {
+            tma_load_3d(a_dst + kStgBytesA, tma_b, kt8 * 128, row_b, tile.e, full);
+          } else {
+            tma_load_2d(a_dst + kStgBytesA, tma_b, kt8 * 128, row_b, full);
+          }
+        }
+        const u32 slot = sm.stg_sc + u32(s * kDqScaleBytes);
+#pragma unroll
+        for (int i = 0; i < kMxRowsA; ++i) {
+          const u32 x = words.a[i];
+          sts_128(slot + 16u * u32(32 * i + lane), bits_from_f32(decode_e8m0(x & 0xFFu)),
+                  bits_from_f32(decode_e8m0((x >> 8) & 0xFFu)), bits_from_f32(decode_e8m0((x >> 16) & 0xFFu)),
+                  bits_from_f32(decode_e8m0(x >> 24)));
+        }
+#pragma unroll
+        for (int i = 0; i < kMxColsB; ++i) {
+          const int c = 32 * i + lane;
+          if (kBlockN % 32 != 0 && c >= kBlockN) break;
+          const u32 x = words.b[i];
+          sts_128(slot + 16u * u32(kBlockM + c), bits_from_f32(decode_e8m0(x & 0xFFu)),
+                  bits_from_f32(decode_e8m0((x >> 8) & 0xFFu)), bits_from_f32(decode_e8m0((x >> 16) & 0xFFu)),
+                  bits_from_f32(decode_e8m0(x >> 24)));
+        }
+        mbar_arrive(full);  // release: the decoded scales are visible to whoever waits on stg_full[s]
+        if (++s == kDqStg) {
+          s = 0;
+          phase ^= 1;
+        }
       }
     }
-    return false;
-  }
-  static __device__ __forceinline__ bool dq_next(const Walk& w, int k_tiles, const GemmParams& p, const Smem& sm,
-                                                 DqPos& q) {
-    if (++q.kt < q.kend) return true;
-    return dq_seek(w, k_tiles, p, sm, q.u + w.step, q);
   }
 
-  // Issues row group i's global loads of position q (rows past M / N read the last valid row: never
-  // stored; chunks past K are zeros with scale 1).
-  static __device__ __forceinline__ void dq_load_row(const GemmParams& p, const DqPos& q, int tid, int i, DqLoad& d) {
-    const int c = tid & 3, r = (tid >> 2) + 32 * i;
-    const int k0 = q.kt * 64 + 16 * c;
-    const u8* src;
-    const u8* srow;
-    if (i < kBlockM / 32) {
-      const int row = q.tile.row0 + r;
-      src = reinterpret_cast<const u8*>(p.a) + i64(row < q.tile.row_end ? row : q.tile.row_end - 1) * p.lda;
-      srow = mx_row_a(p, q.tile, r);
-    } else {
-      const int cl = r - kBlockM < kBlockN ? r - kBlockM : kBlockN - 1;  // a partial last row group
-      const int col = q.tile.n * kBlockN + cl;
-      src = reinterpret_cast<const u8*>(p.b) + (kGrouped ? i64(q.tile.e) * p.b_expert_stride : i64(0)) +
-            i64(col < p.n ? col : p.n - 1) * p.ldb;
-      srow = mx_row_b(p, q.tile, cl);
-    }
-    if (k0 < p.k) {  // K % 32 == 0 (MXFP8 blocks): a chunk is wholly inside or past K
-      ldg_v4(d.w[i], src + k0);
-      d.s[i] = ldg_u8(srow + (k0 >> 5));
-    } else {
-      d.w[i][0] = d.w[i][1] = d.w[i][2] = d.w[i][3] = 0u;
-      d.s[i] = 127u;
-    }
-  }
-
-  // 16 e4m3 (w) times 2^(s - 127) -> 16 bf16 (o, in K order), exactly: e4m3 -> f16 (hardware, Inf/NaN
-  // included) -> f32, one f32 product by the power of two, bf16 rounding of a value with 4 significant
-  // bits (exact unless it leaves f32's range, like the reference's product).
-  static __device__ __forceinline__ void dq_convert(const u32 (&w)[4], u32 s, u32 (&o)[8]) {
-    const float f = decode_e8m0(s);
+  // 16 e4m3 (w) times f (a power of two) -> 16 bf16 (o, in K order), exactly: e4m3 -> f16 (hardware,
+  // Inf/NaN included) -> f32, one f32 product, bf16 rounding of a value with 4 significant bits (exact
+  // unless it leaves f32's range, like the reference's product).
+  static __device__ __forceinline__ void dq_convert(const u32 (&w)[4], float f, u32 (&o)[8]) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       u32 lo, hi;
@@ -707,66 +710,65 @@ struct Gemm {
     }
   }
 
-  // Waits for stage s to be free, converts and stores d's rows (128 bytes = 64 K per row, 16-byte chunk
-  // j of row r at chunk j ^ (r % 8): TMA's 128-byte swizzle, what the consumers' descriptors expect),
-  // makes them visible to wgmma (the async proxy) and arrives on full[s] (128 arrivals complete it).
-  // The proxy fence is a MEMBAR.ALL.CTA in SASS: it waits for every load this thread has in flight, so
-  // the caller issues the next loads only after it (see produce_dq).
-  static __device__ __forceinline__ void dq_publish(const Smem& sm, int& stage, u32& phase, const DqLoad& d,
-                                                    int tid) {
-    const int c = tid & 3, r0 = tid >> 2;
-    const u32 sw = u32(r0 & 7);  // == r % 8 for every row r0 + 32 i (kBlockM % 32 == 0)
-    mbar_wait(sm.empty + 8 * stage, phase ^ 1);
-    const u32 a_st = sm.a + u32(stage * kTileBytesA);
-    const u32 b_st = sm.b + u32(stage * kTileBytesB);
+  // Warps 1-3 of the producer warpgroup (ct = 0..95) convert. Each staging position (128 K) gives two
+  // bf16 stages (64 K each; a second one past K is skipped, as the consumers count ceil(K / 64)). Thread ct
+  // converts 16-byte chunk c = ct % 4 of its half of every tile row r = 8 (ct / 32) + rho + 24 i, where
+  // rho = ((ct % 32) / 8) ^ 5 ((ct / 4) % 2) is r % 8: the two rows a quarter-warp touches differ in bits 0
+  // and 2 of r % 8, so the 16-byte reads of the staged atom (chunk (4h + c) ^ rho) and the two 16-byte
+  // writes of the bf16 row (chunks (2c) ^ rho, (2c + 1) ^ rho) both land in 8 distinct chunks. Per bf16
+  // stage: wait empty[s], convert, fence.proxy.async (its MEMBAR waits only for shared-memory accesses:
+  // this thread issues no global load), arrive on full[s] (96 arrivals); after both halves each warp
+  // releases the staging slot (lane 0, after __syncwarp).
+  static constexpr int kDqRowSteps = (kBlockM + kBlockN + 23) / 24;
+  static __device__ __forceinline__ void dq_convert_walk(const GemmParams& p, const Smem& sm, const Walk& w,
+                                                         int k_tiles, int ct) {
+    const int l = ct & 31, c = l & 3;
+    const int rho = (l >> 3) ^ (((l >> 2) & 1) * 5);
+    const int r0 = 8 * (ct >> 5) + rho;
+    const int k8 = p.k <= 0 ? 0 : (p.k + 127) / 128;
+    int s8 = 0, stage = 0;
+    u32 ph8 = 0, phase = 0;
+    for (int u = w.first; u < w.count; u += w.step) {
+      for (int kt8 = 0; kt8 < k8; ++kt8) {
+        mbar_wait(sm.stg_full + 8 * s8, ph8);
+        const u32 stg = sm.stg + u32(s8 * (kStgBytesA + kStgBytesB));
+        const u32 slot = sm.stg_sc + u32(s8 * kDqScaleBytes);
 #pragma unroll
-    for (int i = 0; i < kDqRows; ++i) {
-      const int r = r0 + 32 * i;
-      if (kBlockN % 32 == 0 || r < kBlockM + kBlockN) {  // the partial last row group
-        const u32 row = i < kBlockM / 32 ? a_st + u32(r * 128) : b_st + u32((r - kBlockM) * 128);
-        u32 o[8];
-        dq_convert(d.w[i], d.s[i], o);
-        sts_128(row + (((2u * c) ^ sw) << 4), o[0], o[1], o[2], o[3]);
-        sts_128(row + (((2u * c + 1u) ^ sw) << 4), o[4], o[5], o[6], o[7]);
+        for (int h = 0; h < 2; ++h) {
+          if (2 * kt8 + h >= k_tiles) break;
+          mbar_wait(sm.empty + 8 * stage, phase ^ 1);
+          const u32 a_st = sm.a + u32(stage * kTileBytesA);
+          const u32 b_st = sm.b + u32(stage * kTileBytesB);
+#pragma unroll 4
+          for (int i = 0; i < kDqRowSteps; ++i) {
+            const int r = r0 + 24 * i;
+            if ((kBlockM + kBlockN) % 24 != 0 && r >= kBlockM + kBlockN) break;
+            const bool is_a = r < kBlockM;
+            const int rr = is_a ? r : r - kBlockM;
+            const u32 src = (is_a ? stg : stg + kStgBytesA) + u32(rr * 128);
+            u32 wv[4];
+            lds_128(wv, src + (u32((4 * h + c) ^ rho) << 4));
+            const float f = f32_from_bits(lds_u32(slot + 16u * u32(r) + 4u * u32(2 * h + (c >> 1))));
+            u32 o[8];
+            dq_convert(wv, f, o);
+            const u32 dst = (is_a ? a_st : b_st) + u32(rr * 128);
+            sts_128(dst + (u32((2 * c) ^ rho) << 4), o[0], o[1], o[2], o[3]);
+            sts_128(dst + (u32((2 * c + 1) ^ rho) << 4), o[4], o[5], o[6], o[7]);
+          }
+          fence_proxy_async_shared();  // this thread's stores, visible to the wgmmas that read the stage
+          mbar_arrive(sm.full + 8 * stage);
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+        __syncwarp();  // every lane's reads of the staging slot precede lane 0's release
+        if (l == 0) mbar_arrive(sm.stg_full + 8 * (kDqStg + s8));  // stg_empty[s8]
+        if (++s8 == kDqStg) {
+          s8 = 0;
+          ph8 ^= 1;
+        }
       }
-    }
-    fence_proxy_async_shared();  // this thread's stores, visible to the wgmmas that read the stage
-    mbar_arrive(sm.full + 8 * stage);
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1;
-    }
-  }
-
-  // Moves q to the walk's next position and issues its loads into d (false: the walk is done).
-  static __device__ __forceinline__ bool dq_advance(const GemmParams& p, const Smem& sm, const Walk& w, int k_tiles,
-                                                    int tid, DqPos& q, DqLoad& d) {
-    if (!dq_next(w, k_tiles, p, sm, q)) return false;
-#pragma unroll
-    for (int i = 0; i < kDqRows; ++i) dq_load_row(p, q, tid, i, d);
-    return true;
-  }
-
-  // The producer warpgroup's walk, two register sets alternating: right after publishing position j
-  // from one set, that set's loads of position j + 2 are issued, so they have all of position j + 1's
-  // publication (conversion and stores) to land before the next fence waits for them.
-  static __device__ __forceinline__ void produce_dq(const GemmParams& p, const Smem& sm, const Walk& w, int k_tiles,
-                                                    int tid) {
-    DqPos q;
-    DqLoad d0, d1;
-    int stage = 0;
-    u32 phase = 0;
-    if (!dq_seek(w, k_tiles, p, sm, w.first, q)) return;
-#pragma unroll
-    for (int i = 0; i < kDqRows; ++i) dq_load_row(p, q, tid, i, d0);
-    bool more = dq_advance(p, sm, w, k_tiles, tid, q, d1);
-    for (;;) {
-      dq_publish(sm, stage, phase, d0, tid);
-      if (!more) break;
-      more = dq_advance(p, sm, w, k_tiles, tid, q, d0);
-      dq_publish(sm, stage, phase, d1, tid);
-      if (!more) break;
-      more = dq_advance(p, sm, w, k_tiles, tid, q, d1);
     }
   }
 
@@ -1599,6 +1601,13 @@ struct Gemm {
     sm.empty = sm.full + 8 * kStages;
     sm.groups = sm.empty + 8 * kStages;
     sm.flags = sm.groups + kGroupTableBytes;
+    // Section 13: the staging ring after the output tile (1024-byte aligned: the TMA boxes' swizzle).
+    sm.stg = sm.stg_sc = sm.stg_full = 0;
+    if constexpr (kDq) {
+      sm.stg = (sm.flags + kSplitFlagBytes + 1023u) & ~1023u;
+      sm.stg_sc = sm.stg + kDqStg * (kStgBytesA + kStgBytesB);
+      sm.stg_full = sm.stg_sc + kDqStg * kDqScaleBytes;
+    }
 
     const int tiles_m = (p.m - 1) / kBlockM + 1;
     const int tiles_n = (p.n - 1) / kBlockN + 1;
@@ -1607,9 +1616,16 @@ struct Gemm {
     if (threadIdx.x == 0) {
 #pragma unroll 1
       for (int s = 0; s < kStages; ++s) {
-        // TMA thread (+ the scale warp's lanes); section 13: every producer thread.
-        mbar_init(sm.full + 8 * s, kDq ? 128 : kScaleWarp ? 1 + 32 : 1);
+        // TMA thread (+ the scale warp's lanes); section 13: every converting thread (warps 1-3).
+        mbar_init(sm.full + 8 * s, kDq ? 96 : kScaleWarp ? 1 + 32 : 1);
         mbar_init(sm.empty + 8 * s, 4 * kConsumers * kCluster);
+      }
+      if constexpr (kDq) {
+#pragma unroll 1
+        for (int s = 0; s < kDqStg; ++s) {
+          mbar_init(sm.stg_full + 8 * s, 1 + 32);       // warp 0: expect_tx + its lanes' scale stores
+          mbar_init(sm.stg_full + 8 * (kDqStg + s), 3);  // stg_empty: one arrival per converting warp
+        }
       }
       mbar_fence_init();
     }
@@ -1630,7 +1646,11 @@ struct Gemm {
       // Thread 0 issues the TMA copies; with staged block scales (section 8) its whole warp walks along
       // and copies the scales.
       if constexpr (kDq) {
-        produce_dq(p, sm, w, k_tiles, int(threadIdx.x));
+        if (threadIdx.x < 32) {
+          dq_stage(&tma_a, &tma_b, sm, w, p, int(threadIdx.x));
+        } else {
+          dq_convert_walk(p, sm, w, k_tiles, int(threadIdx.x) - 32);
+        }
       } else if (threadIdx.x == 0 || (kScaleWarp && threadIdx.x < 32)) {
         produce(&tma_a, &tma_b, sm, w, k_tiles, p, threadIdx.x & 31);
       }

@@ -151,16 +151,16 @@ TEST_F(CliTest, ConfigPinsOneTileConfig) {
   r = kiln("compile " + mx + " --arch sm_90a --config '{\"block_m\": 128}'");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("missing field"), std::string::npos) << r.err;
-  r = kiln("compile " + mx + " --arch sm_90a --m 4096 --n 7168 --k 7168 --config bm128_bn256_bk64_s3_w8x1_g8");
+  r = kiln("compile " + mx + " --arch sm_90a --m 4096 --n 7168 --k 7168 --config bm128_bn256_bk64_s2_w8x1_g8");
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("bm128_bn256_bk64_s3_w8x1_g8 (384 threads)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bm128_bn256_bk64_s2_w8x1_g8 (384 threads)"), std::string::npos) << r.out;
   r = kiln("compile " + mx + " --arch sm_90a --config "
-           "'{\"block_m\": 256, \"block_n\": 128, \"block_k\": 64, \"stages\": 3, \"warps_m\": 8, "
+           "'{\"block_m\": 256, \"block_n\": 128, \"block_k\": 64, \"stages\": 2, \"warps_m\": 8, "
            "\"warps_n\": 1, \"group_m\": 8}'");
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("bm256_bn128_bk64_s3_w8x1_g8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bm256_bn128_bk64_s2_w8x1_g8"), std::string::npos) << r.out;
   if (!has_gpu() || kiln("compile " + mx).out.find("sm_90a") == std::string::npos) return;
-  r = kiln("run " + mx + " --m 77 --n 200 --k 544 --check --repeats 3 --config bm128_bn256_bk64_s3_w8x1_g8");
+  r = kiln("run " + mx + " --m 77 --n 200 --k 544 --check --repeats 3 --config bm128_bn256_bk64_s2_w8x1_g8");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("PASSED"), std::string::npos) << r.out;
 }

@@ -153,15 +153,15 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {128, 192, 4, 8, 1, 2},
                      {128, 192, 3, 8, 1, 1, 8, 1, 1, 1},
                      // MXFP8 through the dequantizing producer (block_k 64, the kernel's section 13): 42 the
-                     // wide tile, 43 with TMA stores, 44 256 x 128 (warpgroups of 128 x 128), 45 128 x 192
+                     // wide tile, 43 128 x 128 with TMA stores, 44 256 x 128 (warpgroups of 128 x 128), 45 128 x 192
                      // with TMA stores, 46 128 x 208 (a partial last row group of the producer), 47 128 x 128
                      // with its warpgroups side by side along N.
-                     {128, 256, 3, 8, 1, 1, 8, 1, 1, 0, 64},
-                     {128, 256, 3, 8, 1, 1, 8, 1, 1, 1, 64},
-                     {256, 128, 3, 8, 1, 1, 8, 1, 1, 0, 64},
-                     {128, 192, 4, 8, 1, 1, 8, 1, 1, 1, 64},
+                     {128, 256, 2, 8, 1, 1, 8, 1, 1, 0, 64},
+                     {128, 128, 3, 8, 1, 1, 8, 1, 1, 1, 64},
+                     {256, 128, 2, 8, 1, 1, 8, 1, 1, 0, 64},
+                     {128, 192, 2, 8, 1, 1, 8, 1, 1, 1, 64},
                      {128, 208, 3, 8, 1, 1, 8, 1, 1, 0, 64},
-                     {128, 128, 6, 4, 2, 1, 8, 1, 1, 0, 64}};
+                     {128, 128, 4, 4, 2, 1, 8, 1, 1, 0, 64}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
