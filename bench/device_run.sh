@@ -85,6 +85,8 @@ if [ -n "${TEST_BINS:-}" ]; then
     read -r tool bin filter <<<"$r"
     echo "--- $tool $bin $filter at $(elapsed)s"; sanitize "$tool" "$bin" "$filter" 150
   done >>"$OUT/summary.txt"
+  # POST_SCRIPT=path: a device-side script run after them (KILN_CLI and KILN_LIBRARY point into the bundle).
+  [ -n "${POST_SCRIPT:-}" ] && { echo "--- $POST_SCRIPT at $(elapsed)s"; timeout "${POST_TIMEOUT:-200}" bash "$POST_SCRIPT" 2>&1; } >>"$OUT/summary.txt"
 elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/summary.txt"; else
 {
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv

@@ -2,9 +2,11 @@
 # bench/verify_dq.sh — device side, session 8: the final build's kiln CLI on MXFP8 with --config
 # (the dequantizing producer, block_k 64, pinned; the plan's own promoted config; the FP8 block path).
 # Written in session 8 after the device time was spent: not run yet.
-# Usage: run(command="bash bench/verify_dq.sh", carry=["carry-v"]) with carry-v/kiln.xz a stripped kiln.
+# Usage: run(command="bash bench/verify_dq.sh", carry=["carry-v"]) with carry-v/kiln.xz a stripped kiln, or
+# POST_SCRIPT=bench/verify_dq.sh bash bench/device_run.sh (the bundle's kiln, through KILN_CLI).
 set -u
-X=$(mktemp -d); xz -dc carry-v/kiln.xz > $X/kiln; chmod +x $X/kiln
+X=$(mktemp -d)
+if [ -n "${KILN_CLI:-}" ]; then ln -s "$KILN_CLI" $X/kiln; else xz -dc carry-v/kiln.xz > $X/kiln; chmod +x $X/kiln; fi
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 K() { KILN_CACHE_DIR=$X/cache "$X/kiln" "$@" 2>&1 | grep -E "config|PASSED|FAILED|median|INVALID|ERROR|error" ; echo "rc=${PIPESTATUS[0]}"; }
 DQ=bm128_bn256_bk64_s2_w8x1_g8

@@ -718,7 +718,7 @@ struct Gemm {
   // writes of the bf16 row (chunks (2c) ^ rho, (2c + 1) ^ rho) both land in 8 distinct chunks. Per bf16
   // stage: wait empty[s], convert, fence.proxy.async (its MEMBAR waits only for shared-memory accesses:
   // this thread issues no global load), arrive on full[s] (96 arrivals); after both halves each warp
-  // releases the staging slot (lane 0, after __syncwarp).
+  // releases the staging slot (every lane).
   static constexpr int kDqRowSteps = (kBlockM + kBlockN + 23) / 24;
   static __device__ __forceinline__ void dq_convert_walk(const GemmParams& p, const Smem& sm, const Walk& w,
                                                          int k_tiles, int ct) {
@@ -762,8 +762,9 @@ struct Gemm {
             phase ^= 1;
           }
         }
-        __syncwarp();  // every lane's reads of the staging slot precede lane 0's release
-        if (l == 0) mbar_arrive(sm.stg_full + 8 * (kDqStg + s8));  // stg_empty[s8]
+        // Every lane releases its own reads of the staging slot (96 arrivals): a lane-0 release after
+        // __syncwarp is as correct, but racecheck does not follow it (84 reports on the H200, session 9).
+        mbar_arrive(sm.stg_full + 8 * (kDqStg + s8));  // stg_empty[s8]
         if (++s8 == kDqStg) {
           s8 = 0;
           ph8 ^= 1;
@@ -1624,7 +1625,7 @@ struct Gemm {
 #pragma unroll 1
         for (int s = 0; s < kDqStg; ++s) {
           mbar_init(sm.stg_full + 8 * s, 1 + 32);       // warp 0: expect_tx + its lanes' scale stores
-          mbar_init(sm.stg_full + 8 * (kDqStg + s), 3);  // stg_empty: one arrival per converting warp
+          mbar_init(sm.stg_full + 8 * (kDqStg + s), 96);  // stg_empty: every converting thread
         }
       }
       mbar_fence_init();
