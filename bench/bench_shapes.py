@@ -120,10 +120,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the first 4 dense shapes and 1 MoE layer only")
     ap.add_argument("--jobs", type=int, default=8, help="parallel compiles before timing starts")
     ap.add_argument("--min-m", type=int, default=0, help="dense shapes with at least this M only")
+    ap.add_argument("--max-m", type=int, default=0, help="dense shapes with at most this M only (0: no bound)")
     args = ap.parse_args()
     path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
     shapes = json.load(open(path))
-    shapes["dense"] = [s for s in shapes["dense"] if s[0] >= args.min_m]
+    shapes["dense"] = [s for s in shapes["dense"] if s[0] >= args.min_m and (args.max_m <= 0 or s[0] <= args.max_m)]
     rt = kiln.Runtime()
     gpu = torch.cuda.get_device_name()
     rows, results = [], []

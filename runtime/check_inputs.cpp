@@ -161,6 +161,11 @@ std::vector<float> random_scales(int64_t count, uint64_t& s) {
 Status fp8_scaled(const OperandSpec& o, int64_t rows, int64_t k, uint64_t& s, HostTensor& data, HostTensor& scale,
                   std::vector<int64_t> data_shape) {
   using numerics::Fp8Blocking;
+  // The planner takes block scales only with K % 128 == 0 (the scale tensors are [rows, K / 128]); the
+  // quantizer would write ceil(K / 128) columns into a K / 128 one.
+  if ((o.scale == ScaleGranularity::kBlock1x128 || o.scale == ScaleGranularity::kBlock128x128) && k % 128 != 0)
+    return InvalidArgument(std::string("random operands: ") + format_name(o.format) + " block scales need K % 128 == 0, got K = " +
+                           std::to_string(k));
   int64_t srows = rows, scols = 1;
   Fp8Blocking blocking = Fp8Blocking::kRow;
   if (o.scale == ScaleGranularity::kBlock1x128) {

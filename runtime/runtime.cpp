@@ -428,11 +428,23 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   // ---- Hopper issue: heuristic buckets that measured faster on the portable family run there
   // (grouped FP8 at a few rows per expert; compiler/plan/sm90_plan.hpp sm90_portable_bucket). Tuned
   // and pinned buckets run on the family their record or override names (apply_tuned_configs).
+  // Dense problems of at most 16 rows that the decode kernel takes run on it (the portable family's
+  // TileConfig::decode; measured faster than the sm90 family on every decode shape, bench/RESULTS.md
+  // session 9).
   if (fam == KernelFamily::kSm90Gemm) {
     for (size_t b = 0; b < kMBuckets.size(); ++b) {
-      if (sources[b] != ConfigSource::kHeuristic || !sm90_portable_bucket(spec, kMBuckets[b])) continue;
+      if (sources[b] != ConfigSource::kHeuristic) continue;
       ProblemSizes s = sizes;
       s.m = kMBuckets[b];
+      if (kMBuckets[b] <= 16 && decode_supports(spec, a)) {
+        const TileConfig decode = decode_default_config(spec, a, s);
+        if (check_config(spec, a, KernelFamily::kSm80Gemm, decode).ok()) {
+          impl->families[b] = KernelFamily::kSm80Gemm;
+          impl->configs[b] = decode;
+          continue;
+        }
+      }
+      if (!sm90_portable_bucket(spec, kMBuckets[b])) continue;
       const TileConfig portable = default_config(spec, a, KernelFamily::kSm80Gemm, s);
       if (!check_config(spec, a, KernelFamily::kSm80Gemm, portable).ok()) continue;
       impl->families[b] = KernelFamily::kSm80Gemm;

@@ -53,10 +53,13 @@ StatusOr<Plan> plan_with_config(Runtime& rt, const KernelSpec& spec, const Probl
   }
   if (!cfg.ok()) return InvalidArgument("--config: " + cfg.status().message());
   const Arch target = arch ? *arch : plan.arch();
-  if (Status ok = check_config(spec, target, plan.family(), *cfg); !ok.ok())
-    return InvalidArgument("--config " + cfg->to_string() + " for " + family_name(plan.family()) + " on " +
+  // A decode config (Hopper issue, small M) names the portable family's decode kernel whichever family
+  // the plan picked.
+  const KernelFamily family = cfg->decode != 0 ? KernelFamily::kSm80Gemm : plan.family();
+  if (Status ok = check_config(spec, target, family, *cfg); !ok.ok())
+    return InvalidArgument("--config " + cfg->to_string() + " for " + family_name(family) + " on " +
                            target.name() + ": " + ok.message());
-  ScopedConfigOverride pin(*cfg);  // every M bucket of the plan made below takes cfg
+  ScopedConfigOverride pin(*cfg, family);  // every M bucket of the plan made below takes cfg
   return rt.plan(spec, sizes, target);
 }
 

@@ -132,10 +132,17 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       // formats issue: bf16 x 4/8-bit weights have their own mainloop (compiler/plan/sm80_formats.hpp).
       KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
       const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
-      k.source = unit(
-          mixed ? "kernels/sm80_mixed_gemm.cuh" : "kernels/sm80_gemm.cuh",
-          string("family ") + family_name(family) + ", config " + cfg.to_string() + ", arch " + arch.name(),
-          body, k.entry.c_str(), k.threads, mixed ? "kiln_dev::sm80_mixed_gemm" : "kiln_dev::sm80_gemm", functor);
+      // Hopper issue, small M: decode configs run kernels/sm80_decode.cuh (check_config allowed the spec).
+      const char* header = cfg.decode != 0 ? "kernels/sm80_decode.cuh"
+                           : mixed         ? "kernels/sm80_mixed_gemm.cuh"
+                                           : "kernels/sm80_gemm.cuh";
+      const char* device_fn = cfg.decode != 0 ? "kiln_dev::sm80_decode"
+                              : mixed         ? "kiln_dev::sm80_mixed_gemm"
+                                              : "kiln_dev::sm80_gemm";
+      k.source = unit(header,
+                      string("family ") + family_name(family) + ", config " + cfg.to_string() + ", arch " +
+                          arch.name(),
+                      body, k.entry.c_str(), k.threads, device_fn, functor);
       return k;
     }
     case KernelFamily::kSm90Gemm:  // Hopper issue (its epilogue functor: emit_sm90_kernel)

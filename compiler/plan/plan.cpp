@@ -89,7 +89,8 @@ std::string TileConfig::to_string() const {
   return "bm" + std::to_string(block_m) + "_bn" + std::to_string(block_n) + "_bk" + std::to_string(block_k) +
          "_s" + std::to_string(stages) + "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
          "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "") +
-         (split_k != 1 ? "_k" + std::to_string(split_k) : "") + (tma_store != 0 ? "_t" : "");
+         (split_k != 1 ? "_k" + std::to_string(split_k) : "") + (tma_store != 0 ? "_t" : "") +
+         (decode != 0 ? "_d" : "");
 }
 
 nlohmann::json config_to_json(const TileConfig& c) {
@@ -99,6 +100,7 @@ nlohmann::json config_to_json(const TileConfig& c) {
   if (c.cluster_m != 1) j["cluster_m"] = c.cluster_m;  // Hopper issue: optional, absent = 1
   if (c.split_k != 1) j["split_k"] = c.split_k;        // Hopper issue: optional, absent = 1
   if (c.tma_store != 0) j["tma_store"] = c.tma_store;  // Hopper issue: optional, absent = 0
+  if (c.decode != 0) j["decode"] = c.decode;           // Hopper issue (small M): optional, absent = 0
   return j;
 }
 
@@ -143,8 +145,14 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
       return InvalidArgument("tile config: tma_store must be 0 or 1, got " + it->dump());
     c.tma_store = static_cast<int>(it->get<int64_t>());
   }
+  if (auto it = j.find("decode"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1)
+      return InvalidArgument("tile config: decode must be 0 or 1, got " + it->dump());
+    c.decode = static_cast<int>(it->get<int64_t>());
+  }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const bool known = it.key() == "cluster_m" || it.key() == "split_k" || it.key() == "tma_store" ||
+                       it.key() == "decode" ||
                        std::any_of(std::begin(kFields), std::end(kFields),
                                    [&](const Field& f) { return it.key() == f.key; });
     if (!known) return InvalidArgument("tile config: unknown field '" + it.key() + "'");
@@ -153,7 +161,7 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
 }
 
 StatusOr<TileConfig> config_from_name(const std::string& name) {
-  const string form = "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t]";
+  const string form = "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t][_d]";
   auto bad = [&](const string& why) {
     return InvalidArgument("config '" + name + "': " + why + "; expected " + form + " (as kiln prints configs)");
   };
@@ -211,7 +219,11 @@ StatusOr<TileConfig> config_from_name(const std::string& name) {
     j["tma_store"] = 1;
     ++i;
   }
-  if (i < tokens.size()) return bad("'" + tokens[i] + "' is not c<n>, k<n> or t (or comes out of that order)");
+  if (i < tokens.size() && tokens[i] == "d") {
+    j["decode"] = 1;
+    ++i;
+  }
+  if (i < tokens.size()) return bad("'" + tokens[i] + "' is not c<n>, k<n>, t or d (or comes out of that order)");
   auto c = config_from_json(j);
   if (!c.ok()) return bad(c.status().message());
   return c;
@@ -294,7 +306,89 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
 }
 
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+  // Hopper issue, small M: the decode kernel's cross-warp reduction, f32 [warps][block_n][block_m].
+  if (cfg.decode != 0) return cfg.warps_n * cfg.block_n * cfg.block_m * 4;
   return cfg.stages * (cfg.block_m * sm80_row_bytes_a(spec, cfg) + cfg.block_n * sm80_smem_row_bytes_b(spec, cfg));
+}
+
+// ---- Hopper issue, small M: the decode kernel's rules (templates/kernels/sm80_decode.cuh).
+bool decode_supports(const KernelSpec& spec, const Arch& arch) {
+  const Format a = spec.a.format, b = spec.b.format;
+  const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b;
+  const bool fp8 = format_is_fp8(a) && format_is_fp8(b) && arch.sm() >= 89;
+  const auto scale_ok = [](ScaleGranularity g, bool is_a) {
+    return g == ScaleGranularity::kNone || g == ScaleGranularity::kTensor ||
+           g == (is_a ? ScaleGranularity::kM : ScaleGranularity::kN) ||
+           g == (is_a ? ScaleGranularity::kBlock1x128 : ScaleGranularity::kBlock128x128);
+  };
+  return spec.op == Op::kGemm && spec.layout == GroupLayout::kDense && spec.pass == Pass::kFprop &&
+         spec.gate_up == GateUp::kNone && (same16 || fp8) && scale_ok(spec.a.scale, true) &&
+         scale_ok(spec.b.scale, false) &&
+         (spec.out.format == Format::kBf16 || spec.out.format == Format::kF16 || spec.out.format == Format::kF32);
+}
+
+TileConfig decode_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  (void)arch;
+  TileConfig c;
+  c.decode = 1;
+  c.block_m = sizes.m <= 8 ? 8 : 16;
+  c.block_n = 16;
+  c.block_k = 128 / elem_bytes(spec.a.format);  // two 64-byte segments
+  c.stages = 1;
+  c.warps_m = 1;
+  c.warps_n = 4;
+  c.group_m = 1;
+  return c;
+}
+
+Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  const string name = "config " + cfg.to_string() + " (decode): ";
+  if (!decode_supports(spec, arch))
+    return Unsupported(name + "the decode kernel takes dense fprop GEMMs without gate|up of two equal 16-bit operands, or "
+                       "two FP8 operands on sm_89+ (scales: tensor, m / n, or block1x128 x block128x128); " +
+                       print_spec(spec) + " on " + arch.name() + " runs on the tiled mainloop (decode 0)");
+  const struct {
+    const char* field;
+    int v, lo, hi;
+  } ranges[] = {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
+                {"warps_n", cfg.warps_n, 1, 8},  {"stages", cfg.stages, 1, 1},   {"group_m", cfg.group_m, 1, 1}};
+  for (const auto& r : ranges) {
+    if (r.v < r.lo || r.v > r.hi)
+      return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" +
+                             (r.lo == r.hi ? to_string(r.lo) : to_string(r.lo) + ".." + to_string(r.hi)) + ")");
+  }
+  if (cfg.block_m % 8 != 0)
+    return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " tokens: must be 8 or 16 (n8 mma fragments)");
+  if (cfg.block_n % 16 != 0)
+    return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) +
+                           " weight rows: must be a multiple of 16 (m16 mma fragments)");
+  const int eb = elem_bytes(spec.a.format);
+  const int unit = cfg.block_k * eb;
+  if (cfg.block_k < 1 || unit % 64 != 0 || unit / 64 > 8)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + " is " + to_string(unit) + " bytes of " +
+                           format_name(spec.a.format) + "; must be 1..8 segments of 64 bytes (block_k " +
+                           to_string(64 / eb) + ", " + to_string(128 / eb) + ", ... " + to_string(512 / eb) + ")");
+  const bool promotes = spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
+  if (promotes && cfg.block_k % 128 != 0)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
+                           ": block scales are promoted per 128-element K block; block_k must be a multiple of 128");
+  // Registers (ptxas 13.0, sm_90a: 78-202 estimated within 10-22 above): every 16-byte load of two warp
+  // steps in flight (4 each: 2 per row group of W, 1 per token fragment, per segment), the accumulators
+  // (and promotion's partials and both steps' scales), ~48 for addresses and the epilogue.
+  const int segs = unit / 64, groups = cfg.block_n / 16, tok = cfg.block_m / 8;
+  int regs = 2 * 4 * segs * (2 * groups + tok) + 4 * groups * tok + 48;
+  if (promotes) regs += 4 * groups * tok + 2 * (unit / 128) * (2 * tok + groups);
+  const int budget = std::min(240, 65536 / cfg.threads() - 8);
+  if (regs > budget)
+    return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread (" + to_string(segs) +
+                           " segments x " + to_string(2 * groups + tok) + " loads, two steps in flight); " +
+                           to_string(cfg.threads()) + " threads allow " + to_string(budget) +
+                           " (smaller block_k or block_n)");
+  const int smem = smem_bytes(spec, cfg);
+  if (smem > arch.max_smem_per_block())
+    return ResourceExhausted(name + to_string(smem) + " bytes of shared memory for the reduction; " + arch.name() +
+                             " allows " + to_string(arch.max_smem_per_block()));
+  return Status::Ok();
 }
 
 Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
@@ -316,6 +410,7 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
     return InvalidArgument("config " + cfg.to_string() + ": tma_store=" + to_string(cfg.tma_store) +
                            "; the TMA-store epilogue exists in the sm90 family only (tma_store 0)");
   KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
+  if (cfg.decode != 0) return check_decode_config(spec, arch, cfg);  // Hopper issue, small M
   KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
   const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
   const bool promotes = sm80_promotes(spec);
@@ -503,6 +598,13 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
   const int64_t n = std::max<int64_t>(sizes.n, 1);
   switch (family) {
     case KernelFamily::kSm80Gemm: {
+      if (cfg.decode != 0) {  // Hopper issue, small M: templates/kernels/sm80_decode.cuh (dense)
+        const int64_t tiles = ((m + cfg.block_m - 1) / cfg.block_m) * ((n + cfg.block_n - 1) / cfg.block_n);
+        ls.grid_x = static_cast<unsigned>(std::min<int64_t>(tiles, kMaxIndex));
+        ls.block_x = static_cast<unsigned>(cfg.threads());
+        ls.dynamic_smem = smem_bytes(spec, cfg);
+        break;
+      }
       // templates/scheduler/group_tile.cuh group_tiles_m: offsets add one virtual tile row per expert;
       // masked covers experts x ceil(max_m / block_m) with max_m = M / experts.
       int64_t tiles_m = (m + cfg.block_m - 1) / cfg.block_m;

@@ -50,9 +50,15 @@ struct TileConfig {
   // stores it with TMA, asynchronously, while the consumers go on to the next tile (dense, no gate|up).
   // Optional in JSON and to_string ("_t") when 0.
   int tma_store = 0;
+  // Hopper issue, small M (sm80 family only): 1 = the decode kernel (templates/kernels/sm80_decode.cuh):
+  // W streamed from global memory straight into mma fragments (W is the mma's A operand), no shared-
+  // memory ring. block_m = tokens per CTA (8 or 16), block_n = weight rows per CTA (16..64), block_k = K
+  // elements per warp step (a multiple of 64 bytes), warps_m = 1, warps_n = warps splitting K, stages =
+  // 1, group_m = 1. Optional in JSON and to_string ("_d") when 0.
+  int decode = 0;
 
   bool operator==(const TileConfig&) const = default;
-  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t")
+  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t", "_d")
   int threads() const { return warps_m * warps_n * 32; }
 };
 nlohmann::json config_to_json(const TileConfig& c);
@@ -92,5 +98,13 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
 LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
                          const ProblemSizes& sizes);
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
+// Hopper issue, small M: whether the portable family's decode kernel (TileConfig::decode) computes spec
+// on arch: dense fprop GEMM without gate|up, two equal 16-bit operands or two FP8 operands (sm_89+) with
+// tensor, m / n or DeepSeek block scales; bf16 / f16 / f32 out.
+bool decode_supports(const KernelSpec& spec, const Arch& arch);
+// The decode kernel's heuristic config for sizes.m <= 16 rows (8 or 16 tokens per CTA, 16 weight rows,
+// two 64-byte segments per warp step, 4 warps: the H200 sweep's best or within 5% of it on every decode
+// shape, bench/RESULTS.md session 9). Only meaningful where decode_supports(spec, arch).
+TileConfig decode_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 
 }  // namespace kiln

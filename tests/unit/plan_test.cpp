@@ -457,5 +457,93 @@ TEST(TileConfigTest, NameErrorsSayWhatIsWrongAndTheForm) {
   EXPECT_FALSE(config_from_name("bm1234567_bn256_bk64_s3_w8x1_g8").ok());
 }
 
+// ---- the decode kernel's configs (Hopper issue, small M; templates/kernels/sm80_decode.cuh) -------
+
+TileConfig decode_cfg(int bm, int bn, int bk, int warps) {
+  TileConfig c = config(bm, bn, bk, 1, 1, warps, 1);
+  c.decode = 1;
+  return c;
+}
+
+TEST(DecodeConfigTest, NameAndJsonRoundTrip) {
+  const TileConfig c = decode_cfg(8, 32, 128, 8);
+  EXPECT_EQ(c.to_string(), "bm8_bn32_bk128_s1_w1x8_g1_d");
+  auto back = config_from_name(c.to_string());
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, c);
+  const nlohmann::json j = config_to_json(c);
+  EXPECT_EQ(j.at("decode"), 1);
+  EXPECT_EQ(*config_from_json(j), c);
+  EXPECT_FALSE(config_to_json(TileConfig{}).contains("decode"));  // absent when 0: old keys unchanged
+  nlohmann::json bad = j;
+  bad["decode"] = 2;
+  EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("decode must be 0 or 1"));
+  EXPECT_THAT(config_from_name("bm8_bn32_bk128_s1_w1x8_g1_d_t").status().message(), HasSubstr("out of that order"));
+}
+
+TEST(DecodeConfigTest, AcceptsTheKernelsShapes) {
+  const Arch h200{9, 0, true};
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32",
+                           "gemm a=e4m3:tensor b=e5m2:tensor out=bf16", "gemm a=e4m3:m b=e4m3:n out=f16",
+                           "gemm a=e4m3:block1x128 b=e4m3:block128x128:ue8m0 out=bf16",
+                           "gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = acc + bias[n]\""}) {
+    const KernelSpec spec = spec_of(text);
+    EXPECT_TRUE(decode_supports(spec, h200)) << text;
+    const int eb = format_is_fp8(spec.a.format) ? 1 : 2;
+    for (const TileConfig& c : {decode_cfg(8, 16, 128 / eb, 4), decode_cfg(16, 32, 128 / eb, 8), decode_cfg(8, 64, 128 / eb, 2)})
+      EXPECT_TRUE(check_config(spec, h200, KernelFamily::kSm80Gemm, c).ok())
+          << text << " " << c.to_string() << ": " << check_config(spec, h200, KernelFamily::kSm80Gemm, c).to_string();
+  }
+}
+
+TEST(DecodeConfigTest, RejectsWithTheRuleAndTheValue) {
+  const Arch h200{9, 0, true};
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  auto msg = [&](const KernelSpec& s, const TileConfig& c, const Arch& a) {
+    return check_config(s, a, KernelFamily::kSm80Gemm, c).message();
+  };
+  EXPECT_THAT(msg(bf16, decode_cfg(32, 32, 64, 4), h200), HasSubstr("block_m=32 is out of range (8..16)"));
+  EXPECT_THAT(msg(bf16, decode_cfg(12, 32, 64, 4), h200), HasSubstr("must be 8 or 16"));
+  EXPECT_THAT(msg(bf16, decode_cfg(8, 40, 64, 4), h200), HasSubstr("multiple of 16"));
+  EXPECT_THAT(msg(bf16, decode_cfg(8, 32, 48, 4), h200), HasSubstr("segments of 64 bytes"));
+  TileConfig ring = decode_cfg(8, 32, 64, 4);
+  ring.stages = 3;
+  EXPECT_THAT(msg(bf16, ring, h200), HasSubstr("stages=3 is out of range (1)"));
+  TileConfig two_rows = decode_cfg(8, 32, 64, 4);
+  two_rows.warps_m = 2;
+  EXPECT_THAT(msg(bf16, two_rows, h200), HasSubstr("warps_m=2"));
+  EXPECT_THAT(msg(bf16, decode_cfg(16, 64, 256, 8), h200), HasSubstr("registers per thread"));
+  const KernelSpec block = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
+  EXPECT_THAT(msg(block, decode_cfg(8, 32, 64, 4), h200), HasSubstr("multiple of 128"));
+  // Specs the kernel does not take: the reason and the way out.
+  for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=bf16 b=mxfp4 out=bf16",
+                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
+                           "gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\""}) {
+    const KernelSpec s = spec_of(text);
+    EXPECT_FALSE(decode_supports(s, h200)) << text;
+    EXPECT_THAT(msg(s, decode_cfg(8, 32, 64, 4), h200), HasSubstr("tiled mainloop (decode 0)")) << text;
+  }
+  // FP8 needs sm_89's conversions; 16-bit operands run from sm_80.
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  EXPECT_FALSE(decode_supports(fp8, Arch{8, 6, false}));
+  EXPECT_TRUE(decode_supports(fp8, Arch{8, 9, false}));
+  EXPECT_TRUE(check_config(bf16, Arch{8, 0, false}, KernelFamily::kSm80Gemm, decode_cfg(8, 32, 64, 4)).ok());
+  // The sm90 family does not read decode configs.
+  EXPECT_THAT(check_config(bf16, h200, KernelFamily::kSm90Gemm, decode_cfg(8, 32, 64, 4)).message(),
+              HasSubstr("decode=1 names the portable family"));
+}
+
+TEST(DecodeConfigTest, LaunchShapeAndSharedMemory) {
+  const KernelSpec spec = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  const TileConfig c = decode_cfg(8, 32, 128, 8);
+  const LaunchShape ls = launch_shape(spec, KernelFamily::kSm80Gemm, c, {1, 8192, 8192});
+  EXPECT_EQ(ls.grid_x, 256u);
+  EXPECT_EQ(ls.block_x, 256u);
+  EXPECT_EQ(ls.dynamic_smem, 8 * 32 * 8 * 4);  // f32 [warps][block_n][block_m]
+  EXPECT_EQ(smem_bytes(spec, c), 8 * 32 * 8 * 4);
+  // A second token tile and a partial last row block.
+  EXPECT_EQ(launch_shape(spec, KernelFamily::kSm80Gemm, c, {9, 8193, 8192}).grid_x, 2u * 257u);
+}
+
 }  // namespace
 }  // namespace kiln

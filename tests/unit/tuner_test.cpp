@@ -811,12 +811,24 @@ TEST(PerBucketFamilyTest, GroupedFp8DecodeBucketsRunPortableOnSm90a) {
   EXPECT_NE(row.describe_json().find("\"family\":\"sm80_gemm\""), std::string::npos) << row.describe_json();
   const Plan tensor = plan_of("grouped_gemm[experts=8,layout=masked] a=e4m3:tensor b=e4m3:tensor out=f32");
   EXPECT_EQ(tensor.family_for(4), KernelFamily::kSm80Gemm);
-  // bf16 and block-scaled grouped specs, and dense FP8, stay on sm90 in every bucket.
+  // bf16 and block-scaled grouped specs stay on sm90 in every bucket.
   for (const char* text : {"grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16",
-                           "grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
-                           "gemm a=e4m3:m b=e4m3:n out=bf16"}) {
+                           "grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
     const Plan p = plan_of(text);
     for (int64_t m : {1, 16, 4096}) EXPECT_EQ(p.family_for(m), p.family()) << text << " m=" << m;
+  }
+  // Dense problems of at most 16 rows run the portable family's decode kernel (Hopper issue, small M),
+  // the rest stay on sm90.
+  for (const char* text : {"gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=bf16 b=bf16 out=bf16",
+                           "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
+    const Plan p = plan_of(text);
+    EXPECT_EQ(p.family(), KernelFamily::kSm90Gemm) << text;
+    for (int64_t m : {1, 2, 8, 16}) {
+      EXPECT_EQ(p.family_for(m), KernelFamily::kSm80Gemm) << text << " m=" << m;
+      EXPECT_EQ(p.config_for(m).decode, 1) << text << " m=" << m;
+      EXPECT_EQ(p.config_for(m).block_m, m <= 8 ? 8 : 16) << text << " m=" << m;
+    }
+    for (int64_t m : {24, 4096}) EXPECT_EQ(p.family_for(m), KernelFamily::kSm90Gemm) << text << " m=" << m;
   }
   // A pinned config (how the tuner runs an sm90 candidate) keeps every bucket on the plan's family.
   TileConfig pin = row.config_for(512);

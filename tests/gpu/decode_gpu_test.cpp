@@ -1,0 +1,271 @@
+// gpu tier: the portable family's decode kernel (TileConfig::decode, templates/kernels/sm80_decode.cuh)
+// against kiln's reference on fresh random inputs, outputs poisoned (run_check). Each case pins one
+// decode config in every M bucket (ScopedConfigOverride with the sm80 family), whatever family the
+// plan would pick: 16-bit and FP8 operands, tensor / per-token / per-channel / DeepSeek block scales
+// (f32 and E8M0), every output type, an epilogue functor; M = 1..16 and a second token tile, N not a
+// multiple of the CTA's rows, K tails inside a warp step (a partial 64-byte segment set).
+// Also: the plan's default dispatch at M <= 16 (whichever kernel it chose) on the decode shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/plan/plan.hpp"
+#include "kiln/kiln.hpp"
+#include "compiler/spec/spec.hpp"
+#include "runtime/check.hpp"
+#include "runtime/check_inputs.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "runtime/tuned_configs.hpp"
+#include "tests/common/gpu_env.hpp"
+
+namespace kiln {
+namespace {
+
+std::shared_ptr<Runtime> make_runtime() {
+  RuntimeOptions o;
+  o.disable_cache = true;
+  auto rt = Runtime::create(o);
+  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
+  return *rt;
+}
+
+// A decode config: tokens per CTA, weight rows per CTA, 64-byte segments per warp step, warps.
+struct Dcfg {
+  int bm, bn, segs, warps;
+};
+
+struct Case {
+  std::string spec;
+  int64_t m, n, k;
+  Dcfg cfg;
+};
+
+TileConfig decode_config(const KernelSpec& spec, const Dcfg& d) {
+  TileConfig c;
+  c.block_m = d.bm;
+  c.block_n = d.bn;
+  c.block_k = d.segs * 64 / (format_bits(spec.a.format) / 8);
+  c.stages = 1;
+  c.warps_m = 1;
+  c.warps_n = d.warps;
+  c.group_m = 1;
+  c.decode = 1;
+  return c;
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string out;
+  for (char c : info.param.spec) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  const Dcfg& d = info.param.cfg;
+  return out + "_m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
+         std::to_string(info.param.k) + "_bm" + std::to_string(d.bm) + "bn" + std::to_string(d.bn) + "s" +
+         std::to_string(d.segs) + "w" + std::to_string(d.warps);
+}
+
+std::vector<Case> decode_cases() {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // K tails: 544 bf16 = 17 segments, 1056 FP8 = 16.5 segments; block scales need K % 128 == 0.
+  const std::vector<Shape> shapes = {{1, 256, 512}, {5, 200, 544}, {16, 77, 1056}, {21, 300, 2048}};
+  const std::vector<Shape> block_shapes = {{1, 256, 512}, {5, 200, 1152}, {16, 300, 2304}, {21, 130, 384}};
+  const std::vector<Dcfg> cfgs = {{8, 16, 2, 4}, {8, 32, 4, 8}, {16, 64, 1, 8}, {16, 48, 2, 2}};
+  const char* plain[] = {"gemm a=bf16 b=bf16 out=bf16",
+                         "gemm a=f16 b=f16 out=f32",
+                         "gemm a=bf16 b=bf16 out=f16",
+                         "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
+                         "gemm a=e4m3:m b=e5m2:n out=f32",
+                         "gemm a=e5m2:tensor b=e4m3:n out=f16",
+                         "gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\""};
+  const char* blocked[] = {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                           "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32",
+                           "gemm a=e4m3:tensor b=e4m3:block128x128 out=bf16",
+                           "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 epilogue=\"out = acc + bias[n]\""};
+  std::vector<Case> cases;
+  for (const char* s : plain) {
+    for (size_t i = 0; i < shapes.size(); ++i) cases.push_back({s, shapes[i].m, shapes[i].n, shapes[i].k, cfgs[i]});
+  }
+  // Whole 128-element K blocks per warp step (2 segments of FP8 or more).
+  const std::vector<Dcfg> block_cfgs = {{8, 16, 2, 4}, {8, 32, 4, 8}, {16, 32, 2, 8}, {16, 48, 2, 2}};
+  for (const char* s : blocked) {
+    for (size_t i = 0; i < block_shapes.size(); ++i)
+      cases.push_back({s, block_shapes[i].m, block_shapes[i].n, block_shapes[i].k, block_cfgs[i]});
+  }
+  return cases;
+}
+
+class DecodeGpuTest : public testing::TestWithParam<Case> {};
+
+TEST_P(DecodeGpuTest, MatchesReference) {
+  KILN_REQUIRE_GPU();
+  const Case& c = GetParam();
+  auto rt = make_runtime();
+  auto spec = parse_spec(c.spec);
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  const TileConfig cfg = decode_config(*spec, c.cfg);
+  ScopedConfigOverride pin(cfg, KernelFamily::kSm80Gemm);
+  auto plan = rt->plan(*spec, {c.m, c.n, c.k});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const Status valid = check_config(*spec, plan->arch(), KernelFamily::kSm80Gemm, cfg);
+  if (!valid.ok() && plan->arch().sm() < 89) GTEST_SKIP() << valid.to_string();  // FP8 decode: sm_89+
+  ASSERT_TRUE(valid.ok()) << valid.to_string();
+  ASSERT_EQ(plan->config_for(c.m), cfg);
+  ASSERT_EQ(plan->family_for(c.m), KernelFamily::kSm80Gemm);
+  CheckOptions o;
+  o.m = c.m;
+  auto r = run_check(*rt, *plan, o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::printf("[ figures ] %s m=%lld n=%lld k=%lld config=%s seed=%llu rel_fro=%.3g tol=%.3g max_abs=%.3g\n",
+              c.spec.c_str(), (long long)c.m, (long long)c.n, (long long)c.k, r->config.c_str(),
+              (unsigned long long)r->seed, r->rel_fro_err, r->tolerance, r->max_abs_err);
+  EXPECT_EQ(r->config, cfg.to_string());
+  EXPECT_EQ(r->unwritten, 0) << "seed " << r->seed;
+  EXPECT_EQ(r->nonfinite, 0) << "seed " << r->seed;
+  EXPECT_LE(r->rel_fro_err, r->tolerance) << "seed " << r->seed;
+  EXPECT_TRUE(r->passed);
+}
+
+INSTANTIATE_TEST_SUITE_P(DecodeConfigs, DecodeGpuTest, testing::ValuesIn(decode_cases()), case_name);
+
+// Two runs of one decode kernel on the same inputs are bitwise equal (the reduction has a fixed order).
+TEST(DecodeRepeatGpuTest, RunsAreBitwiseEqual) {
+  KILN_REQUIRE_GPU();
+  auto rt = make_runtime();
+  auto spec = parse_spec("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=f32");
+  ASSERT_TRUE(spec.ok());
+  const TileConfig cfg = decode_config(*spec, {8, 32, 4, 8});
+  ScopedConfigOverride pin(cfg, KernelFamily::kSm80Gemm);
+  auto plan = rt->plan(*spec, {3, 1000, 4096});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  CheckOptions o;
+  o.m = 3;
+  o.seed = 77;
+  auto r1 = run_check(*rt, *plan, o);
+  auto r2 = run_check(*rt, *plan, o);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_TRUE(r1->passed && r2->passed);
+  EXPECT_EQ(r1->max_abs_err, r2->max_abs_err);
+  EXPECT_EQ(r1->rel_fro_err, r2->rel_fro_err);
+}
+
+// The decode shapes of shapes.json in bf16 and FP8 (tensor, per-token x per-channel, DeepSeek blocks):
+// the plan's own kernel, then every decode config check_config allows over block_n 16 / 32 / 64, 2 / 4 / 8
+// segments per warp step and 2 / 4 / 8 warps, on one random draw per shape (cold L2, CUDA events, median of 20;
+// every run also checked against the reference). Kernels are compiled up front on all host cores.
+TEST(DecodeTiming, SweepsDecodeShapes) {
+  KILN_REQUIRE_GPU();
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // every row reaches the log, whatever happens next
+  RuntimeOptions ro;
+  ro.disable_cache = true;
+  auto rt_or = Runtime::create(ro);
+  ASSERT_TRUE(rt_or.ok()) << rt_or.status().to_string();
+  Runtime& rt = **rt_or;
+  const char* specs[] = {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "gemm a=bf16 b=bf16 out=bf16",
+                         "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e4m3:n out=bf16"};
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 8192, 8192}, {16, 8192, 8192}, {1, 5760, 2880}, {16, 5760, 2880}};
+  struct Row {
+    KernelSpec spec;
+    Shape shape;
+    std::vector<TileConfig> cfgs;
+  };
+  std::vector<Row> rows;
+  struct Job {
+    KernelSpec spec;
+    TileConfig cfg;
+  };
+  std::vector<Job> jobs;
+  auto probe = rt.plan(*parse_spec(specs[0]), {1, 256, 256});
+  ASSERT_TRUE(probe.ok()) << probe.status().to_string();
+  const Arch arch = probe->arch();
+  for (const char* text : specs) {
+    const KernelSpec spec = *parse_spec(text);
+    for (const Shape& sh : shapes) {
+      // Block scales need K % 128 == 0 (not 2880).
+      if (spec.a.scale == ScaleGranularity::kBlock1x128 && sh.k % 128 != 0) continue;
+      Row row{spec, sh, {}};
+      for (int bn : {16, 32, 64})
+        for (int segs : {2, 4, 8})
+          for (int warps : {2, 4, 8}) {
+            const TileConfig c = decode_config(spec, {sh.m <= 8 ? 8 : 16, bn, segs, warps});
+            if (!check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) continue;
+            row.cfgs.push_back(c);
+            const bool seen = std::any_of(jobs.begin(), jobs.end(),
+                                          [&](const Job& j) { return j.spec == spec && j.cfg == c; });
+            if (!seen) jobs.push_back({spec, c});
+          }
+      rows.push_back(row);
+    }
+  }
+  std::mutex mu;
+  size_t next = 0;
+  int failures = 0;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next == jobs.size()) return;
+        i = next++;
+      }
+      auto k = rt.impl()->load(jobs[i].spec, KernelFamily::kSm80Gemm, jobs[i].cfg, arch);
+      if (!k.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++failures;
+        std::fprintf(stderr, "precompile %s: %s\n", jobs[i].cfg.to_string().c_str(), k.status().to_string().c_str());
+      }
+    }
+  };
+  const unsigned nthreads = std::max(2u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < nthreads; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  std::printf("[ figures ] precompiled %zu decode kernels (%d failed)\n", jobs.size(), failures);
+  EXPECT_EQ(failures, 0);
+  std::printf("[ timing ] %-52s %-18s %-10s %-30s %9s %8s %s\n", "spec", "shape", "family", "config", "us",
+              "GB/s", "check");
+  for (const Row& row : rows) {
+    uint64_t seed = 1;
+    auto host = random_operands(row.spec, row.shape.m, row.shape.n, row.shape.k, {}, seed);
+    ASSERT_TRUE(host.ok()) << host.status().to_string();
+    auto inputs = std::make_shared<const HostOperands>(std::move(*host));
+    const std::string shape = std::to_string(row.shape.m) + "x" + std::to_string(row.shape.n) + "x" +
+                              std::to_string(row.shape.k);
+    auto time_one = [&](const Plan& plan) {
+      CheckOptions o;
+      o.m = row.shape.m;
+      o.seed = 1;
+      o.inputs = inputs;
+      o.time = true;
+      auto r = run_check(rt, plan, o);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      std::printf("[ timing ] %-52s %-18s %-10s %-30s %9.1f %8.0f %s\n", print_spec(row.spec).c_str(), shape.c_str(),
+                  family_name(plan.family_for(row.shape.m)), r->config.c_str(), 1000.0 * r->median_ms, r->gbps,
+                  r->passed ? "pass" : "FAIL");
+      EXPECT_TRUE(r->passed) << shape << " " << r->config;
+    };
+    {
+      auto plan = rt.plan(row.spec, {row.shape.m, row.shape.n, row.shape.k});
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      time_one(*plan);
+    }
+    for (const TileConfig& c : row.cfgs) {
+      ScopedConfigOverride pin(c, KernelFamily::kSm80Gemm);
+      auto plan = rt.plan(row.spec, {row.shape.m, row.shape.n, row.shape.k});
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      time_one(*plan);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
