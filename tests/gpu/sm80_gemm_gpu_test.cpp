@@ -300,13 +300,15 @@ Status bare_launch_of(Runtime& rt, const Plan& plan, const Operands& ops, void* 
                       BareLaunch& out) {
   KILN_ASSIGN_OR_RETURN(CheckedOperands c, check_operands(plan.spec(), plan.sizes(), ops));
   const TileConfig cfg = plan.config_for(c.m);
-  KILN_ASSIGN_OR_RETURN(LoadedKernel * k, rt.impl()->load(plan.spec(), plan.family(), cfg, plan.arch()));
+  // The bucket's family: an sm90 plan runs its buckets of <= 16 rows on the portable decode kernel.
+  const KernelFamily family = plan.family_for(c.m);
+  KILN_ASSIGN_OR_RETURN(LoadedKernel * k, rt.impl()->load(plan.spec(), family, cfg, plan.arch()));
   out.f = reinterpret_cast<CUfunction>(k->kernel);  // as Plan::run passes it: the CUkernel handle
   out.gp = gemm_params(c, plan.sizes());
   ProblemSizes sizes = plan.sizes();
   sizes.m = c.m;
-  if (plan.family() != KernelFamily::kSm90Gemm) {
-    out.ls = launch_shape(plan.spec(), plan.family(), cfg, sizes);
+  if (family != KernelFamily::kSm90Gemm) {
+    out.ls = launch_shape(plan.spec(), family, cfg, sizes);
     out.args = {&out.gp};
     return Status::Ok();
   }
@@ -463,7 +465,7 @@ void dispatch_cost(bool portable) {
               "arguments %.2f us (min %.2f, max %.2f); kiln's overhead %.2f us; bare launch through "
               "cuKernelGetFunction's CUfunction %.2f us (family %s, grid %u, block %u, argument pointers passed: %zu)\n",
               kCalls, kBurst, median(run_us), run_us.front(), run_us.back(), median(bare_us), bare_us.front(),
-              bare_us.back(), median(run_us) - median(bare_us), median(fn_us), family_name(plan->family()),
+              bare_us.back(), median(run_us) - median(bare_us), median(fn_us), family_name(plan->family_for(16)),
               bare.ls.grid_x, bare.ls.block_x, bare.args.size());
   std::printf("[ figures ] on a non-blocking stream of its own: Plan::run %.2f us (min %.2f, max %.2f); bare "
               "cuLaunchKernel %.2f us (min %.2f, max %.2f); kiln's overhead %.2f us\n",
