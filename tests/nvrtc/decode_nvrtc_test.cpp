@@ -68,7 +68,7 @@ TEST(DecodeNvrtcTest, EveryOperandKindOnSm90a) {
   for (const char* text : specs) {
     const KernelSpec spec = spec_of(text);
     const CompileResult r = compile_ok(spec, decode_cfg(spec, 8, 16, 2, 4), arch, /*want_ptx=*/true);
-    EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.L1::no_allocate.v4.u32")) << text;
+    EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.L1::no_allocate.L2::256B.v4.u32")) << text;
     EXPECT_THAT(r.ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32")) << text;
     EXPECT_THAT(r.ptx, Not(HasSubstr("cp.async"))) << text;
     if (format_is_fp8(spec.a.format)) EXPECT_THAT(r.ptx, HasSubstr("cvt.rn.f16x2.e")) << text;
