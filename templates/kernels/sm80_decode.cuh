@@ -105,35 +105,52 @@ struct Decode {
                  : "l"(p));
   }
 
-  // One segment's mmas of row group rg and token fragment f.
-  static __device__ __forceinline__ void mma_segment(float (&d)[4], const u32 (&wg)[4], const u32 (&wg8)[4],
-                                                     const u32 (&x)[4]) {
+  // Every mma of one segment: d[rg][fr] += W row group rg x X token fragment fr. FP8 on sm_90 converts
+  // each operand's 16 bytes to f16x2 once per segment (not once per mma pairing).
+  static __device__ __forceinline__ void mma_segment(float (&d)[kGroups][kTok][4], const u32 (&w)[kGroups][2][4],
+                                                     const u32 (&x)[kTok][4]) {
     if constexpr (kFp8 && !kNativeFp8) {
-      u32 cg[8], cg8[8], cx[8];
+      u32 cx[kTok][8];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        fp8x4_to_f16x4<kB>(wg[j], cg[2 * j], cg[2 * j + 1]);
-        fp8x4_to_f16x4<kB>(wg8[j], cg8[2 * j], cg8[2 * j + 1]);
-        fp8x4_to_f16x4<kA>(x[j], cx[2 * j], cx[2 * j + 1]);
-      }
+      for (int fr = 0; fr < kTok; ++fr)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const u32 a[4] = {cg[2 * q], cg8[2 * q], cg[2 * q + 1], cg8[2 * q + 1]};
-        const u32 b[2] = {cx[2 * q], cx[2 * q + 1]};
-        mma_m16n8k16_f16(d, a, b);
+        for (int j = 0; j < 4; ++j) fp8x4_to_f16x4<kA>(x[fr][j], cx[fr][2 * j], cx[fr][2 * j + 1]);
+#pragma unroll
+      for (int rg = 0; rg < kGroups; ++rg) {
+        u32 cg[8], cg8[8];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          fp8x4_to_f16x4<kB>(w[rg][0][j], cg[2 * j], cg[2 * j + 1]);
+          fp8x4_to_f16x4<kB>(w[rg][1][j], cg8[2 * j], cg8[2 * j + 1]);
+        }
+#pragma unroll
+        for (int fr = 0; fr < kTok; ++fr) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const u32 a[4] = {cg[2 * q], cg8[2 * q], cg[2 * q + 1], cg8[2 * q + 1]};
+            const u32 b[2] = {cx[fr][2 * q], cx[fr][2 * q + 1]};
+            mma_m16n8k16_f16(d[rg][fr], a, b);
+          }
+        }
       }
     } else {
 #pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        const u32 a[4] = {wg[2 * q], wg8[2 * q], wg[2 * q + 1], wg8[2 * q + 1]};
-        const u32 b[2] = {x[2 * q], x[2 * q + 1]};
-        if constexpr (kNativeFp8) {
-          // W is the mma's A operand: its format first.
-          mma_m16n8k32_fp8<kB, kA>(d, a, b);
-        } else if constexpr (kA == Format::kBf16) {
-          mma_m16n8k16_bf16(d, a, b);
-        } else {
-          mma_m16n8k16_f16(d, a, b);
+      for (int rg = 0; rg < kGroups; ++rg) {
+#pragma unroll
+        for (int fr = 0; fr < kTok; ++fr) {
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const u32 a[4] = {w[rg][0][2 * q], w[rg][1][2 * q], w[rg][0][2 * q + 1], w[rg][1][2 * q + 1]};
+            const u32 b[2] = {x[fr][2 * q], x[fr][2 * q + 1]};
+            if constexpr (kNativeFp8) {
+              // W is the mma's A operand: its format first.
+              mma_m16n8k32_fp8<kB, kA>(d[rg][fr], a, b);
+            } else if constexpr (kA == Format::kBf16) {
+              mma_m16n8k16_bf16(d[rg][fr], a, b);
+            } else {
+              mma_m16n8k16_f16(d[rg][fr], a, b);
+            }
+          }
         }
       }
     }
@@ -211,28 +228,27 @@ struct Decode {
     if constexpr (kPromote) {
 #pragma unroll
       for (int b = 0; b < kBlocks; ++b) {
-#pragma unroll
-        for (int rg = 0; rg < kGroups; ++rg) {
-#pragma unroll
-          for (int fr = 0; fr < kTok; ++fr) {
-            float tmp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int s = b * kSegsPerBlock; s < (b + 1) * kSegsPerBlock; ++s)
-              mma_segment(tmp, f.w[s][rg][0], f.w[s][rg][1], f.x[s][fr]);
-            // acc = fma(tmp, sa * sb, acc): accumulator c is channel g (+ 8 for c >= 2), token 2t + (c & 1).
-#pragma unroll
-            for (int c = 0; c < 4; ++c)
-              acc[rg][fr][c] = fma_rn(tmp[c], f.sa[b][fr][c & 1] * f.sb[b][rg], acc[rg][fr][c]);
-          }
-        }
-      }
-    } else {
-#pragma unroll
-      for (int s = 0; s < kSegs; ++s)
+        float tmp[kGroups][kTok][4];
 #pragma unroll
         for (int rg = 0; rg < kGroups; ++rg)
 #pragma unroll
-          for (int fr = 0; fr < kTok; ++fr) mma_segment(acc[rg][fr], f.w[s][rg][0], f.w[s][rg][1], f.x[s][fr]);
+          for (int fr = 0; fr < kTok; ++fr)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) tmp[rg][fr][c] = 0.0f;
+#pragma unroll
+        for (int s = b * kSegsPerBlock; s < (b + 1) * kSegsPerBlock; ++s) mma_segment(tmp, f.w[s], f.x[s]);
+        // acc = fma(tmp, sa * sb, acc): accumulator c is channel g (+ 8 for c >= 2), token 2t + (c & 1).
+#pragma unroll
+        for (int rg = 0; rg < kGroups; ++rg)
+#pragma unroll
+          for (int fr = 0; fr < kTok; ++fr)
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+              acc[rg][fr][c] = fma_rn(tmp[rg][fr][c], f.sa[b][fr][c & 1] * f.sb[b][rg], acc[rg][fr][c]);
+      }
+    } else {
+#pragma unroll
+      for (int s = 0; s < kSegs; ++s) mma_segment(acc, f.w[s], f.x[s]);
     }
   }
 
