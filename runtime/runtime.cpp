@@ -436,15 +436,7 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
       if (sources[b] != ConfigSource::kHeuristic) continue;
       ProblemSizes s = sizes;
       s.m = kMBuckets[b];
-      if (kMBuckets[b] <= 16 && decode_supports(spec, a)) {
-        const TileConfig decode = decode_default_config(spec, a, s);
-        if (check_config(spec, a, KernelFamily::kSm80Gemm, decode).ok()) {
-          impl->families[b] = KernelFamily::kSm80Gemm;
-          impl->configs[b] = decode;
-          continue;
-        }
-      }
-      if (!sm90_portable_bucket(spec, kMBuckets[b])) continue;
+      if (!sm90_portable_bucket(spec, kMBuckets[b]) && !decode_bucket(spec, a, kMBuckets[b])) continue;
       const TileConfig portable = default_config(spec, a, KernelFamily::kSm80Gemm, s);
       if (!check_config(spec, a, KernelFamily::kSm80Gemm, portable).ok()) continue;
       impl->families[b] = KernelFamily::kSm80Gemm;

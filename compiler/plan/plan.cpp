@@ -252,6 +252,7 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
 StatusOr<KernelFamily> select_bucket_family(const KernelSpec& spec, const Arch& arch, int64_t rows_per_expert) {
   KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
   if (family == KernelFamily::kSm90Gemm && sm90_portable_bucket(spec, rows_per_expert)) return KernelFamily::kSm80Gemm;
+  if (decode_bucket(spec, arch, rows_per_expert)) return KernelFamily::kSm80Gemm;  // Hopper issue, small M
   return family;
 }
 
@@ -339,6 +340,12 @@ TileConfig decode_default_config(const KernelSpec& spec, const Arch& arch, const
   c.warps_n = 4;
   c.group_m = 1;
   return c;
+}
+
+bool decode_bucket(const KernelSpec& spec, const Arch& arch, int64_t rows) {
+  if (spec.op != Op::kGemm || rows < 1 || rows > 16 || !decode_supports(spec, arch)) return false;
+  auto family = select_family(spec, arch);
+  return family.ok() && *family == KernelFamily::kSm90Gemm;
 }
 
 Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
@@ -513,6 +520,11 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
   // ---- Hopper issue: the sm90 family's heuristic (compiler/plan/sm90_plan.cpp).
   if (family == KernelFamily::kSm90Gemm) return sm90_default_config(spec, arch, sizes);
   if (family == KernelFamily::kQuantize) return quantize_config();
+  // Hopper issue, small M: the decode kernel where an sm90 plan runs it.
+  if (decode_bucket(spec, arch, sizes.m)) {
+    const TileConfig d = decode_default_config(spec, arch, sizes);
+    if (check_config(spec, arch, KernelFamily::kSm80Gemm, d).ok()) return d;
+  }
   // Rough SM counts (A100, RTX 3090, RTX 4090 / L40, H100 / H200): only used to avoid launching far
   // fewer tiles than SMs; tuning replaces the heuristic where it matters.
   const int sms = arch.sm() == 90 ? 132 : arch.sm() == 89 ? 128 : arch.sm() == 86 ? 82 : 108;

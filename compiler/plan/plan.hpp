@@ -106,5 +106,11 @@ bool decode_supports(const KernelSpec& spec, const Arch& arch);
 // two 64-byte segments per warp step, 4 warps: the H200 sweep's best or within 5% of it on every decode
 // shape, bench/RESULTS.md session 9). Only meaningful where decode_supports(spec, arch).
 TileConfig decode_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
+// Whether the M bucket of `rows` rows of spec runs the decode kernel by default: a dense GEMM of 1..16
+// rows that decode_supports, on an arch where select_family picks the sm90 family (there the decode kernel
+// measured faster than the sm90 kernels on every decode shape; elsewhere the portable family's tiled
+// kernels stay the default). select_bucket_family then names the portable family, default_config for
+// it returns decode_default_config, and the tuner searches the decode grid (tuner/config_space.hpp).
+bool decode_bucket(const KernelSpec& spec, const Arch& arch, int64_t rows);
 
 }  // namespace kiln

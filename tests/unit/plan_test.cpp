@@ -340,10 +340,16 @@ TEST(DefaultConfigTest, LargeProblemsUseWideTiles) {
 
 TEST(DefaultConfigTest, SmallMUsesShortTiles) {
   const KernelSpec spec = spec_of("gemm a=bf16 b=bf16 out=bf16");
-  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {1, 7168, 7168}).block_m, 16);
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_89"), {1, 7168, 7168}).block_m, 16);
   EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {32, 7168, 7168}).block_m, 32);
   EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {64, 7168, 7168}).block_m, 64);
   EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {65, 7168, 7168}).block_m, 128);
+  // Where an sm90 plan runs its <= 16-row buckets on the portable family, they take the decode kernel.
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {1, 7168, 7168}).to_string(), "bm8_bn16_bk64_s1_w1x4_g1_d");
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {16, 7168, 7168}).to_string(), "bm16_bn16_bk64_s1_w1x4_g1_d");
+  EXPECT_TRUE(decode_bucket(spec, arch_of("sm_90a"), 16));
+  EXPECT_FALSE(decode_bucket(spec, arch_of("sm_90a"), 17));
+  EXPECT_FALSE(decode_bucket(spec, arch_of("sm_89"), 1));
 }
 
 TEST(DefaultConfigTest, IsAPureFunction) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -616,9 +617,40 @@ TEST(TunerTest, DryRunListsPrunedCandidatesForEachFamily) {
     EXPECT_GE(space->kept.size(), 2u) << gpu;
     EXPECT_LE(space->kept.size(), 13u) << gpu;
     for (const PrunedCandidate& c : space->kept) {
-      EXPECT_TRUE(check_config(s.spec, Tuner::arch_of(device_of(gpu)), c.config).ok()) << gpu;
+      EXPECT_TRUE(check_config(s.spec, Tuner::arch_of(device_of(gpu)), space->family, c.config).ok()) << gpu;
       EXPECT_GT(c.estimate.est_us, 0);
     }
+  }
+}
+
+// Hopper issue, small M: a dense bucket of <= 16 rows that an sm90 plan runs on the decode kernel is
+// tuned over the decode grid (the heuristic first), recorded as a portable-family config.
+TEST(TunerTest, DecodeBucketsAreTunedOverTheDecodeGrid) {
+  auto rt = runtime();
+  Tuner tuner(*rt, TunerOptions{});
+  for (const char* spec : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
+    TuneShape s;
+    s.spec = *parse_spec(spec);
+    s.m = 1;
+    s.n = 8192;
+    s.k = 8192;
+    auto space = tuner.candidates(s, device_of("h200"));
+    ASSERT_TRUE(space.ok()) << space.status().to_string();
+    EXPECT_EQ(space->family, KernelFamily::kSm80Gemm) << spec;
+    ASSERT_GE(space->kept.size(), 8u) << spec;
+    // The first is the incumbent (the pre-tuned H200 row for this shape) or the heuristic.
+    for (const PrunedCandidate& c : space->kept) {
+      EXPECT_EQ(c.config.decode, 1) << spec << " " << c.config.to_string();
+      EXPECT_EQ(c.config.block_m, 8) << spec;
+      EXPECT_TRUE(check_config(s.spec, arch_of("sm_90a"), KernelFamily::kSm80Gemm, c.config).ok()) << c.config.to_string();
+    }
+    EXPECT_TRUE(std::any_of(space->kept.begin(), space->kept.end(), [](const PrunedCandidate& c) { return c.is_default; }))
+        << spec;
+    EXPECT_GT(space->dropped_by_rule["decode rules"], 0) << spec;  // e.g. 8 segments x 64 rows: registers
+    s.m = 17;  // past the decode buckets: the sm90 family's space
+    auto wide = tuner.candidates(s, device_of("h200"));
+    ASSERT_TRUE(wide.ok());
+    EXPECT_EQ(wide->family, KernelFamily::kSm90Gemm) << spec;
   }
 }
 
@@ -850,7 +882,9 @@ TEST(PerBucketFamilyTest, PortableBucketsAreTunedAndRunOnThePortableFamily) {
   EXPECT_EQ(*select_bucket_family(row, sm90a, 2), KernelFamily::kSm80Gemm);
   EXPECT_EQ(*select_bucket_family(row, sm90a, 16), KernelFamily::kSm80Gemm);
   EXPECT_EQ(*select_bucket_family(row, sm90a, 64), KernelFamily::kSm90Gemm);
-  EXPECT_EQ(*select_bucket_family(kFp8, sm90a, 2), KernelFamily::kSm90Gemm);  // dense: sm90 everywhere
+  // Dense: the decode kernel (portable family) up to 16 rows, sm90 past them.
+  EXPECT_EQ(*select_bucket_family(kFp8, sm90a, 2), KernelFamily::kSm80Gemm);
+  EXPECT_EQ(*select_bucket_family(kFp8, sm90a, 24), KernelFamily::kSm90Gemm);
   EXPECT_EQ(*select_bucket_family(row, arch_of("sm_89"), 64), KernelFamily::kSm80Gemm);
 
   // The space of a 2-rows-per-expert bucket (64 tokens over 32 experts) is the portable one.
