@@ -71,7 +71,8 @@ std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
 namespace {
 
 // Hopper issue, small M: a decode bucket's candidates are the decode kernel's grid (block_n 16 / 32 /
-// 48 / 64 weight rows, 1 / 2 / 4 / 8 segments of 64 bytes per warp step, 2 / 4 / 8 warps; 8 or 16
+// 48 / 64 weight rows, 1 / 2 / 4 segments of 64 bytes per warp step (8 never fit the register budget
+// with two steps in flight), 2 / 4 / 8 warps; 8 or 16
 // tokens per CTA by M), every config check_config accepts. The static model describes tiled mainloops,
 // so it does not rank them: the heuristic first, then narrower CTAs (more of them) and shorter steps
 // first, the order the H200 sweep favoured (bench/NOTES.md, session 9).
@@ -82,7 +83,7 @@ PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const Prob
   const TileConfig heuristic = decode_default_config(spec, gpu.arch, sizes);
   std::vector<PrunedCandidate> c;
   for (int bn : {16, 32, 48, 64})
-    for (int segs : {1, 2, 4, 8})
+    for (int segs : {1, 2, 4})
       for (int warps : {4, 2, 8}) {
         TileConfig cfg = heuristic;
         cfg.block_n = bn;

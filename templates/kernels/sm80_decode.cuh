@@ -254,7 +254,7 @@ struct Decode {
 
   static __device__ void run(const GemmParams& p) {
     extern __shared__ __align__(16) float red[];  // [kWarps][kBlockN][kBlockM]
-    if (p.m <= 0) return;  // no rows to clamp to (Plan::run does not launch M = 0; a bare launch might)
+    if (p.m <= 0 || p.n <= 0) return;  // no rows to clamp to (Plan::run never launches these; a bare launch might)
     const int tiles_n = (p.n + kBlockN - 1) / kBlockN;
     const int tile_n = int(blockIdx.x % unsigned(tiles_n));
     const int tile_m = int(blockIdx.x / unsigned(tiles_n));
