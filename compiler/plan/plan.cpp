@@ -610,13 +610,8 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
   const int64_t n = std::max<int64_t>(sizes.n, 1);
   switch (family) {
     case KernelFamily::kSm80Gemm: {
-      if (cfg.decode != 0) {  // Hopper issue, small M: templates/kernels/sm80_decode.cuh (dense)
-        const int64_t tiles = ((m + cfg.block_m - 1) / cfg.block_m) * ((n + cfg.block_n - 1) / cfg.block_n);
-        ls.grid_x = static_cast<unsigned>(std::min<int64_t>(tiles, kMaxIndex));
-        ls.block_x = static_cast<unsigned>(cfg.threads());
-        ls.dynamic_smem = smem_bytes(spec, cfg);
-        break;
-      }
+      // (Decode configs, Hopper issue: the same grid of block_m-token x block_n-row tiles; smem_bytes is
+      // their reduction buffer.)
       // templates/scheduler/group_tile.cuh group_tiles_m: offsets add one virtual tile row per expert;
       // masked covers experts x ceil(max_m / block_m) with max_m = M / experts.
       int64_t tiles_m = (m + cfg.block_m - 1) / cfg.block_m;

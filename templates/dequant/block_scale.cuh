@@ -30,6 +30,12 @@ __device__ __forceinline__ u32 ue4m3_to_bf16x2(u32 b) {
   return fp8x2_hi_to_bf16x2<Format::kE4m3, true>((b << 8) | (b << 24));
 }
 
+// Row `row` of a 2-D scale tensor whose rows are lds scale elements apart: f32 (4 bytes) or one byte
+// (E8M0 / UE4M3) per element. The f32 pointer type is the GemmParams field's; byte scales travel in it.
+__device__ __forceinline__ const u8* scale_row_bytes(const float* base, ScaleType t, long long row, long long lds) {
+  return reinterpret_cast<const u8*>(base) + row * lds * (t == ScaleType::kF32 ? 4 : 1);
+}
+
 // Scale element i of a scale row as f32: f32 scales are loaded as they are, E8M0 bytes decoded.
 template <ScaleType kType>
 __device__ __forceinline__ float load_scale_f32(const void* row, long long i) {

@@ -156,11 +156,6 @@ struct Decode {
     }
   }
 
-  static __device__ __forceinline__ const u8* scale_row(const float* base, ScaleType t, long long row,
-                                                        long long lds) {
-    return reinterpret_cast<const u8*>(base) + row * lds * (t == ScaleType::kF32 ? 4 : 1);
-  }
-
   // One warp step's registers: every 16-byte load of a unit (kSegs x (2 kGroups + kTok) per lane) and,
   // with block scales, the unit's K blocks' scales for this thread's tokens and row groups.
   struct Unit {
@@ -293,7 +288,7 @@ struct Decode {
         for (int e = 0; e < 2; ++e) {
           int r = m0 + 8 * f + 2 * t + e;
           r = r < p.m ? r : p.m - 1;
-          sa_row[f][e] = scale_row(p.a_scale, Config::kScaleTypeA, r, p.lds_a);
+          sa_row[f][e] = scale_row_bytes(p.a_scale, Config::kScaleTypeA, r, p.lds_a);
         }
       }
     }
@@ -302,7 +297,7 @@ struct Decode {
       for (int rg = 0; rg < kGroups; ++rg) {
         int r = n0 + 16 * rg;
         r = r < p.n ? r : p.n - 1;
-        sb_row[rg] = scale_row(p.b_scale, Config::kScaleTypeB, r / 128, p.lds_b);
+        sb_row[rg] = scale_row_bytes(p.b_scale, Config::kScaleTypeB, r / 128, p.lds_b);
       }
     }
 

@@ -57,11 +57,6 @@ struct Promotion {
     float b[kColsB];
   };
 
-  static __device__ __forceinline__ const u8* scale_row(const float* base, ScaleType t, long long row,
-                                                        long long lds) {
-    return reinterpret_cast<const u8*>(base) + row * lds * (t == ScaleType::kF32 ? 4 : 1);
-  }
-
   // row0: this lane's first row within the group (rows step 8 and 16); col0: its first column (the
   // warp tile's first column for block128x128; + 2t for per-column scales).
   static __device__ __forceinline__ void load(const GemmParams& p, const TileWork& w, int row0, int col0, int kb,
@@ -74,7 +69,7 @@ struct Promotion {
           int r = row0 + mf * 16 + h * 8;
           r = r < w.rows ? r : w.rows - 1;
           s.a[mf][h] = load_scale_f32<Config::kScaleTypeA>(
-              scale_row(p.a_scale, Config::kScaleTypeA, w.row_base + r, p.lds_a), kb);
+              scale_row_bytes(p.a_scale, Config::kScaleTypeA, w.row_base + r, p.lds_a), kb);
         }
       }
     }
@@ -90,7 +85,7 @@ struct Promotion {
         // Per-column scales follow W's rows (stacked gate|up, epilogue/glu.cuh; the planner rejects
         // stacked with block128x128 scales).
         const long long srow = kPerColumnB ? glu_w_row<kGateUp>(col, p.n) : col / 128;
-        s.b[c] = load_scale_f32<Config::kScaleTypeB>(scale_row(base, Config::kScaleTypeB, srow, p.lds_b), kb);
+        s.b[c] = load_scale_f32<Config::kScaleTypeB>(scale_row_bytes(base, Config::kScaleTypeB, srow, p.lds_b), kb);
       }
     }
   }

@@ -11,9 +11,7 @@
 #include <cctype>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "compiler/plan/plan.hpp"
@@ -21,9 +19,9 @@
 #include "compiler/spec/spec.hpp"
 #include "runtime/check.hpp"
 #include "runtime/check_inputs.hpp"
-#include "runtime/runtime_impl.hpp"
 #include "runtime/tuned_configs.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/common/parallel_load.hpp"
 
 namespace kiln {
 namespace {
@@ -179,11 +177,7 @@ TEST(DecodeTiming, SweepsDecodeShapes) {
     std::vector<TileConfig> cfgs;
   };
   std::vector<Row> rows;
-  struct Job {
-    KernelSpec spec;
-    TileConfig cfg;
-  };
-  std::vector<Job> jobs;
+  std::vector<LoadJob> jobs;
   auto probe = rt.plan(*parse_spec(specs[0]), {1, 256, 256});
   ASSERT_TRUE(probe.ok()) << probe.status().to_string();
   const Arch arch = probe->arch();
@@ -200,37 +194,15 @@ TEST(DecodeTiming, SweepsDecodeShapes) {
             if (!check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) continue;
             row.cfgs.push_back(c);
             const bool seen = std::any_of(jobs.begin(), jobs.end(),
-                                          [&](const Job& j) { return j.spec == spec && j.cfg == c; });
-            if (!seen) jobs.push_back({spec, c});
+                                          [&](const LoadJob& j) { return j.spec == spec && j.cfg == c; });
+            if (!seen) jobs.push_back({spec, KernelFamily::kSm80Gemm, c});
           }
       rows.push_back(row);
     }
   }
-  std::mutex mu;
-  size_t next = 0;
-  int failures = 0;
-  auto worker = [&] {
-    for (;;) {
-      size_t i;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (next == jobs.size()) return;
-        i = next++;
-      }
-      auto k = rt.impl()->load(jobs[i].spec, KernelFamily::kSm80Gemm, jobs[i].cfg, arch);
-      if (!k.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++failures;
-        std::fprintf(stderr, "precompile %s: %s\n", jobs[i].cfg.to_string().c_str(), k.status().to_string().c_str());
-      }
-    }
-  };
-  const unsigned nthreads = std::max(2u, std::min(16u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < nthreads; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  std::printf("[ figures ] precompiled %zu decode kernels (%d failed)\n", jobs.size(), failures);
-  EXPECT_EQ(failures, 0);
+  const LoadSummary loaded = load_in_parallel(rt, jobs, arch);
+  std::printf("[ figures ] precompiled %zu decode kernels (%d failed)\n", jobs.size(), loaded.failures);
+  EXPECT_EQ(loaded.failures, 0);
   std::printf("[ timing ] %-52s %-18s %-10s %-30s %9s %8s %s\n", "spec", "shape", "family", "config", "us",
               "GB/s", "check");
   for (const Row& row : rows) {

@@ -25,6 +25,7 @@
 #include "runtime/runtime_impl.hpp"
 #include "runtime/tuned_configs.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/common/parallel_load.hpp"
 
 namespace kiln {
 namespace {
@@ -587,12 +588,7 @@ class PrecompileEnvironment : public testing::Environment {
  public:
   void SetUp() override {
     if (!sm90_skip_reason().empty()) return;
-    struct Job {
-      KernelSpec spec;
-      KernelFamily family;
-      TileConfig cfg;
-    };
-    std::vector<Job> jobs;
+    std::vector<LoadJob> jobs;
     auto add_plan_configs = [&](const KernelSpec& s, const ProblemSizes& sz) {
       auto plan = runtime().plan(s, sz, kSm90a);
       if (plan.ok()) jobs.push_back({s, plan->family_for(sz.m), plan->config_for(sz.m)});
@@ -644,32 +640,9 @@ class PrecompileEnvironment : public testing::Environment {
     };
     for (const Timed& t : kTimed) add_timed(t);
     for (const Timed& t : kTimedClusters) add_timed(t);
-    std::mutex mu;
-    size_t next = 0;
-    int failures = 0;
-    auto worker = [&] {
-      for (;;) {
-        size_t i;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (next == jobs.size()) return;
-          i = next++;
-        }
-        auto k = runtime().impl()->load(jobs[i].spec, jobs[i].family, jobs[i].cfg, kSm90a);
-        if (!k.ok()) {
-          std::lock_guard<std::mutex> lock(mu);
-          ++failures;
-          std::fprintf(stderr, "precompile %s %s: %s\n", print_spec(jobs[i].spec).c_str(),
-                       jobs[i].cfg.to_string().c_str(), k.status().to_string().c_str());
-        }
-      }
-    };
-    const unsigned n = std::max(2u, std::min(16u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
-    for (auto& t : threads) t.join();
+    const LoadSummary loaded = load_in_parallel(runtime(), jobs, kSm90a);
     std::printf("[ figures ] precompiled %zu kernel loads on %u threads (%d failed); compiles=%lld\n",
-                jobs.size(), n, failures, static_cast<long long>(runtime().counters().compiles));
+                jobs.size(), loaded.threads, loaded.failures, static_cast<long long>(runtime().counters().compiles));
   }
 };
 testing::Environment* const kPrecompile = testing::AddGlobalTestEnvironment(new PrecompileEnvironment);
