@@ -322,7 +322,8 @@ bool decode_supports(const KernelSpec& spec, const Arch& arch) {
            g == (is_a ? ScaleGranularity::kM : ScaleGranularity::kN) ||
            g == (is_a ? ScaleGranularity::kBlock1x128 : ScaleGranularity::kBlock128x128);
   };
-  return spec.op == Op::kGemm && spec.layout == GroupLayout::kDense && spec.pass == Pass::kFprop &&
+  const bool dense_or_grouped = spec.op == Op::kGemm || spec.op == Op::kGroupedGemm;
+  return dense_or_grouped && spec.pass == Pass::kFprop &&
          spec.gate_up == GateUp::kNone && (same16 || fp8) && scale_ok(spec.a.scale, true) &&
          scale_ok(spec.b.scale, false) &&
          (spec.out.format == Format::kBf16 || spec.out.format == Format::kF16 || spec.out.format == Format::kF32);
@@ -351,7 +352,7 @@ bool decode_bucket(const KernelSpec& spec, const Arch& arch, int64_t rows) {
 Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (decode): ";
   if (!decode_supports(spec, arch))
-    return Unsupported(name + "the decode kernel takes dense fprop GEMMs without gate|up of two equal 16-bit operands, or "
+    return Unsupported(name + "the decode kernel takes fprop GEMMs (dense or grouped) without gate|up of two equal 16-bit operands, or "
                        "two FP8 operands on sm_89+ (scales: tensor, m / n, or block1x128 x block128x128); " +
                        print_spec(spec) + " on " + arch.name() + " runs on the tiled mainloop (decode 0)");
   const struct {

@@ -99,8 +99,9 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
                          const ProblemSizes& sizes);
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
 // Hopper issue, small M: whether the portable family's decode kernel (TileConfig::decode) computes spec
-// on arch: dense fprop GEMM without gate|up, two equal 16-bit operands or two FP8 operands (sm_89+) with
-// tensor, m / n or DeepSeek block scales; bf16 / f16 / f32 out.
+// on arch: dense or grouped (offsets / masked) fprop GEMM without gate|up, two equal 16-bit operands or
+// two FP8 operands (sm_89+) with tensor, m / n or DeepSeek block scales; bf16 / f16 / f32 out. (Plans
+// run it by default on dense buckets only: decode_bucket.)
 bool decode_supports(const KernelSpec& spec, const Arch& arch);
 // The decode kernel's heuristic config for sizes.m <= 16 rows (8 or 16 tokens per CTA, 16 weight rows,
 // two 64-byte segments per warp step, 4 warps: the H200 sweep's best or within 5% of it on every decode

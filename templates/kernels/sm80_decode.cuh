@@ -1,12 +1,14 @@
 // templates/kernels/sm80_decode.cuh — the portable family's decode kernel (a TileConfig with decode = 1):
 // a few rows of X against a weight matrix streamed once at the read bandwidth.
 //
-//   Y[M, N] = (X[M, K] . W[N, K]^T) * sa * sb            (dense fprop, M small: 1..16 per token tile)
+//   Y[M, N] = (X[M, K] . W[N, K]^T) * sa * sb            (fprop, M small: 1..16 per token tile)
 //
 // Operands: the same 16-bit format (bf16 / f16), or FP8 (e4m3 / e5m2, any mix) with tensor, per-token
 // (m) / per-channel (n) f32 scales, or DeepSeek blocks (a block1x128, b block128x128; f32 or E8M0),
 // promoted per 128-K block like the sm80 mainloop (kernels/sm80_promotion.cuh). Outputs bf16 / f16 /
-// f32, with an epilogue functor (no gate|up).
+// f32, with an epilogue functor (no gate|up). Dense, or grouped over experts (offsets / masked layouts:
+// a CTA takes one token tile of one expert, found by the portable family's expert scan,
+// scheduler/group_tile.cuh; W, its scales and a per-expert tensor scale belong to that expert).
 //
 // Why a kernel of its own: at M <= 16 a GEMM is a read of W (N x K) and nothing else; the tiled
 // mainloops stage W through shared memory in tiles whose rows are 64-128 bytes of K, tile by tile,
@@ -52,6 +54,7 @@
 #include "ptx/cvt.cuh"
 #include "ptx/ld.cuh"
 #include "ptx/mma.cuh"
+#include "scheduler/group_tile.cuh"
 
 namespace kiln_dev {
 namespace sm80 {
@@ -84,7 +87,6 @@ struct Decode {
   static_assert((format_is_16bit(kA) && kA == kB) || (kFp8 && format_is_fp8(kB)),
                 "decode operands: the same 16-bit format, or FP8 (e4m3 / e5m2) on both sides");
   static_assert(!kFp8 || Config::kArch >= 89, "FP8 decode needs the FP8 cvt / mma of sm_89+");
-  static_assert(Config::kGrouping == Grouping::kDense, "the decode kernel is dense only");
   static_assert(!Epi::kGlu, "the decode kernel stores one output per channel: no gate|up");
   static_assert(kBlockM == 8 || kBlockM == 16, "block_m (tokens per CTA) is 8 or 16");
   static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 64, "block_n is 16, 32, 48 or 64 weight rows");
@@ -250,17 +252,21 @@ struct Decode {
   static __device__ void run(const GemmParams& p) {
     extern __shared__ __align__(16) float red[];  // [kWarps][kBlockN][kBlockM]
     if (p.m <= 0 || p.n <= 0) return;  // no rows to clamp to (Plan::run never launches these; a bare launch might)
-    const int tiles_n = (p.n + kBlockN - 1) / kBlockN;
-    const int tile_n = int(blockIdx.x % unsigned(tiles_n));
-    const int tile_m = int(blockIdx.x / unsigned(tiles_n));
-    const int n0 = tile_n * kBlockN, m0 = tile_m * kBlockM;
+    // Which tile: dense (n fastest), or grouped (offsets / masked) through the portable family's expert
+    // scan (scheduler/group_tile.cuh; group_m 1 keeps n fastest). Every thread calls it (warp shuffles).
+    const TileWork work = tile_work<Config::kGrouping, kBlockM, kBlockN>(p, 1);
+    if (!work.valid) return;  // a virtual tile row past the last expert's rows: uniform per CTA
+    const int n0 = work.n0, m0 = work.m0;
+    const int grp_rows = work.rows;         // rows of this group (dense: M); m0 < grp_rows
+    const long long row_base = work.row_base;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     const long long k_bytes = (long long)p.k * kElemBytes;
     const u8* a_bytes = static_cast<const u8*>(p.a);
-    const u8* b_bytes = static_cast<const u8*>(p.b);
+    const u8* b_bytes = static_cast<const u8*>(p.b) + (long long)work.expert * p.b_expert_stride * kElemBytes;
 
-    // This lane's rows: weight rows n0 + 16 rg + g (+ 8), token rows m0 + 8 f + g (clamped).
+    // This lane's rows: weight rows n0 + 16 rg + g (+ 8), token rows m0 + 8 f + g of the group (clamped to
+    // its last row; their results are never stored).
     const u8* wrow[kGroups][2];
 #pragma unroll
     for (int rg = 0; rg < kGroups; ++rg) {
@@ -275,10 +281,11 @@ struct Decode {
 #pragma unroll
     for (int f = 0; f < kTok; ++f) {
       int r = m0 + 8 * f + g;
-      r = r < p.m ? r : p.m - 1;
-      xrow[f] = a_bytes + (long long)r * p.lda * kElemBytes + 16 * t;
+      r = r < grp_rows ? r : grp_rows - 1;
+      xrow[f] = a_bytes + (row_base + r) * p.lda * kElemBytes + 16 * t;
     }
-    // Promotion: this thread's scale rows (tokens 2t, 2t + 1 of each fragment; each row group's block).
+    // Promotion: this thread's scale rows (tokens 2t, 2t + 1 of each fragment; each row group's block of
+    // this expert's b scales).
     const u8* sa_row[kTok][2] = {};
     const u8* sb_row[kGroups] = {};
     if constexpr (kPromoteA) {
@@ -287,17 +294,20 @@ struct Decode {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           int r = m0 + 8 * f + 2 * t + e;
-          r = r < p.m ? r : p.m - 1;
-          sa_row[f][e] = scale_row_bytes(p.a_scale, Config::kScaleTypeA, r, p.lds_a);
+          r = r < grp_rows ? r : grp_rows - 1;
+          sa_row[f][e] = scale_row_bytes(p.a_scale, Config::kScaleTypeA, row_base + r, p.lds_a);
         }
       }
     }
     if constexpr (kPromoteB) {
+      const float* sb_base = reinterpret_cast<const float*>(
+          reinterpret_cast<const u8*>(p.b_scale) +
+          (long long)work.expert * p.b_scale_expert_stride * (Config::kScaleTypeB == ScaleType::kF32 ? 4 : 1));
 #pragma unroll
       for (int rg = 0; rg < kGroups; ++rg) {
         int r = n0 + 16 * rg;
         r = r < p.n ? r : p.n - 1;
-        sb_row[rg] = scale_row_bytes(p.b_scale, Config::kScaleTypeB, r / 128, p.lds_b);
+        sb_row[rg] = scale_row_bytes(sb_base, Config::kScaleTypeB, r / 128, p.lds_b);
       }
     }
 
@@ -336,9 +346,9 @@ struct Decode {
           red[(warp * kBlockN + ch) * kBlockM + tok] = acc[rg][f][c];
         }
     __syncthreads();
-    const int rows = p.m - m0 < kBlockM ? p.m - m0 : kBlockM;
+    const int rows = grp_rows - m0 < kBlockM ? grp_rows - m0 : kBlockM;
     const float a_t = Epi::a_tensor(p);
-    const float b_t = Epi::b_tensor(p, 0);
+    const float b_t = Epi::b_tensor(p, work.expert);
     for (int i = threadIdx.x; i < rows * kBlockN; i += kThreads) {
       const int ch = i % kBlockN, tok = i / kBlockN;
       const int n = n0 + ch;
@@ -346,12 +356,13 @@ struct Decode {
       float v = 0.0f;
 #pragma unroll
       for (int wi = 0; wi < kWarps; ++wi) v += red[(wi * kBlockN + ch) * kBlockM + tok];
-      const long long m = m0 + tok;
+      const long long m = row_base + m0 + tok;  // Y's row (offsets: global; masked: expert * max_m + row)
       float row_f = a_t, col_f = b_t;
       if constexpr (Config::kScaleA == Scale::kRow) row_f = ldg_f32(p.a_scale + m);
-      if constexpr (Config::kScaleB == Scale::kRow) col_f = ldg_f32(p.b_scale + n) * b_t;
+      if constexpr (Config::kScaleB == Scale::kRow)
+        col_f = ldg_f32(p.b_scale + (long long)work.expert * p.b_scale_expert_stride + n) * b_t;
       v *= row_f * col_f;
-      if constexpr (Epi::kHasFn) v = Fn::apply(EpilogueLoads{p}, v, 0.0f, 0.0f, int(m), n, 0);
+      if constexpr (Epi::kHasFn) v = Fn::apply(EpilogueLoads{p}, v, 0.0f, 0.0f, int(m), n, work.expert);
       store_out_one<Config::kOut>(p.out, p.ldc, m, n, v);
     }
   }

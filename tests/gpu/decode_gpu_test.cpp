@@ -3,7 +3,8 @@
 // decode config in every M bucket (ScopedConfigOverride with the sm80 family), whatever family the
 // plan would pick: 16-bit and FP8 operands, tensor / per-token / per-channel / DeepSeek block scales
 // (f32 and E8M0), every output type, an epilogue functor; M = 1..16 and a second token tile, N not a
-// multiple of the CTA's rows, K tails inside a warp step (a partial 64-byte segment set).
+// multiple of the CTA's rows, K tails inside a warp step (a partial 64-byte segment set); grouped
+// problems (offsets with empty experts, masked) with per-expert scales and epilogue vectors.
 // Also: the plan's default dispatch at M <= 16 (whichever kernel it chose) on the decode shapes.
 #include <gtest/gtest.h>
 
@@ -87,6 +88,14 @@ std::vector<Case> decode_cases() {
                            "gemm a=e4m3:tensor b=e4m3:block128x128 out=bf16",
                            "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 epilogue=\"out = acc + bias[n]\""};
   std::vector<Case> cases;
+  // Grouped (offsets: m is the total, split at random with empty experts; masked: m is max_m per expert).
+  cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", 37, 200, 544, {8, 16, 2, 4}});
+  cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32", 13, 130, 1056, {16, 32, 2, 8}});
+  cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 40, 300,
+                   1152, {8, 32, 4, 8}});
+  cases.push_back({"grouped_gemm[experts=4,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16 "
+                   "epilogue=\"out = acc * expert_scale[e] + bias[e,n]\"",
+                   21, 77, 512, {16, 16, 2, 4}});
   for (const char* s : plain) {
     for (size_t i = 0; i < shapes.size(); ++i) cases.push_back({s, shapes[i].m, shapes[i].n, shapes[i].k, cfgs[i]});
   }

@@ -98,6 +98,17 @@ TEST(DecodeNvrtcTest, TheSweptConfigsDoNotSpill) {
   EXPECT_GT(compiled, 6);
 }
 
+// Grouped problems (offsets / masked): the expert scan of scheduler/group_tile.cuh, per-expert W and scales.
+TEST(DecodeNvrtcTest, GroupedLayouts) {
+  const Arch arch = *parse_arch("sm_90a");
+  for (const char* text : {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
+                           "grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32",
+                           "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
+    const KernelSpec spec = spec_of(text);
+    compile_ok(spec, decode_cfg(spec, 16, 32, 2, 8), arch, false);
+  }
+}
+
 TEST(DecodeNvrtcTest, NativeFp8MmaOnSm89AndBf16OnSm80) {
   const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e5m2:tensor out=bf16");
   const CompileResult r89 = compile_ok(fp8, decode_cfg(fp8, 16, 32, 2, 4), *parse_arch("sm_89"), true);

@@ -523,12 +523,17 @@ TEST(DecodeConfigTest, RejectsWithTheRuleAndTheValue) {
   EXPECT_THAT(msg(block, decode_cfg(8, 32, 64, 4), h200), HasSubstr("multiple of 128"));
   // Specs the kernel does not take: the reason and the way out.
   for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=bf16 b=mxfp4 out=bf16",
-                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
+                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16",
                            "gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\""}) {
     const KernelSpec s = spec_of(text);
     EXPECT_FALSE(decode_supports(s, h200)) << text;
     EXPECT_THAT(msg(s, decode_cfg(8, 32, 64, 4), h200), HasSubstr("tiled mainloop (decode 0)")) << text;
   }
+  // Grouped problems run on it by an explicit config only: plans keep their tiled kernels there.
+  const KernelSpec grouped = spec_of("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16");
+  EXPECT_TRUE(decode_supports(grouped, h200));
+  EXPECT_TRUE(check_config(grouped, h200, KernelFamily::kSm80Gemm, decode_cfg(8, 32, 64, 4)).ok());
+  EXPECT_FALSE(decode_bucket(grouped, h200, 2));
   // FP8 needs sm_89's conversions; 16-bit operands run from sm_80.
   const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
   EXPECT_FALSE(decode_supports(fp8, Arch{8, 6, false}));
