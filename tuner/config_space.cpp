@@ -71,8 +71,8 @@ std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
 namespace {
 
 // Hopper issue, small M: a decode bucket's candidates are the decode kernel's grid (block_n 16 / 32 /
-// 48 / 64 weight rows, 1 / 2 / 4 segments of 64 bytes per warp step (8 never fit the register budget
-// with two steps in flight), 2 / 4 / 8 warps; 8 or 16
+// 48 / 64 weight rows, 1 / 2 / 4 / 8 segments of 64 bytes per warp step, 2 / 4 / 8 warps, 2 or 1 steps in
+// flight (stages; 8 segments fit the register budget with one only); 8 or 16
 // tokens per CTA by M), every config check_config accepts. The static model describes tiled mainloops,
 // so it does not rank them: the heuristic first, then narrower CTAs (more of them) and shorter steps
 // first, the order the H200 sweep favoured (bench/NOTES.md, session 9).
@@ -82,20 +82,25 @@ PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const Prob
   out.family = KernelFamily::kSm80Gemm;
   const TileConfig heuristic = decode_default_config(spec, gpu.arch, sizes);
   std::vector<PrunedCandidate> c;
-  for (int bn : {16, 32, 48, 64})
-    for (int segs : {1, 2, 4})
+  for (int bn : {16, 32, 48, 64}) {
+    for (int segs : {1, 2, 4, 8}) {
       for (int warps : {4, 2, 8}) {
-        TileConfig cfg = heuristic;
-        cfg.block_n = bn;
-        cfg.block_k = segs * 64 / (format_bits(spec.a.format) / 8);
-        cfg.warps_n = warps;
-        ++out.enumerated;
-        if (!check_config(spec, gpu.arch, KernelFamily::kSm80Gemm, cfg).ok()) {
-          out.dropped_by_rule["decode rules"] += 1;
-          continue;
+        for (int stages : {2, 1}) {
+          TileConfig cfg = heuristic;
+          cfg.block_n = bn;
+          cfg.block_k = segs * 64 / (format_bits(spec.a.format) / 8);
+          cfg.warps_n = warps;
+          cfg.stages = stages;
+          ++out.enumerated;
+          if (!check_config(spec, gpu.arch, KernelFamily::kSm80Gemm, cfg).ok()) {
+            out.dropped_by_rule["decode rules"] += 1;
+            continue;
+          }
+          c.push_back({cfg, estimate_config(spec, gpu, out.family, cfg, sizes), cfg == heuristic});
         }
-        c.push_back({cfg, estimate_config(spec, gpu, out.family, cfg, sizes), cfg == heuristic});
       }
+    }
+  }
   std::stable_partition(c.begin(), c.end(), [](const PrunedCandidate& p) { return p.is_default; });
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {
     out.dropped_by_rule["rank"] += static_cast<int>(c.size() - options.max_candidates);

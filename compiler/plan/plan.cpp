@@ -336,7 +336,7 @@ TileConfig decode_default_config(const KernelSpec& spec, const Arch& arch, const
   c.block_m = sizes.m <= 8 ? 8 : 16;
   c.block_n = 16;
   c.block_k = 128 / elem_bytes(spec.a.format);  // two 64-byte segments
-  c.stages = 1;
+  c.stages = 2;                                  // two warp steps in flight
   c.warps_m = 1;
   c.warps_n = 4;
   c.group_m = 1;
@@ -359,7 +359,7 @@ Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileC
     const char* field;
     int v, lo, hi;
   } ranges[] = {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
-                {"warps_n", cfg.warps_n, 1, 8},  {"stages", cfg.stages, 1, 1},   {"group_m", cfg.group_m, 1, 1}};
+                {"warps_n", cfg.warps_n, 1, 8},  {"stages", cfg.stages, 1, 2},   {"group_m", cfg.group_m, 1, 1}};
   for (const auto& r : ranges) {
     if (r.v < r.lo || r.v > r.hi)
       return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" +
@@ -384,12 +384,12 @@ Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileC
   // steps in flight (4 each: 2 per row group of W, 1 per token fragment, per segment), the accumulators
   // (and promotion's partials and both steps' scales), ~48 for addresses and the epilogue.
   const int segs = unit / 64, groups = cfg.block_n / 16, tok = cfg.block_m / 8;
-  int regs = 2 * 4 * segs * (2 * groups + tok) + 4 * groups * tok + 48;
-  if (promotes) regs += 4 * groups * tok + 2 * (unit / 128) * (2 * tok + groups);
+  int regs = cfg.stages * 4 * segs * (2 * groups + tok) + 4 * groups * tok + 48;
+  if (promotes) regs += 4 * groups * tok + cfg.stages * (unit / 128) * (2 * tok + groups);
   const int budget = std::min(240, 65536 / cfg.threads() - 8);
   if (regs > budget)
     return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread (" + to_string(segs) +
-                           " segments x " + to_string(2 * groups + tok) + " loads, two steps in flight); " +
+                           " segments x " + to_string(2 * groups + tok) + " loads, " + to_string(cfg.stages) + " step(s) in flight); " +
                            to_string(cfg.threads()) + " threads allow " + to_string(budget) +
                            " (smaller block_k or block_n)");
   const int smem = smem_bytes(spec, cfg);

@@ -54,7 +54,7 @@ struct TileConfig {
   // W streamed from global memory straight into mma fragments (W is the mma's A operand), no shared-
   // memory ring. block_m = tokens per CTA (8 or 16), block_n = weight rows per CTA (16..64), block_k = K
   // elements per warp step (a multiple of 64 bytes), warps_m = 1, warps_n = warps splitting K, stages =
-  // 1, group_m = 1. Optional in JSON and to_string ("_d") when 0.
+  // warp steps in flight (1 or 2 register sets), group_m = 1. Optional in JSON and to_string ("_d") when 0.
   int decode = 0;
 
   bool operator==(const TileConfig&) const = default;
@@ -104,7 +104,7 @@ int smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
 // run it by default on dense buckets only: decode_bucket.)
 bool decode_supports(const KernelSpec& spec, const Arch& arch);
 // The decode kernel's heuristic config for sizes.m <= 16 rows (8 or 16 tokens per CTA, 16 weight rows,
-// two 64-byte segments per warp step, 4 warps: the H200 sweep's best or within 5% of it on every decode
+// two 64-byte segments per warp step, two steps in flight, 4 warps: the H200 sweep's best or within 5% of it on every decode
 // shape, bench/RESULTS.md session 9). Only meaningful where decode_supports(spec, arch).
 TileConfig decode_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 // Whether the M bucket of `rows` rows of spec runs the decode kernel by default: a dense GEMM of 1..16

@@ -67,6 +67,7 @@ struct Decode {
   static constexpr int kBlockN = Config::kBlockN;  // weight rows (output channels) per CTA
   static constexpr int kWarps = Config::kWarpsN;   // warps splitting K
   static constexpr int kThreads = kWarps * 32;
+  static constexpr int kInFlight = Config::kStages;  // warp steps in flight: 1 or 2 register sets
   static constexpr int kElemBytes = format_bytes(kA);
   static constexpr int kUnitBytes = Config::kBlockK * kElemBytes;
   static constexpr int kSegs = kUnitBytes / 64;
@@ -89,6 +90,7 @@ struct Decode {
   static_assert(!kFp8 || Config::kArch >= 89, "FP8 decode needs the FP8 cvt / mma of sm_89+");
   static_assert(!Epi::kGlu, "the decode kernel stores one output per channel: no gate|up");
   static_assert(kBlockM == 8 || kBlockM == 16, "block_m (tokens per CTA) is 8 or 16");
+  static_assert(kInFlight == 1 || kInFlight == 2, "stages (warp steps in flight) is 1 or 2");
   static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 64, "block_n is 16, 32, 48 or 64 weight rows");
   static_assert(kUnitBytes % 64 == 0 && kSegs >= 1 && kSegs <= 8, "block_k is 1..8 segments of 64 bytes");
   static_assert(!kPromote || (kFp8 && Config::kBlockK % 128 == 0),
@@ -321,18 +323,27 @@ struct Decode {
 
     const long long units = (k_bytes + kUnitBytes - 1) / kUnitBytes;
     const Rows lane_rows{wrow, xrow, sa_row, sb_row, k_bytes, (p.k + 127) / 128, t};
-    // Two units in flight per warp: unit u + kWarps is loaded before unit u's mmas (two register sets,
-    // alternating; the loop body is unrolled by two so that neither set is indexed at run time).
-    Unit f0, f1;
-    long long u = warp;
-    if (u < units) load_unit(f0, lane_rows, u);
-    for (; u < units; u += 2 * kWarps) {
-      const long long u1 = u + kWarps;
-      if (u1 < units) load_unit(f1, lane_rows, u1);
-      compute_unit(acc, f0);
-      if (u1 >= units) break;
-      if (u1 + kWarps < units) load_unit(f0, lane_rows, u1 + kWarps);
-      compute_unit(acc, f1);
+    if constexpr (kInFlight == 2) {
+      // Two units in flight per warp: unit u + kWarps is loaded before unit u's mmas (two register sets,
+      // alternating; the loop body is unrolled by two so that neither set is indexed at run time).
+      Unit f0, f1;
+      long long u = warp;
+      if (u < units) load_unit(f0, lane_rows, u);
+      for (; u < units; u += 2 * kWarps) {
+        const long long u1 = u + kWarps;
+        if (u1 < units) load_unit(f1, lane_rows, u1);
+        compute_unit(acc, f0);
+        if (u1 >= units) break;
+        if (u1 + kWarps < units) load_unit(f0, lane_rows, u1 + kWarps);
+        compute_unit(acc, f1);
+      }
+    } else {
+      // One unit at a time: half the load registers, so more warps fit an SM.
+      for (long long u = warp; u < units; u += kWarps) {
+        Unit f;
+        load_unit(f, lane_rows, u);
+        compute_unit(acc, f);
+      }
     }
 
     // Reduction over the warps: red[warp][channel][token].

@@ -38,6 +38,7 @@ std::shared_ptr<Runtime> make_runtime() {
 // A decode config: tokens per CTA, weight rows per CTA, 64-byte segments per warp step, warps.
 struct Dcfg {
   int bm, bn, segs, warps;
+  int in_flight = 2;  // stages: warp steps in flight
 };
 
 struct Case {
@@ -51,7 +52,7 @@ TileConfig decode_config(const KernelSpec& spec, const Dcfg& d) {
   c.block_m = d.bm;
   c.block_n = d.bn;
   c.block_k = d.segs * 64 / (format_bits(spec.a.format) / 8);
-  c.stages = 1;
+  c.stages = d.in_flight;
   c.warps_m = 1;
   c.warps_n = d.warps;
   c.group_m = 1;
@@ -65,7 +66,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Dcfg& d = info.param.cfg;
   return out + "_m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
          std::to_string(info.param.k) + "_bm" + std::to_string(d.bm) + "bn" + std::to_string(d.bn) + "s" +
-         std::to_string(d.segs) + "w" + std::to_string(d.warps);
+         std::to_string(d.segs) + "w" + std::to_string(d.warps) + (d.in_flight == 1 ? "one" : "");
 }
 
 std::vector<Case> decode_cases() {
@@ -96,6 +97,9 @@ std::vector<Case> decode_cases() {
   cases.push_back({"grouped_gemm[experts=4,layout=offsets] a=e4m3:tensor b=e4m3:tensor out=bf16 "
                    "epilogue=\"out = acc * expert_scale[e] + bias[e,n]\"",
                    21, 77, 512, {16, 16, 2, 4}});
+  // One warp step in flight (stages 1).
+  cases.push_back({"gemm a=bf16 b=bf16 out=bf16", 5, 200, 544, {8, 16, 8, 4, 1}});
+  cases.push_back({"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16, 300, 2304, {16, 32, 4, 8, 1}});
   for (const char* s : plain) {
     for (size_t i = 0; i < shapes.size(); ++i) cases.push_back({s, shapes[i].m, shapes[i].n, shapes[i].k, cfgs[i]});
   }

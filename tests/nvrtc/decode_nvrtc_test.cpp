@@ -20,13 +20,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-TileConfig decode_cfg(const KernelSpec& spec, int bm, int bn, int segs, int warps) {
+TileConfig decode_cfg(const KernelSpec& spec, int bm, int bn, int segs, int warps, int in_flight = 2) {
   TileConfig c;
   c.decode = 1;
   c.block_m = bm;
   c.block_n = bn;
   c.block_k = segs * 64 / (format_is_fp8(spec.a.format) ? 1 : 2);
-  c.stages = 1;
+  c.stages = in_flight;
   c.warps_m = 1;
   c.warps_n = warps;
   c.group_m = 1;
@@ -76,7 +76,8 @@ TEST(DecodeNvrtcTest, EveryOperandKindOnSm90a) {
 }
 
 // Every decode config the H200 sweep times (block_n 16 / 32 / 64, 2 / 4 / 8 segments, 2 / 4 / 8 warps,
-// 8 or 16 tokens) that check_config accepts compiles without spills: the register model is conservative.
+// 8 or 16 tokens, 2 or 1 steps in flight) that check_config accepts compiles without spills: the
+// register model is conservative.
 TEST(DecodeNvrtcTest, TheSweptConfigsDoNotSpill) {
   const Arch arch = *parse_arch("sm_90a");
   int compiled = 0;
@@ -85,15 +86,17 @@ TEST(DecodeNvrtcTest, TheSweptConfigsDoNotSpill) {
     for (int bm : {8, 16})
       for (int bn : {16, 32, 64})
         for (int segs : {2, 4, 8})
-          for (int warps : {2, 4, 8}) {
-            const TileConfig c = decode_cfg(spec, bm, bn, segs, warps);
-            if (!check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) continue;
-            // CI has 2 cores: every third config (all of them with KILN_NVRTC_FULL=1).
-            const char* full = std::getenv("KILN_NVRTC_FULL");
-            if ((full == nullptr || std::string(full) != "1") && (bn + segs + warps + bm) % 3 != 0) continue;
-            compile_ok(spec, c, arch, false);
-            ++compiled;
-          }
+          for (int warps : {2, 4, 8})
+            for (int in_flight : {2, 1}) {
+              const TileConfig c = decode_cfg(spec, bm, bn, segs, warps, in_flight);
+              if (!check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) continue;
+              // CI has 2 cores: every third config (all of them with KILN_NVRTC_FULL=1).
+              const char* full = std::getenv("KILN_NVRTC_FULL");
+              if ((full == nullptr || std::string(full) != "1") && (bn + segs + warps + bm + in_flight) % 3 != 0)
+                continue;
+              compile_ok(spec, c, arch, false);
+              ++compiled;
+            }
   }
   EXPECT_GT(compiled, 6);
 }

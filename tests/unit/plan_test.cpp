@@ -345,8 +345,8 @@ TEST(DefaultConfigTest, SmallMUsesShortTiles) {
   EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {64, 7168, 7168}).block_m, 64);
   EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {65, 7168, 7168}).block_m, 128);
   // Where an sm90 plan runs its <= 16-row buckets on the portable family, they take the decode kernel.
-  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {1, 7168, 7168}).to_string(), "bm8_bn16_bk64_s1_w1x4_g1_d");
-  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {16, 7168, 7168}).to_string(), "bm16_bn16_bk64_s1_w1x4_g1_d");
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {1, 7168, 7168}).to_string(), "bm8_bn16_bk64_s2_w1x4_g1_d");
+  EXPECT_EQ(default_sm80(spec, arch_of("sm_90a"), {16, 7168, 7168}).to_string(), "bm16_bn16_bk64_s2_w1x4_g1_d");
   EXPECT_TRUE(decode_bucket(spec, arch_of("sm_90a"), 16));
   EXPECT_FALSE(decode_bucket(spec, arch_of("sm_90a"), 17));
   EXPECT_FALSE(decode_bucket(spec, arch_of("sm_89"), 1));
@@ -465,15 +465,15 @@ TEST(TileConfigTest, NameErrorsSayWhatIsWrongAndTheForm) {
 
 // ---- the decode kernel's configs (Hopper issue, small M; templates/kernels/sm80_decode.cuh) -------
 
-TileConfig decode_cfg(int bm, int bn, int bk, int warps) {
-  TileConfig c = config(bm, bn, bk, 1, 1, warps, 1);
+TileConfig decode_cfg(int bm, int bn, int bk, int warps, int in_flight = 2) {
+  TileConfig c = config(bm, bn, bk, in_flight, 1, warps, 1);
   c.decode = 1;
   return c;
 }
 
 TEST(DecodeConfigTest, NameAndJsonRoundTrip) {
   const TileConfig c = decode_cfg(8, 32, 128, 8);
-  EXPECT_EQ(c.to_string(), "bm8_bn32_bk128_s1_w1x8_g1_d");
+  EXPECT_EQ(c.to_string(), "bm8_bn32_bk128_s2_w1x8_g1_d");
   auto back = config_from_name(c.to_string());
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(*back, c);
@@ -484,7 +484,7 @@ TEST(DecodeConfigTest, NameAndJsonRoundTrip) {
   nlohmann::json bad = j;
   bad["decode"] = 2;
   EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("decode must be 0 or 1"));
-  EXPECT_THAT(config_from_name("bm8_bn32_bk128_s1_w1x8_g1_d_t").status().message(), HasSubstr("out of that order"));
+  EXPECT_THAT(config_from_name("bm8_bn32_bk128_s2_w1x8_g1_d_t").status().message(), HasSubstr("out of that order"));
 }
 
 TEST(DecodeConfigTest, AcceptsTheKernelsShapes) {
@@ -514,7 +514,10 @@ TEST(DecodeConfigTest, RejectsWithTheRuleAndTheValue) {
   EXPECT_THAT(msg(bf16, decode_cfg(8, 32, 48, 4), h200), HasSubstr("segments of 64 bytes"));
   TileConfig ring = decode_cfg(8, 32, 64, 4);
   ring.stages = 3;
-  EXPECT_THAT(msg(bf16, ring, h200), HasSubstr("stages=3 is out of range (1)"));
+  EXPECT_THAT(msg(bf16, ring, h200), HasSubstr("stages=3 is out of range (1..2)"));
+  // One warp step in flight halves the load registers: 8 segments x 64 rows fits with 1, not with 2.
+  EXPECT_THAT(msg(bf16, decode_cfg(8, 16, 256, 4), h200), HasSubstr("registers per thread"));
+  EXPECT_TRUE(check_config(bf16, h200, KernelFamily::kSm80Gemm, decode_cfg(8, 16, 256, 4, 1)).ok());
   TileConfig two_rows = decode_cfg(8, 32, 64, 4);
   two_rows.warps_m = 2;
   EXPECT_THAT(msg(bf16, two_rows, h200), HasSubstr("warps_m=2"));
