@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/probe_decode.sh: device side, after device_run.sh unpacked its bundle (KILN_CLI set). Quick
 # kiln run timings (CUDA events, L2 flushed, median of 30) of pinned configs against the plan's own
-# kernel on PROBE_SHAPES ("spec|m|n|k|cfg,cfg,...;..."), then Nsight Compute on NCU_PROBLEMS
+# kernel on PROBE_SHAPES ("spec|m|n|k|cfg,cfg,...;..."; PROBE_SEED fixes the inputs), then Nsight Compute on NCU_PROBLEMS
 # ("spec|m|n|k|cfg;...", cfg optional) into OUT/ncu.txt.
 set -u
 cd "$(dirname "$0")/.."
@@ -9,6 +9,7 @@ K=${KILN_CLI:?KILN_CLI is the bundle CLI}
 one() {  # spec m n k [config]
   local extra=()
   [ -n "${5:-}" ] && extra=(--config "$5")
+  [ -n "${PROBE_SEED:-}" ] && extra+=(--seed "$PROBE_SEED")
   KILN_CACHE_DIR=$(mktemp -d) "$K" run "$1" --m "$2" --n "$3" --k "$4" --check --repeats 30 "${extra[@]}" 2>&1 |
     grep -E 'median|config |FAIL|rror|check' | tr '\n' ' '
   echo

@@ -82,21 +82,28 @@ PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const Prob
   out.family = KernelFamily::kSm80Gemm;
   const TileConfig heuristic = decode_default_config(spec, gpu.arch, sizes);
   std::vector<PrunedCandidate> c;
+  // Token tiles: the heuristic's, and 8 for 9..16 rows too (two CTAs per weight-row group, each
+  // converting half the tokens: FP8 at 16 rows is issue-bound, bench/NOTES.md session 10).
+  std::vector<int> token_tiles = {heuristic.block_m};
+  if (heuristic.block_m > 8) token_tiles.push_back(8);
   for (int bn : {16, 32, 48, 64}) {
     for (int segs : {1, 2, 4, 8}) {
       for (int warps : {4, 2, 8}) {
         for (int stages : {2, 1}) {
-          TileConfig cfg = heuristic;
-          cfg.block_n = bn;
-          cfg.block_k = segs * 64 / (format_bits(spec.a.format) / 8);
-          cfg.warps_n = warps;
-          cfg.stages = stages;
-          ++out.enumerated;
-          if (!check_config(spec, gpu.arch, KernelFamily::kSm80Gemm, cfg).ok()) {
-            out.dropped_by_rule["decode rules"] += 1;
-            continue;
+          for (int bm : token_tiles) {
+            TileConfig cfg = heuristic;
+            cfg.block_m = bm;
+            cfg.block_n = bn;
+            cfg.block_k = segs * 64 / (format_bits(spec.a.format) / 8);
+            cfg.warps_n = warps;
+            cfg.stages = stages;
+            ++out.enumerated;
+            if (!check_config(spec, gpu.arch, KernelFamily::kSm80Gemm, cfg).ok()) {
+              out.dropped_by_rule["decode rules"] += 1;
+              continue;
+            }
+            c.push_back({cfg, estimate_config(spec, gpu, out.family, cfg, sizes), cfg == heuristic});
           }
-          c.push_back({cfg, estimate_config(spec, gpu, out.family, cfg, sizes), cfg == heuristic});
         }
       }
     }

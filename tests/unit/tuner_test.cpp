@@ -647,6 +647,14 @@ TEST(TunerTest, DecodeBucketsAreTunedOverTheDecodeGrid) {
     EXPECT_TRUE(std::any_of(space->kept.begin(), space->kept.end(), [](const PrunedCandidate& c) { return c.is_default; }))
         << spec;
     EXPECT_GT(space->dropped_by_rule["decode rules"], 0) << spec;  // e.g. 8 segments x 64 rows: registers
+    s.m = 16;  // 16 rows: token tiles of 16 (the heuristic's) and of 8 (two CTAs per weight-row group)
+    auto sixteen = tuner.candidates(s, device_of("h200"));
+    ASSERT_TRUE(sixteen.ok()) << sixteen.status().to_string();
+    for (int bm : {8, 16}) {
+      EXPECT_TRUE(std::any_of(sixteen->kept.begin(), sixteen->kept.end(),
+                              [bm](const PrunedCandidate& c) { return c.config.block_m == bm && c.config.decode == 1; }))
+          << spec << " block_m " << bm;
+    }
     s.m = 17;  // past the decode buckets: the sm90 family's space
     auto wide = tuner.candidates(s, device_of("h200"));
     ASSERT_TRUE(wide.ok());
