@@ -133,10 +133,13 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
       const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
       // Hopper issue, small M: decode configs run kernels/sm80_decode.cuh (check_config allowed the spec).
-      const char* header = cfg.decode != 0 ? "kernels/sm80_decode.cuh"
+      // decode 2: the warpgroup decode kernel (kernels/sm90_decode.cuh, sm_90a).
+      const char* header = cfg.decode == 2 ? "kernels/sm90_decode.cuh"
+                           : cfg.decode != 0 ? "kernels/sm80_decode.cuh"
                            : mixed         ? "kernels/sm80_mixed_gemm.cuh"
                                            : "kernels/sm80_gemm.cuh";
-      const char* device_fn = cfg.decode != 0 ? "kiln_dev::sm80_decode"
+      const char* device_fn = cfg.decode == 2 ? "kiln_dev::sm90_decode"
+                              : cfg.decode != 0 ? "kiln_dev::sm80_decode"
                               : mixed         ? "kiln_dev::sm80_mixed_gemm"
                                               : "kiln_dev::sm80_gemm";
       k.source = unit(header,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -90,7 +91,7 @@ std::string TileConfig::to_string() const {
          "_s" + std::to_string(stages) + "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
          "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "") +
          (split_k != 1 ? "_k" + std::to_string(split_k) : "") + (tma_store != 0 ? "_t" : "") +
-         (decode != 0 ? "_d" : "");
+         (decode == 1 ? "_d" : decode == 2 ? "_dw" : "");
 }
 
 nlohmann::json config_to_json(const TileConfig& c) {
@@ -146,8 +147,8 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
     c.tma_store = static_cast<int>(it->get<int64_t>());
   }
   if (auto it = j.find("decode"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1)
-      return InvalidArgument("tile config: decode must be 0 or 1, got " + it->dump());
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 2)
+      return InvalidArgument("tile config: decode must be 0, 1 or 2, got " + it->dump());
     c.decode = static_cast<int>(it->get<int64_t>());
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -219,11 +220,12 @@ StatusOr<TileConfig> config_from_name(const std::string& name) {
     j["tma_store"] = 1;
     ++i;
   }
-  if (i < tokens.size() && tokens[i] == "d") {
-    j["decode"] = 1;
+  if (i < tokens.size() && (tokens[i] == "d" || tokens[i] == "dw")) {
+    j["decode"] = tokens[i] == "d" ? 1 : 2;
     ++i;
   }
-  if (i < tokens.size()) return bad("'" + tokens[i] + "' is not c<n>, k<n>, t or d (or comes out of that order)");
+  if (i < tokens.size())
+    return bad("'" + tokens[i] + "' is not c<n>, k<n>, t, d or dw (or comes out of that order)");
   auto c = config_from_json(j);
   if (!c.ok()) return bad(c.status().message());
   return c;
@@ -308,7 +310,14 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
 
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   // Hopper issue, small M: the decode kernel's cross-warp reduction, f32 [warps][block_n][block_m].
-  if (cfg.decode != 0) return cfg.warps_n * cfg.block_n * cfg.block_m * 4;
+  if (cfg.decode == 1) return cfg.warps_n * cfg.block_n * cfg.block_m * 4;
+  // The warpgroup decode kernel (templates/kernels/sm90_decode.cuh): per warpgroup two X buffers of
+  // block_k bytes x block_m tokens (128-byte swizzle atoms), its f32 [block_n][block_m] partials, and
+  // 1024 bytes to align the buffers to the swizzle period.
+  if (cfg.decode == 2) {
+    const int wgs = cfg.warps_n / 4;
+    return wgs * 2 * cfg.block_k * elem_bytes(spec.a.format) * cfg.block_m + wgs * cfg.block_n * cfg.block_m * 4 + 1024;
+  }
   return cfg.stages * (cfg.block_m * sm80_row_bytes_a(spec, cfg) + cfg.block_n * sm80_smem_row_bytes_b(spec, cfg));
 }
 
@@ -349,22 +358,73 @@ bool decode_bucket(const KernelSpec& spec, const Arch& arch, int64_t rows) {
   return family.ok() && *family == KernelFamily::kSm90Gemm;
 }
 
-Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
-  const string name = "config " + cfg.to_string() + " (decode): ";
-  if (!decode_supports(spec, arch))
-    return Unsupported(name + "the decode kernel takes fprop GEMMs (dense or grouped) without gate|up of two equal 16-bit operands, or "
-                       "two FP8 operands on sm_89+ (scales: tensor, m / n, or block1x128 x block128x128); " +
-                       print_spec(spec) + " on " + arch.name() + " runs on the tiled mainloop (decode 0)");
-  const struct {
-    const char* field;
-    int v, lo, hi;
-  } ranges[] = {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
-                {"warps_n", cfg.warps_n, 1, 8},  {"stages", cfg.stages, 1, 2},   {"group_m", cfg.group_m, 1, 1}};
+// A decode config's field ranges (lo == hi: that value only); the first field out of range, named.
+struct DecodeRange {
+  const char* field;
+  int v, lo, hi;
+};
+Status check_decode_ranges(const string& name, std::initializer_list<DecodeRange> ranges) {
   for (const auto& r : ranges) {
     if (r.v < r.lo || r.v > r.hi)
       return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" +
                              (r.lo == r.hi ? to_string(r.lo) : to_string(r.lo) + ".." + to_string(r.hi)) + ")");
   }
+  return Status::Ok();
+}
+
+// The warpgroup decode kernel (decode = 2, templates/kernels/sm90_decode.cuh): W rows straight from
+// global memory into the registers of wgmma's A operand, X staged in shared memory as its B operand.
+Status check_wg_decode_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  const string name = "config " + cfg.to_string() + " (warpgroup decode): ";
+  const bool fp8 = format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format);
+  const auto plain = [](ScaleGranularity g, ScaleGranularity row) {
+    return g == ScaleGranularity::kNone || g == ScaleGranularity::kTensor || g == row;
+  };
+  if (!(arch.sm() == 90 && arch.arch_specific))
+    return Unsupported(name + "wgmma needs sm_90a; " + arch.name() + " runs the mma.sync decode kernel (decode 1)");
+  if (spec.op != Op::kGemm || spec.pass != Pass::kFprop || spec.gate_up != GateUp::kNone || !fp8 ||
+      !plain(spec.a.scale, ScaleGranularity::kM) || !plain(spec.b.scale, ScaleGranularity::kN) ||
+      !(spec.out.format == Format::kBf16 || spec.out.format == Format::kF16 || spec.out.format == Format::kF32))
+    return Unsupported(name + "it takes dense fprop GEMMs of two FP8 operands with tensor or m / n scales (no block "
+                       "scales, no gate|up); " + print_spec(spec) + " runs on decode 1 or the tiled mainloop");
+  KILN_RETURN_IF_ERROR(check_decode_ranges(
+      name, {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 64, 64}, {"warps_m", cfg.warps_m, 1, 1},
+             {"warps_n", cfg.warps_n, 4, 16}, {"stages", cfg.stages, 1, 2}, {"group_m", cfg.group_m, 1, 1}}));
+  if (cfg.block_m % 8 != 0)
+    return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " tokens: must be 8 or 16 (wgmma N)");
+  if (cfg.warps_n % 4 != 0)
+    return InvalidArgument(name + "warps_n=" + to_string(cfg.warps_n) +
+                           ": whole warpgroups (4, 8, 12 or 16 warps) split K");
+  if (cfg.block_k != 128 && cfg.block_k != 256 && cfg.block_k != 512)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
+                           " FP8 elements per warpgroup step: must be 128, 256 or 512 (whole 128-byte swizzle atoms)");
+  // Registers (ptxas 13.0: 66 at bm8_bn64_bk128_s1_w1x4, 148 at bm16_bn64_bk256_s2_w1x8): per step in flight
+  // 8 words of W per 64-byte segment and 4 per 16-byte piece of X this thread stages, the accumulators,
+  // ~60 for addresses and the epilogue.
+  const int segs = cfg.block_k / 64, pieces = (cfg.block_m * segs * 4 + 127) / 128;
+  const int regs = cfg.stages * (8 * segs + 4 * pieces) + cfg.block_m / 2 + 60;
+  const int budget = std::min(240, 65536 / cfg.threads() - 8);
+  if (regs > budget)
+    return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread (" + to_string(segs) +
+                           " segments, " + to_string(cfg.stages) + " step(s) in flight); " + to_string(cfg.threads()) +
+                           " threads allow " + to_string(budget) + " (smaller block_k, fewer warps or stages 1)");
+  const int smem = smem_bytes(spec, cfg);
+  if (smem > arch.max_smem_per_block())
+    return ResourceExhausted(name + to_string(smem) + " bytes of shared memory; " + arch.name() + " allows " +
+                             to_string(arch.max_smem_per_block()));
+  return Status::Ok();
+}
+
+Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  if (cfg.decode == 2) return check_wg_decode_config(spec, arch, cfg);
+  const string name = "config " + cfg.to_string() + " (decode): ";
+  if (!decode_supports(spec, arch))
+    return Unsupported(name + "the decode kernel takes fprop GEMMs (dense or grouped) without gate|up of two equal 16-bit operands, or "
+                       "two FP8 operands on sm_89+ (scales: tensor, m / n, or block1x128 x block128x128); " +
+                       print_spec(spec) + " on " + arch.name() + " runs on the tiled mainloop (decode 0)");
+  KILN_RETURN_IF_ERROR(check_decode_ranges(
+      name, {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
+             {"warps_n", cfg.warps_n, 1, 8}, {"stages", cfg.stages, 1, 2}, {"group_m", cfg.group_m, 1, 1}}));
   if (cfg.block_m % 8 != 0)
     return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " tokens: must be 8 or 16 (n8 mma fragments)");
   if (cfg.block_n % 16 != 0)

@@ -55,10 +55,14 @@ struct TileConfig {
   // memory ring. block_m = tokens per CTA (8 or 16), block_n = weight rows per CTA (16..64), block_k = K
   // elements per warp step (a multiple of 64 bytes), warps_m = 1, warps_n = warps splitting K, stages =
   // warp steps in flight (1 or 2 register sets), group_m = 1. Optional in JSON and to_string ("_d") when 0.
+  // 2 = the warpgroup decode kernel (templates/kernels/sm90_decode.cuh, sm_90a, FP8 with tensor / m / n
+  // scales): W rows into the registers of wgmma's A operand (64 rows per warpgroup: block_n 64), X staged
+  // in shared memory as its B operand (block_m 8 or 16 tokens = wgmma N), warpgroups split K (warps_n 4..16),
+  // block_k 128 / 256 / 512 FP8 elements per warpgroup step; printed "_dw".
   int decode = 0;
 
   bool operator==(const TileConfig&) const = default;
-  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t", "_d")
+  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t", "_d", "_dw")
   int threads() const { return warps_m * warps_n * 32; }
 };
 nlohmann::json config_to_json(const TileConfig& c);

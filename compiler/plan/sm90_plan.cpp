@@ -185,7 +185,7 @@ bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg) {
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (sm90_gemm): ";
   if (cfg.decode != 0)
-    return InvalidArgument(name + "decode=1 names the portable family's decode kernel (KILN_FAMILY=sm80, or a "
+    return InvalidArgument(name + "decode=" + to_string(cfg.decode) + " names a decode kernel of the portable family (KILN_FAMILY=sm80, or a "
                            "plan's small-M bucket); the sm90 family takes decode 0");
   if (!sm90_supports(spec, arch))
     return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16, two FP8 (scales: a tensor, m "

@@ -40,7 +40,7 @@
 // 4. Reduction and epilogue: each warp writes its accumulators (channel x token) to shared memory,
 //    one barrier, then every thread sums one output over the warps, scales it (acc * (row_factor *
 //    col_factor), the sm80 epilogue's order), applies the functor and stores it; consecutive threads
-//    take consecutive channels (one row of Y).
+//    take consecutive channels (one row of Y) — kernels/decode_store.cuh, shared with the warpgroup decode kernel.
 //
 // Launched with grid (ceil(M / block_m) * ceil(N / block_n)), block (warps_n * 32) and warps_n *
 // block_n * block_m * 4 bytes of dynamic shared memory (compiler/plan launch_shape, smem_bytes).
@@ -50,6 +50,7 @@
 #include "common/gemm_params.cuh"
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
+#include "kernels/decode_store.cuh"
 #include "kernels/sm80_epilogue.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/ld.cuh"
@@ -82,7 +83,6 @@ struct Decode {
   static constexpr int kBlocks = kPromote ? Config::kBlockK / 128 : 1;
   static constexpr int kSegsPerBlock = kSegs / kBlocks;
   using Epi = Epilogue<Config>;
-  using Fn = typename Epi::Fn;
 
   static_assert(Config::kArch >= 80, "the decode kernel needs mma.sync with bf16 (sm_80+)");
   static_assert((format_is_16bit(kA) && kA == kB) || (kFp8 && format_is_fp8(kB)),
@@ -358,24 +358,7 @@ struct Decode {
         }
     __syncthreads();
     const int rows = grp_rows - m0 < kBlockM ? grp_rows - m0 : kBlockM;
-    const float a_t = Epi::a_tensor(p);
-    const float b_t = Epi::b_tensor(p, work.expert);
-    for (int i = threadIdx.x; i < rows * kBlockN; i += kThreads) {
-      const int ch = i % kBlockN, tok = i / kBlockN;
-      const int n = n0 + ch;
-      if (n >= p.n) continue;
-      float v = 0.0f;
-#pragma unroll
-      for (int wi = 0; wi < kWarps; ++wi) v += red[(wi * kBlockN + ch) * kBlockM + tok];
-      const long long m = row_base + m0 + tok;  // Y's row (offsets: global; masked: expert * max_m + row)
-      float row_f = a_t, col_f = b_t;
-      if constexpr (Config::kScaleA == Scale::kRow) row_f = ldg_f32(p.a_scale + m);
-      if constexpr (Config::kScaleB == Scale::kRow)
-        col_f = ldg_f32(p.b_scale + (long long)work.expert * p.b_scale_expert_stride + n) * b_t;
-      v *= row_f * col_f;
-      if constexpr (Epi::kHasFn) v = Fn::apply(EpilogueLoads{p}, v, 0.0f, 0.0f, int(m), n, work.expert);
-      store_out_one<Config::kOut>(p.out, p.ldc, m, n, v);
-    }
+    decode_store<Config, kWarps, kBlockN, kBlockM, kThreads>(p, red, work, rows);
   }
 };
 

@@ -201,6 +201,47 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
   }
 }
 
+// D[64 x kN] += A[64 x 32] * B[32 x kN] with A in registers (FP8, kN = 8 or 16 tokens; the warpgroup
+// decode kernel, kernels/sm90_decode.cuh). A fragment (the m16n8k32 A layout of mma.sync, one m16 slab
+// per warp, §9.7.15.5.1.1): a[0] = row g, k bytes 4t..4t+3; a[1] = row g + 8, same k; a[2] = row g, k
+// 16 + 4t..; a[3] = row g + 8, k 16 + 4t... The registers are read asynchronously: the caller keeps
+// them (and d) unchanged until wgmma_wait returns (wgmma_fence_regs pins them for the compiler).
+#define KILN_WG_RS(OP, DLIST, AREG, DB, SC, ...)                                                 \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" SC ", 0;\n " OP " " DLIST ", " AREG ", %" DB \
+               ", p, 1, 1;\n}\n"                                                                \
+               : __VA_ARGS__                                                                     \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1u))
+#define KILN_WG_RS_ALL(N, DLIST, AREG, DB, SC, ...)                                                              \
+  if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {                                                    \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3", DLIST, AREG, DB, SC, __VA_ARGS__);    \
+  } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {                                             \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e5m2", DLIST, AREG, DB, SC, __VA_ARGS__);    \
+  } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {                                             \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e4m3", DLIST, AREG, DB, SC, __VA_ARGS__);    \
+  } else {                                                                                                       \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e5m2", DLIST, AREG, DB, SC, __VA_ARGS__);    \
+  }
+template <int kN, Format kA, Format kB>
+__device__ __forceinline__ void wgmma_m64_rs(float (&d)[kN / 2], const u32 (&a)[4], u64 desc_b) {
+  static_assert(kN == 8 || kN == 16, "wgmma_m64_rs: N = 8 or 16");
+  static_assert(format_is_fp8(kA) && format_is_fp8(kB), "wgmma_m64_rs: two FP8 (e4m3/e5m2) operands");
+  if constexpr (kN == 8) {
+    KILN_WG_RS_ALL(8, "{%0, %1, %2, %3}", "{%4, %5, %6, %7}", "8", "9", KILN_WG_F4(0))
+  } else {
+    KILN_WG_RS_ALL(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "{%8, %9, %10, %11}", "12", "13", KILN_WG_F4(0),
+                   KILN_WG_F4(4))
+  }
+}
+
+// Pins registers that an asynchronous wgmma reads (its A fragments) until this point.
+template <int kRegs>
+__device__ __forceinline__ void wgmma_fence_regs(u32 (&r)[kRegs]) {
+#pragma unroll
+  for (int i = 0; i < kRegs; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+
+#undef KILN_WG_RS_ALL
+#undef KILN_WG_RS
 #undef KILN_WG_ALL
 #undef KILN_WG_T8
 #undef KILN_WG_T16

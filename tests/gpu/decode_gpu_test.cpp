@@ -39,6 +39,7 @@ std::shared_ptr<Runtime> make_runtime() {
 struct Dcfg {
   int bm, bn, segs, warps;
   int in_flight = 2;  // stages: warp steps in flight
+  int kind = 1;       // TileConfig::decode: 1 mma.sync, 2 warpgroup (wgmma; segs = 64-byte segments per step)
 };
 
 struct Case {
@@ -56,7 +57,7 @@ TileConfig decode_config(const KernelSpec& spec, const Dcfg& d) {
   c.warps_m = 1;
   c.warps_n = d.warps;
   c.group_m = 1;
-  c.decode = 1;
+  c.decode = d.kind;
   return c;
 }
 
@@ -66,7 +67,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Dcfg& d = info.param.cfg;
   return out + "_m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
          std::to_string(info.param.k) + "_bm" + std::to_string(d.bm) + "bn" + std::to_string(d.bn) + "s" +
-         std::to_string(d.segs) + "w" + std::to_string(d.warps) + (d.in_flight == 1 ? "one" : "");
+         std::to_string(d.segs) + "w" + std::to_string(d.warps) + (d.in_flight == 1 ? "one" : "") +
+         (d.kind == 2 ? "wg" : "");
 }
 
 std::vector<Case> decode_cases() {
@@ -103,6 +105,18 @@ std::vector<Case> decode_cases() {
   for (const char* s : plain) {
     for (size_t i = 0; i < shapes.size(); ++i) cases.push_back({s, shapes[i].m, shapes[i].n, shapes[i].k, cfgs[i]});
   }
+  // The warpgroup decode kernel (sm_90a; FP8 with tensor / m / n scales): 64 weight rows per CTA, 1-4
+  // warpgroups splitting K, 2-8 segments per step, one or two steps in flight; N and K tails, M = 1..21.
+  const char* wg_specs[] = {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e5m2:n out=f32",
+                            "gemm a=e5m2:tensor b=e4m3:n out=f16",
+                            "gemm a=e4m3:tensor b=e4m3:tensor out=bf16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\""};
+  const std::vector<Shape> wg_shapes = {{1, 256, 512}, {5, 200, 1056}, {16, 77, 2048}, {21, 300, 4096}, {9, 130, 3072}};
+  const std::vector<Dcfg> wg_cfgs = {{8, 64, 2, 4, 1, 2}, {8, 64, 4, 8, 2, 2}, {16, 64, 4, 8, 2, 2}, {16, 64, 8, 4, 2, 2},
+                                     {16, 64, 2, 16, 1, 2}};
+  for (const char* s : wg_specs) {
+    for (size_t i = 0; i < wg_shapes.size(); ++i)
+      cases.push_back({s, wg_shapes[i].m, wg_shapes[i].n, wg_shapes[i].k, wg_cfgs[i]});
+  }
   // Whole 128-element K blocks per warp step (2 segments of FP8 or more).
   const std::vector<Dcfg> block_cfgs = {{8, 16, 2, 4}, {8, 32, 4, 8}, {16, 32, 2, 8}, {16, 48, 2, 2}};
   for (const char* s : blocked) {
@@ -126,6 +140,7 @@ TEST_P(DecodeGpuTest, MatchesReference) {
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   const Status valid = check_config(*spec, plan->arch(), KernelFamily::kSm80Gemm, cfg);
   if (!valid.ok() && plan->arch().sm() < 89) GTEST_SKIP() << valid.to_string();  // FP8 decode: sm_89+
+  if (!valid.ok() && c.cfg.kind == 2 && plan->arch().sm() != 90) GTEST_SKIP() << valid.to_string();  // wgmma: sm_90a
   ASSERT_TRUE(valid.ok()) << valid.to_string();
   ASSERT_EQ(plan->config_for(c.m), cfg);
   ASSERT_EQ(plan->family_for(c.m), KernelFamily::kSm80Gemm);

@@ -38,7 +38,7 @@ CompileResult compile_ok(const KernelSpec& spec, const TileConfig& cfg, const Ar
   auto k = emit_kernel(spec, KernelFamily::kSm80Gemm, cfg, arch);
   EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
   if (!k.ok()) return {};
-  EXPECT_THAT(k->source, HasSubstr("kernels/sm80_decode.cuh")) << what;
+  EXPECT_THAT(k->source, HasSubstr(cfg.decode == 2 ? "kernels/sm90_decode.cuh" : "kernels/sm80_decode.cuh")) << what;
   CompileOptions o;
   o.want_ptx = want_ptx;
   auto r = compile_cuda(k->source, arch, o);
@@ -97,6 +97,38 @@ TEST(DecodeNvrtcTest, TheSweptConfigsDoNotSpill) {
               compile_ok(spec, c, arch, false);
               ++compiled;
             }
+  }
+  EXPECT_GT(compiled, 6);
+}
+
+// The warpgroup decode kernel (decode 2, templates/kernels/sm90_decode.cuh): wgmma with W's fragments in
+// registers (m64n8k32 / m64n16k32 FP8), X through a swizzled shared tile, no FP8 conversion, no spills for
+// every config the tuner's grid keeps.
+TEST(DecodeNvrtcTest, WarpgroupDecodeOnSm90a) {
+  const Arch arch = *parse_arch("sm_90a");
+  int compiled = 0;
+  for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e5m2:m b=e4m3:n out=f32",
+                           "gemm a=e4m3 b=e5m2:n out=f16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\""}) {
+    const KernelSpec spec = spec_of(text);
+    for (int bm : {8, 16})
+      for (int bk : {128, 256, 512})
+        for (int warps : {4, 8, 12, 16})
+          for (int in_flight : {2, 1}) {
+            TileConfig c = decode_cfg(spec, bm, 64, bk / 64, warps, in_flight);
+            c.decode = 2;
+            if (!check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) continue;
+            const char* full = std::getenv("KILN_NVRTC_FULL");
+            if ((full == nullptr || std::string(full) != "1") && (bm + bk / 64 + warps + in_flight) % 4 != 0 &&
+                compiled > 0)
+              continue;
+            const CompileResult r = compile_ok(spec, c, arch, compiled == 0);
+            if (compiled == 0) {
+              EXPECT_THAT(r.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n" + std::to_string(bm) + "k32.f32"));
+              EXPECT_THAT(r.ptx, Not(HasSubstr("cvt.rn.f16x2.e4m3x2")));
+              EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.L1::no_allocate"));
+            }
+            ++compiled;
+          }
   }
   EXPECT_GT(compiled, 6);
 }

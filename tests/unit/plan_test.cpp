@@ -482,8 +482,15 @@ TEST(DecodeConfigTest, NameAndJsonRoundTrip) {
   EXPECT_EQ(*config_from_json(j), c);
   EXPECT_FALSE(config_to_json(TileConfig{}).contains("decode"));  // absent when 0: old keys unchanged
   nlohmann::json bad = j;
-  bad["decode"] = 2;
-  EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("decode must be 0 or 1"));
+  bad["decode"] = 3;
+  EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("decode must be 0, 1 or 2"));
+  // The warpgroup decode kernel: "_dw", decode 2.
+  TileConfig w = decode_cfg(16, 64, 256, 8);
+  w.decode = 2;
+  EXPECT_EQ(w.to_string(), "bm16_bn64_bk256_s2_w1x8_g1_dw");
+  EXPECT_EQ(*config_from_name(w.to_string()), w);
+  EXPECT_EQ(config_to_json(w).at("decode"), 2);
+  EXPECT_EQ(*config_from_json(config_to_json(w)), w);
   EXPECT_THAT(config_from_name("bm8_bn32_bk128_s2_w1x8_g1_d_t").status().message(), HasSubstr("out of that order"));
 }
 
@@ -544,7 +551,43 @@ TEST(DecodeConfigTest, RejectsWithTheRuleAndTheValue) {
   EXPECT_TRUE(check_config(bf16, Arch{8, 0, false}, KernelFamily::kSm80Gemm, decode_cfg(8, 32, 64, 4)).ok());
   // The sm90 family does not read decode configs.
   EXPECT_THAT(check_config(bf16, h200, KernelFamily::kSm90Gemm, decode_cfg(8, 32, 64, 4)).message(),
-              HasSubstr("decode=1 names the portable family"));
+              HasSubstr("decode=1 names a decode kernel of the portable family"));
+}
+
+TileConfig wg_cfg(int bm, int bk, int warps, int in_flight = 2) {
+  TileConfig c = decode_cfg(bm, 64, bk, warps, in_flight);
+  c.decode = 2;
+  return c;
+}
+
+TEST(DecodeConfigTest, WarpgroupDecodeRules) {
+  const Arch h200{9, 0, true};
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  auto msg = [&](const KernelSpec& s, const TileConfig& c, const Arch& a) {
+    return check_config(s, a, KernelFamily::kSm80Gemm, c).message();
+  };
+  for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e5m2:n out=f32",
+                           "gemm a=e5m2 b=e4m3:n out=f16 epilogue=\"out = acc + bias[n]\""}) {
+    for (const TileConfig& c : {wg_cfg(8, 128, 4, 1), wg_cfg(16, 256, 8), wg_cfg(16, 512, 4), wg_cfg(8, 256, 16, 1)})
+      EXPECT_TRUE(check_config(spec_of(text), h200, KernelFamily::kSm80Gemm, c).ok())
+          << text << " " << c.to_string() << ": " << msg(spec_of(text), c, h200);
+  }
+  EXPECT_THAT(msg(fp8, wg_cfg(16, 256, 8), Arch{9, 0, false}), HasSubstr("wgmma needs sm_90a"));
+  EXPECT_THAT(msg(fp8, wg_cfg(16, 256, 8), Arch{8, 9, false}), HasSubstr("wgmma needs sm_90a"));
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                           "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=bf16"})
+    EXPECT_THAT(msg(spec_of(text), wg_cfg(16, 256, 8), h200), HasSubstr("two FP8 operands with tensor or m / n")) << text;
+  TileConfig narrow = wg_cfg(16, 256, 8);
+  narrow.block_n = 32;
+  EXPECT_THAT(msg(fp8, narrow, h200), HasSubstr("block_n=32 is out of range (64)"));
+  EXPECT_THAT(msg(fp8, wg_cfg(16, 256, 6), h200), HasSubstr("whole warpgroups"));
+  EXPECT_THAT(msg(fp8, wg_cfg(16, 192, 8), h200), HasSubstr("block_k=192"));
+  EXPECT_THAT(msg(fp8, wg_cfg(16, 512, 16), h200), HasSubstr("registers per thread"));
+  // Shared memory: two X buffers and the partials per warpgroup, plus the alignment slack.
+  EXPECT_EQ(smem_bytes(fp8, wg_cfg(16, 256, 8)), 2 * 2 * 256 * 16 + 2 * 64 * 16 * 4 + 1024);
+  const LaunchShape ls = launch_shape(fp8, KernelFamily::kSm80Gemm, wg_cfg(16, 256, 8), {16, 8192, 8192});
+  EXPECT_EQ(ls.grid_x, 128u);
+  EXPECT_EQ(ls.block_x, 256u);
 }
 
 TEST(DecodeConfigTest, LaunchShapeAndSharedMemory) {

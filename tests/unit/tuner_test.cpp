@@ -662,6 +662,22 @@ TEST(TunerTest, DecodeBucketsAreTunedOverTheDecodeGrid) {
   }
 }
 
+// The warpgroup decode kernel (decode 2) runs by an explicit config only: the tuner's decode grid keeps
+// the mma.sync kernel's configs.
+TEST(TunerTest, Fp8DecodeBucketsKeepTheMmaSyncKernel) {
+  auto rt = runtime();
+  Tuner tuner(*rt, TunerOptions{});
+  TuneShape s;
+  s.spec = *parse_spec("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  s.m = 16;
+  s.n = 8192;
+  s.k = 8192;
+  auto space = tuner.candidates(s, device_of("h200"));
+  ASSERT_TRUE(space.ok()) << space.status().to_string();
+  ASSERT_FALSE(space->kept.empty());
+  for (const PrunedCandidate& c : space->kept) EXPECT_EQ(c.config.decode, 1) << c.config.to_string();
+}
+
 TEST(TunerTest, GroupedShapesAreBucketedByRowsPerExpert) {
   TuneShape s;
   s.spec = spec_of("grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16");
