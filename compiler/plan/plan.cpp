@@ -162,7 +162,7 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
 }
 
 StatusOr<TileConfig> config_from_name(const std::string& name) {
-  const string form = "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t][_d]";
+  const string form = "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t][_d|_dw]";
   auto bad = [&](const string& why) {
     return InvalidArgument("config '" + name + "': " + why + "; expected " + form + " (as kiln prints configs)");
   };
@@ -398,11 +398,12 @@ Status check_wg_decode_config(const KernelSpec& spec, const Arch& arch, const Ti
   if (cfg.block_k != 128 && cfg.block_k != 256 && cfg.block_k != 512)
     return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
                            " FP8 elements per warpgroup step: must be 128, 256 or 512 (whole 128-byte swizzle atoms)");
-  // Registers (ptxas 13.0: 66 at bm8_bn64_bk128_s1_w1x4, 148 at bm16_bn64_bk256_s2_w1x8): per step in flight
-  // 8 words of W per 64-byte segment and 4 per 16-byte piece of X this thread stages, the accumulators,
-  // ~60 for addresses and the epilogue.
+  // Registers (ptxas 13.0, unpromoted: 66 at bm8_bn64_bk128_s1_w1x4, 96 at bm16_bn64_bk256_s1_w1x16, 148 at
+  // bm16_bn64_bk256_s2_w1x8, 240 at bm16_bn64_bk512_s2_w1x4): per step in flight 8 words of W per 64-byte
+  // segment and 4 per 16-byte piece of X this thread stages, a quarter more for their addresses, the
+  // accumulator and the promoted partial, ~40 for the rest. Above every measured count.
   const int segs = cfg.block_k / 64, pieces = (cfg.block_m * segs * 4 + 127) / 128;
-  const int regs = cfg.stages * (8 * segs + 4 * pieces) + cfg.block_m / 2 + 60;
+  const int regs = 5 * cfg.stages * (8 * segs + 4 * pieces) / 4 + cfg.block_m + 40;
   const int budget = std::min(240, 65536 / cfg.threads() - 8);
   if (regs > budget)
     return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread (" + to_string(segs) +

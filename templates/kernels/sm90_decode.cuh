@@ -22,9 +22,10 @@
 //    would write: rows of 128 bytes, 16-byte chunk j of row r at j ^ (r % 8), 8-row groups 1024 bytes
 //    apart), double-buffered per warpgroup; fence.proxy.async, a warpgroup barrier, then the wgmmas read
 //    it through a descriptor (ptx/wgmma.cuh). Tokens past M and bytes past K are zeros.
-// 4. Each step's wgmmas are waited for before the next step (their A registers are reused two steps
-//    later; wgmma_fence_regs keeps the compiler from reallocating them earlier). Two steps in flight
-//    (stages 2): the next unit's loads are issued before this unit's wgmmas.
+// 4. Each step's wgmmas write a fresh partial that is waited for and added to an f32 accumulator
+//    (promotion every block_k: wgmma's FP8 accumulator is narrower than f32); their A registers are reused
+//    two steps later (wgmma_fence_regs keeps the compiler from reallocating them earlier). Two steps in
+//    flight (stages 2): the next unit's loads are issued before this unit's wgmmas.
 // 5. Reduction over warpgroups through shared memory, then the decode kernel's epilogue (tensor / m / n
 //    scales in the sm80 order, the functor, one output per thread).
 //
@@ -65,12 +66,15 @@ struct WgDecode {
   using Epi = sm80::Epilogue<Config>;
 
 #if defined(__CUDA_ARCH__)
-  static_assert(__CUDA_ARCH__ == 900, "the warpgroup decode kernel compiles for sm_90a only");
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(sizeof(Config) == 0, "the warpgroup decode kernel compiles for sm_90a only (wgmma)");
+#endif
 #endif
   static_assert(format_is_fp8(kA) && format_is_fp8(kB), "warpgroup decode: FP8 (e4m3 / e5m2) operands");
-  static_assert(Config::kScaleA != Scale::kBlock1x128 && Config::kScaleB != Scale::kBlock128x128 &&
-                    Config::kScaleA != Scale::kBlock1x32 && Config::kScaleB != Scale::kBlock1x32 &&
-                    Config::kScaleA != Scale::kBlock1x16 && Config::kScaleB != Scale::kBlock1x16,
+  static_assert((Config::kScaleA == Scale::kNone || Config::kScaleA == Scale::kTensor ||
+                 Config::kScaleA == Scale::kRow) &&
+                    (Config::kScaleB == Scale::kNone || Config::kScaleB == Scale::kTensor ||
+                     Config::kScaleB == Scale::kRow),
                 "warpgroup decode: tensor or per-row scales only");
   static_assert(!Epi::kGlu, "the decode kernel stores one output per channel: no gate|up");
   static_assert(kBlockM == 8 || kBlockM == 16, "block_m (tokens, wgmma N) is 8 or 16");
@@ -141,7 +145,10 @@ struct WgDecode {
     }
   }
 
+  // One step: its wgmmas write a fresh partial (scale-d 0 first), waited for, then added to the f32
+  // accumulator: wgmma's FP8 accumulator is narrower than f32, so the sum is promoted every step (block_k).
   static __device__ __forceinline__ void compute_unit(float (&acc)[kBlockM / 2], Unit& f, u32 buf) {
+    float part[kBlockM / 2];
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < kSegs; ++s) {
@@ -149,13 +156,15 @@ struct WgDecode {
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const u32 a[4] = {f.w[s][0][2 * c], f.w[s][1][2 * c], f.w[s][0][2 * c + 1], f.w[s][1][2 * c + 1]};
-        wgmma_m64_rs<kBlockM, kB, kA>(acc, a, desc + u64(2 * c));
+        wgmma_m64_rs<kBlockM, kB, kA>(part, a, desc + u64(2 * c), (s | c) != 0 ? 1u : 0u);
       }
     }
     wgmma_commit();
-    wgmma_fence_operands(acc);
+    wgmma_fence_operands(part);
     wgmma_wait<0>();
-    wgmma_fence_operands(acc);
+    wgmma_fence_operands(part);
+#pragma unroll
+    for (int i = 0; i < kBlockM / 2; ++i) acc[i] += part[i];
 #pragma unroll
     for (int s = 0; s < kSegs; ++s)
 #pragma unroll
@@ -181,7 +190,7 @@ struct WgDecode {
     const int wg = warp >> 2, wq = warp & 3, tid = threadIdx.x & 127;
     const int g = lane >> 2, t = lane & 3;
     const u8* a_bytes = static_cast<const u8*>(p.a);
-    const u8* b_bytes = static_cast<const u8*>(p.b) + (long long)work.expert * p.b_expert_stride;
+    const u8* b_bytes = static_cast<const u8*>(p.b) + (long long)work.expert * p.b_expert_stride * format_bytes(kB);
 
     // Shared memory: X buffers [warpgroup][2] (1024-aligned), then the f32 partials [warpgroup][64][block_m].
     const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;

@@ -210,21 +210,22 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
   asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" SC ", 0;\n " OP " " DLIST ", " AREG ", %" DB \
                ", p, 1, 1;\n}\n"                                                                \
                : __VA_ARGS__                                                                     \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1u))
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
 #define KILN_WG_RS_ALL(N, DLIST, AREG, DB, SC, ...)                                                              \
-  if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {                                                    \
+  if constexpr (kReg == Format::kE4m3 && kDesc == Format::kE4m3) {                                                    \
     KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3", DLIST, AREG, DB, SC, __VA_ARGS__);    \
-  } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {                                             \
+  } else if constexpr (kReg == Format::kE4m3 && kDesc == Format::kE5m2) {                                             \
     KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e5m2", DLIST, AREG, DB, SC, __VA_ARGS__);    \
-  } else if constexpr (kA == Format::kE5m2 && kB == Format::kE4m3) {                                             \
+  } else if constexpr (kReg == Format::kE5m2 && kDesc == Format::kE4m3) {                                             \
     KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e4m3", DLIST, AREG, DB, SC, __VA_ARGS__);    \
   } else {                                                                                                       \
     KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e5m2", DLIST, AREG, DB, SC, __VA_ARGS__);    \
   }
-template <int kN, Format kA, Format kB>
-__device__ __forceinline__ void wgmma_m64_rs(float (&d)[kN / 2], const u32 (&a)[4], u64 desc_b) {
+// kReg: the register operand's format (A), kDesc: the descriptor operand's (B); scale_d = 0 ignores d.
+template <int kN, Format kReg, Format kDesc>
+__device__ __forceinline__ void wgmma_m64_rs(float (&d)[kN / 2], const u32 (&a)[4], u64 desc_b, u32 scale_d) {
   static_assert(kN == 8 || kN == 16, "wgmma_m64_rs: N = 8 or 16");
-  static_assert(format_is_fp8(kA) && format_is_fp8(kB), "wgmma_m64_rs: two FP8 (e4m3/e5m2) operands");
+  static_assert(format_is_fp8(kReg) && format_is_fp8(kDesc), "wgmma_m64_rs: two FP8 (e4m3/e5m2) operands");
   if constexpr (kN == 8) {
     KILN_WG_RS_ALL(8, "{%0, %1, %2, %3}", "{%4, %5, %6, %7}", "8", "9", KILN_WG_F4(0))
   } else {

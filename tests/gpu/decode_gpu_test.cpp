@@ -111,12 +111,20 @@ std::vector<Case> decode_cases() {
                             "gemm a=e5m2:tensor b=e4m3:n out=f16",
                             "gemm a=e4m3:tensor b=e4m3:tensor out=bf16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\""};
   const std::vector<Shape> wg_shapes = {{1, 256, 512}, {5, 200, 1056}, {16, 77, 2048}, {21, 300, 4096}, {9, 130, 3072}};
-  const std::vector<Dcfg> wg_cfgs = {{8, 64, 2, 4, 1, 2}, {8, 64, 4, 8, 2, 2}, {16, 64, 4, 8, 2, 2}, {16, 64, 8, 4, 2, 2},
+  const std::vector<Dcfg> wg_cfgs = {{8, 64, 2, 4, 1, 2}, {8, 64, 4, 8, 2, 2}, {16, 64, 4, 8, 2, 2}, {16, 64, 8, 4, 1, 2},
                                      {16, 64, 2, 16, 1, 2}};
   for (const char* s : wg_specs) {
     for (size_t i = 0; i < wg_shapes.size(); ++i)
       cases.push_back({s, wg_shapes[i].m, wg_shapes[i].n, wg_shapes[i].k, wg_cfgs[i]});
   }
+  // Long K; fewer steps than warpgroups (K = 256 over 4: two run only zero steps); e5m2 x e5m2; 8 tokens
+  // with 3 warpgroups and a K tail of 16 mod 32; 8 segments per step with one step in flight.
+  cases.push_back({"gemm a=e5m2:tensor b=e5m2:tensor out=bf16", 3, 64, 256, {8, 64, 2, 16, 2, 2}});
+  cases.push_back({"gemm a=e4m3:tensor b=e4m3:tensor out=f32", 7, 130, 1040, {8, 64, 2, 12, 2, 2}});
+  cases.push_back({"gemm a=e4m3:m b=e4m3:n out=bf16", 16, 64, 4096, {16, 64, 8, 8, 1, 2}});
+  cases.push_back({"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 16, 130, 16384, {16, 64, 4, 8, 2, 2}});
+  cases.push_back({"gemm a=e4m3:m b=e5m2:n out=bf16", 9, 77, 15360, {16, 64, 2, 16, 1, 2}});
+  cases.push_back({"gemm a=e4m3:tensor b=e4m3:n out=f16", 5, 200, 30720, {8, 64, 8, 4, 2, 2}});
   // Whole 128-element K blocks per warp step (2 segments of FP8 or more).
   const std::vector<Dcfg> block_cfgs = {{8, 16, 2, 4}, {8, 32, 4, 8}, {16, 32, 2, 8}, {16, 48, 2, 2}};
   for (const char* s : blocked) {

@@ -102,8 +102,9 @@ TEST(DecodeNvrtcTest, TheSweptConfigsDoNotSpill) {
 }
 
 // The warpgroup decode kernel (decode 2, templates/kernels/sm90_decode.cuh): wgmma with W's fragments in
-// registers (m64n8k32 / m64n16k32 FP8), X through a swizzled shared tile, no FP8 conversion, no spills for
-// every config the tuner's grid keeps.
+// registers (m64n8k32 / m64n16k32 FP8), X through a swizzled shared tile, no FP8 conversion; no spills for
+// the configs check_config accepts (a third of them here; all with KILN_NVRTC_FULL=1), the heaviest
+// (bm16_bk512 at the register limit) always.
 TEST(DecodeNvrtcTest, WarpgroupDecodeOnSm90a) {
   const Arch arch = *parse_arch("sm_90a");
   int compiled = 0;
@@ -118,8 +119,9 @@ TEST(DecodeNvrtcTest, WarpgroupDecodeOnSm90a) {
             c.decode = 2;
             if (!check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) continue;
             const char* full = std::getenv("KILN_NVRTC_FULL");
+            const bool heaviest = bm == 16 && bk == 512;
             if ((full == nullptr || std::string(full) != "1") && (bm + bk / 64 + warps + in_flight) % 4 != 0 &&
-                compiled > 0)
+                compiled > 0 && !heaviest)
               continue;
             const CompileResult r = compile_ok(spec, c, arch, compiled == 0);
             if (compiled == 0) {

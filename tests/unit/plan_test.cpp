@@ -568,7 +568,7 @@ TEST(DecodeConfigTest, WarpgroupDecodeRules) {
   };
   for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e5m2:n out=f32",
                            "gemm a=e5m2 b=e4m3:n out=f16 epilogue=\"out = acc + bias[n]\""}) {
-    for (const TileConfig& c : {wg_cfg(8, 128, 4, 1), wg_cfg(16, 256, 8), wg_cfg(16, 512, 4), wg_cfg(8, 256, 16, 1)})
+    for (const TileConfig& c : {wg_cfg(8, 128, 4, 1), wg_cfg(16, 256, 8), wg_cfg(16, 512, 4, 1), wg_cfg(8, 256, 16, 1)})
       EXPECT_TRUE(check_config(spec_of(text), h200, KernelFamily::kSm80Gemm, c).ok())
           << text << " " << c.to_string() << ": " << msg(spec_of(text), c, h200);
   }
