@@ -227,10 +227,10 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // The wgmma N the kernel spells out (ptx/wgmma.cuh): powers of two, and the widths between them that
   // let 132 SMs fill (e.g. N = 2112 = 11 x 192).
   const bool wg_n_ok = wg_n == 64 || wg_n == 96 || wg_n == 112 || wg_n == 128 || wg_n == 144 || wg_n == 160 ||
-                       wg_n == 192 || wg_n == 208 || wg_n == 256;
+                       wg_n == 176 || wg_n == 192 || wg_n == 208 || wg_n == 256;
   if (cfg.block_n % wgs_n != 0 || !wg_n_ok)
     return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " over " + to_string(wgs_n) +
-                           " warpgroups is not a wgmma N of 64, 96, 112, 128, 144, 160, 192, 208 or 256 per "
+                           " warpgroups is not a wgmma N of 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256 per "
                            "warpgroup");
   if (acc_regs(cfg) > kMaxAccRegs)
     return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +

@@ -17,7 +17,7 @@
 //    consumer warpgroup owns a kWgTileM x kWgTileN slab of the block tile (kWarpsM / 4 warpgroups
 //    along M, kWarpsN along N: a warpgroup's 4 warps stack along M, 16 rows each, which is how
 //    wgmma's m64 accumulator is spread, ptx/wgmma.cuh). A warpgroup's N is one wgmma N: 64, 128, 256, or
-//    a width between them (96, 112, 144, 160, 192, 208) so that N's tiles fill the 132 SMs better
+//    a width between them (96, 112, 144, 160, 176, 192, 208) so that N's tiles fill the 132 SMs better
 //    (N = 2112 = 11 x 192).
 // 2. Shared-memory ring of kStages stages, each an A box [kBlockM rows x 128 bytes] and a B box
 //    [kBlockN rows x 128 bytes], written by TMA in the 128-byte swizzle (ptx/tma.cuh) and read by wgmma
@@ -344,8 +344,8 @@ struct Gemm {
   static_assert(kBlockM % kWgsM == 0 && kWgTileM % 64 == 0, "each consumer warpgroup owns whole m64 slabs");
   static_assert(kBlockN % kWgsN == 0 &&
                     (kWgTileN == 64 || kWgTileN == 96 || kWgTileN == 112 || kWgTileN == 128 || kWgTileN == 144 ||
-                     kWgTileN == 160 || kWgTileN == 192 || kWgTileN == 208 || kWgTileN == 256),
-                "a consumer warpgroup's N extent is one wgmma N: 64, 96, 112, 128, 144, 160, 192, 208 or 256 "
+                     kWgTileN == 160 || kWgTileN == 176 || kWgTileN == 192 || kWgTileN == 208 || kWgTileN == 256),
+                "a consumer warpgroup's N extent is one wgmma N: 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256 "
                 "(ptx/wgmma.cuh)");
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
   static_assert(kMmaM * kAccRegs * (kPromote ? 2 : 1) <= 128,

@@ -138,6 +138,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #define KILN_WG_D56 "{" KILN_WG_P7 "}"
 #define KILN_WG_D72 "{" KILN_WG_P9 "}"
 #define KILN_WG_D80 "{" KILN_WG_P10 "}"
+#define KILN_WG_D88 "{" KILN_WG_P11 "}"
 #define KILN_WG_D96 "{" KILN_WG_P12 "}"
 #define KILN_WG_D104 "{" KILN_WG_P13 "}"
 #define KILN_WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
@@ -176,8 +177,8 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 template <int kN, Format kA, Format kB>
 __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 desc_b, u32 scale_d) {
   static_assert(kN == 64 || kN == 96 || kN == 112 || kN == 128 || kN == 144 || kN == 160 || kN == 192 ||
-                    kN == 208 || kN == 256,
-                "wgmma_m64: N = 64, 96, 112, 128, 144, 160, 192, 208 or 256");
+                    kN == 176 || kN == 208 || kN == 256,
+                "wgmma_m64: N = 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256");
   static_assert((format_is_16bit(kA) && kA == kB) || (format_is_fp8(kA) && format_is_fp8(kB)),
                 "wgmma_m64: two bf16, two f16, or two FP8 (e4m3/e5m2) operands");
   if constexpr (kN == 64) {
@@ -192,6 +193,8 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
     KILN_WG_ALL(144, KILN_WG_D72, "72", "73", "74", KILN_WG_F64(0), KILN_WG_F4(64), KILN_WG_F4(68))
   } else if constexpr (kN == 160) {
     KILN_WG_ALL(160, KILN_WG_D80, "80", "81", "82", KILN_WG_F64(0), KILN_WG_F16(64))
+  } else if constexpr (kN == 176) {
+    KILN_WG_ALL(176, KILN_WG_D88, "88", "89", "90", KILN_WG_F64(0), KILN_WG_F16(64), KILN_WG_F4(80), KILN_WG_F4(84))
   } else if constexpr (kN == 192) {
     KILN_WG_ALL(192, KILN_WG_D96, "96", "97", "98", KILN_WG_F64(0), KILN_WG_F32(64))
   } else if constexpr (kN == 208) {
@@ -258,6 +261,7 @@ __device__ __forceinline__ void wgmma_fence_regs(u32 (&r)[kRegs]) {
 #undef KILN_WG_D56
 #undef KILN_WG_D72
 #undef KILN_WG_D80
+#undef KILN_WG_D88
 #undef KILN_WG_D96
 #undef KILN_WG_D104
 #undef KILN_WG_D32
