@@ -273,6 +273,25 @@ TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
 
 // What `kiln compile --arch sm_90a --emit ptx examples/specs/fp8_block_gemm.kiln` shows: the default
 // config at the DeepSeek shape, its resource report and the instructions.
+// N = 176 per consumer warpgroup (not in the config space: measured level with 128 x 192 + TMA stores,
+// bench/NOTES.md session 10; pinned configs and the gpu tier's OddNConfigs use it): 16-bit and FP8
+// (fast-accumulating; a promoted partial does not fit above 128 columns) compile without spills.
+TEST(Sm90GemmNvrtcTest, N176TilesCompileWithoutSpills) {
+  const struct {
+    const char* spec;
+    int bk;
+    const char* op;
+  } runs[] = {{"gemm a=bf16 b=bf16 out=bf16", 64, "m64n176k16.f32.bf16.bf16"},
+              {"gemm a=e4m3:m b=e5m2:n out=f32", 128, "m64n176k32.f32.e4m3.e5m2"}};
+  for (const auto& r : runs) {
+    const KernelSpec s = spec_of(r.spec);
+    const TileConfig c = v4_config(128, 176, r.bk, 4, 8, 1);
+    ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << sm90_check_config(s, sm90a(), c).to_string();
+    const CompileResult res = compile_ok(s, c, std::string(r.spec) + " " + c.to_string(), true);
+    EXPECT_THAT(res.ptx, HasSubstr(r.op)) << r.spec;
+  }
+}
+
 TEST(Sm90BlockScaleNvrtcTest, DefaultBlockConfigUsesWgmmaTmaAndPromotes) {
   for (const char* out : {"bf16", "f16", "f32"}) {
     const KernelSpec s = spec_of(std::string("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=") + out);
