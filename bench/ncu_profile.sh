@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/ncu_profile.sh — Nsight Compute on one launch of kiln's planned kernel per problem (device side).
 # Usage (device, from the repo root, after device_run.sh's bundle is unpacked or with KILN_CLI set):
-#   NCU_PROBLEMS="spec|m|n|k;..." bash bench/ncu_profile.sh   -> $OUT/ncu.txt
+#   NCU_PROBLEMS="spec|m|n|k[|config];..." bash bench/ncu_profile.sh   -> $OUT/ncu.txt
+#   (config: a tile config as kiln prints it, run instead of the plan's own)
 #   NCU_EXTRA="--section SourceCounters" adds sections (SourceCounters: the top stall locations by SASS
 #   offset); NCU_TAIL (default 120) is how many lines of each report are kept.
 # Sections: speed of light, compute (pipe utilization), warp states, scheduler, memory. The clocks are
@@ -17,12 +18,15 @@ mkdir -p "$OUT"
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 IFS=';' read -ra problems <<<"${NCU_PROBLEMS:-}"
 for p in "${problems[@]}"; do
-  IFS='|' read -r spec m n k <<<"$p"
-  echo "=== $spec M=$m N=$n K=$k"
+  IFS='|' read -r spec m n k cfg <<<"$p"
+  extra=()
+  [ -n "${cfg:-}" ] && extra=(--config "$cfg")
+  echo "=== $spec M=$m N=$n K=$k ${cfg:-plan}"
   KILN_CACHE_DIR=$X/cache timeout 120 "$NCU" --clock-control none -k regex:kiln_ --launch-skip 1 --launch-count 1 \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
     --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
     ${NCU_EXTRA:-} --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio \
-    "$X/kiln" run "$spec" --m "$m" --n "$n" --k "$k" --repeats 1 --warmup 1 2>&1 | grep -vE '^==PROF==|^\s*$' | tail -n "${NCU_TAIL:-120}"
+    "$X/kiln" run "$spec" --m "$m" --n "$n" --k "$k" --repeats 1 --warmup 1 "${extra[@]}" 2>&1 |
+    grep -vE '^==PROF==|^\s*$' | tail -n "${NCU_TAIL:-120}"
 done >"$OUT/ncu.txt" 2>&1
 tail -c 3000 "$OUT/ncu.txt"

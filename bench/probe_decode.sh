@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/probe_decode.sh: device side, after device_run.sh unpacked its bundle (KILN_CLI set). Quick
 # kiln run timings (CUDA events, L2 flushed, median of 30) of pinned configs against the plan's own
-# kernel on PROBE_SHAPES ("spec|m|n|k|cfg,cfg,...;..."; PROBE_SEED fixes the inputs), then Nsight Compute on NCU_PROBLEMS
-# ("spec|m|n|k|cfg;...", cfg optional) into OUT/ncu.txt.
+# kernel on PROBE_SHAPES ("spec|m|n|k|cfg,cfg,...;..."; PROBE_SEED fixes the inputs), then Nsight Compute
+# on NCU_PROBLEMS through bench/ncu_profile.sh (OUT/ncu.txt).
 set -u
 cd "$(dirname "$0")/.."
 K=${KILN_CLI:?KILN_CLI is the bundle CLI}
@@ -22,19 +22,8 @@ for p in "${shapes[@]}"; do
   IFS=',' read -ra cl <<<"$cfgs"
   for c in "${cl[@]}"; do echo -n "  $c: "; one "$spec" "$m" "$n" "$k" "$c"; done
 done
+# Nsight Compute on NCU_PROBLEMS (same format, bench/ncu_profile.sh): its summary lines.
 [ -n "${NCU_PROBLEMS:-}" ] || exit 0
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-NOUT=${OUT:-/tmp}/ncu.txt
-IFS=';' read -ra problems <<<"$NCU_PROBLEMS"
-for p in "${problems[@]}"; do
-  IFS='|' read -r spec m n k cfg <<<"$p"
-  extra=()
-  [ -n "${cfg:-}" ] && extra=(--config "$cfg")
-  echo "=== $spec M=$m N=$n K=$k ${cfg:-plan}"
-  KILN_CACHE_DIR=$(mktemp -d) timeout 120 "$NCU" --clock-control none -k regex:kiln_ --launch-skip 1 --launch-count 1 \
-    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-    --section ComputeWorkloadAnalysis --section LaunchStats --section Occupancy ${NCU_EXTRA:-} \
-    "$K" run "$spec" --m "$m" --n "$n" --k "$k" --repeats 1 --warmup 1 "${extra[@]}" 2>&1 |
-    grep -vE '^==PROF==|^[[:space:]]*$' | tail -n "${NCU_TAIL:-110}"
-done >"$NOUT" 2>&1
-grep -E '===|DRAM Throughput|Achieved Occupancy|Duration|Registers Per|Theoretical Occ|Waves Per|Issue Slots Busy|No Eligible' "$NOUT"
+bash bench/ncu_profile.sh >/dev/null
+grep -E '===|DRAM Throughput|Achieved Occupancy|Duration|Registers Per|Theoretical Occ|Waves Per|Issue Slots Busy|No Eligible' \
+  "${OUT:-/tmp/kiln-ncu}/ncu.txt"

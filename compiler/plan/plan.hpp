@@ -95,6 +95,11 @@ Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSize
 // sm_90a, which KILN_FAMILY=sm80 forces).
 Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg);
 Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily family, const TileConfig& cfg);
+// The relative error a check allows the kernel of (family, cfg) against the reference, given the
+// format's `base` (runtime/check.cpp): more where wgmma accumulates FP8 in a register narrower than f32
+// (the sm90 family: sm90_check_tolerance; the warpgroup decode kernel, decode 2), else base.
+double kernel_check_tolerance(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t k,
+                              double base);
 // Pure host heuristic: a valid config for this shape.
 TileConfig default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily family,

@@ -27,14 +27,6 @@
 namespace kiln {
 namespace {
 
-std::shared_ptr<Runtime> make_runtime() {
-  RuntimeOptions o;
-  o.disable_cache = true;
-  auto rt = Runtime::create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
-  return *rt;
-}
-
 // A decode config: tokens per CTA, weight rows per CTA, 64-byte segments per warp step, warps.
 struct Dcfg {
   int bm, bn, segs, warps;
@@ -139,7 +131,7 @@ class DecodeGpuTest : public testing::TestWithParam<Case> {};
 TEST_P(DecodeGpuTest, MatchesReference) {
   KILN_REQUIRE_GPU();
   const Case& c = GetParam();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec(c.spec);
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   const TileConfig cfg = decode_config(*spec, c.cfg);
@@ -171,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(DecodeConfigs, DecodeGpuTest, testing::ValuesIn(decode_
 // Two runs of one decode kernel on the same inputs are bitwise equal (the reduction has a fixed order).
 TEST(DecodeRepeatGpuTest, RunsAreBitwiseEqual) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=f32");
   ASSERT_TRUE(spec.ok());
   const TileConfig cfg = decode_config(*spec, {8, 32, 4, 8});

@@ -41,14 +41,6 @@
 namespace kiln {
 namespace {
 
-std::shared_ptr<Runtime> make_runtime() {
-  RuntimeOptions o;
-  o.disable_cache = true;
-  auto rt = Runtime::create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
-  return *rt;
-}
-
 std::string read_example(const char* name) {
   const auto path =
       std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "specs" / name;
@@ -235,7 +227,7 @@ class EpilogueGpuTest : public testing::TestWithParam<Case> {};
 TEST_P(EpilogueGpuTest, MatchesReference) {
   KILN_REQUIRE_GPU();
   const Case& c = GetParam();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec(c.spec);
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   auto plan = rt->plan(*spec, {c.m, c.n, c.k});
@@ -269,7 +261,7 @@ INSTANTIATE_TEST_SUITE_P(Epilogues, EpilogueGpuTest, testing::ValuesIn(all_cases
 // Deterministic: the same inputs give bitwise the same output.
 TEST(EpilogueRepeatGpuTest, RepeatRunsAreBitwiseEqual) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   for (const std::string& text : {kGptOss, kSwiglu}) {
     auto spec = parse_spec(text);
     ASSERT_TRUE(spec.ok());
@@ -291,7 +283,7 @@ TEST(EpilogueRepeatGpuTest, RepeatRunsAreBitwiseEqual) {
 // stride-2 views (no copy), the output is bitwise the one from two contiguous bias tensors.
 TEST(EpilogueStridedGpuTest, InterleavedBiasViewsGiveTheSameOutput) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   const Driver* d = *Driver::get();
   ScopedContext ctx;
   ASSERT_TRUE(ctx.enter(d, 0).ok());

@@ -31,14 +31,6 @@
 namespace kiln {
 namespace {
 
-std::shared_ptr<Runtime> make_runtime() {
-  RuntimeOptions o;
-  o.disable_cache = true;
-  auto rt = Runtime::create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
-  return *rt;
-}
-
 struct Case {
   const char* spec;
   int64_t m, n, k;              // m: rows (grouped offsets: total; masked: max_m)
@@ -172,7 +164,7 @@ class FormatsGpuTest : public testing::TestWithParam<Case> {};
 TEST_P(FormatsGpuTest, MatchesReference) {
   KILN_REQUIRE_GPU();
   const Case& c = GetParam();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec(c.spec);
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   auto plan = rt->plan(*spec, {c.m, c.n, c.k});
@@ -198,7 +190,7 @@ INSTANTIATE_TEST_SUITE_P(NewPairings, FormatsGpuTest, testing::ValuesIn(all_case
 // Deterministic: the same inputs give bitwise the same output (grouped MXFP4 and DeepSeek blocks).
 TEST(FormatsRepeatGpuTest, RepeatRunsAreBitwiseEqual) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   for (const char* text : {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16",
                            "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
     auto spec = parse_spec(text);
@@ -221,7 +213,7 @@ TEST(FormatsRepeatGpuTest, RepeatRunsAreBitwiseEqual) {
 // dequantizes every operand exactly (dequantize_f64) and accumulates in double.
 TEST(FormatsReferenceGpuTest, GpuReferenceMatchesCpuFp64) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   const Driver* d = *Driver::get();
   ScopedContext ctx;
   ASSERT_TRUE(ctx.enter(d, 0).ok());
@@ -320,7 +312,7 @@ TEST(FormatsReferenceGpuTest, GpuReferenceMatchesCpuFp64) {
 // MatchesReference cases cover the same code paths).
 TEST(FormatsTimingGpuTest, ReportsMedianTimes) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   const Case cases[] = {
       {"gemm a=bf16 b=mxfp4 out=bf16", 16, 5760, 2880, {}},
       {"gemm a=bf16 b=mxfp4 out=bf16", 4096, 5760, 2880, {}},

@@ -21,14 +21,6 @@
 namespace kiln {
 namespace {
 
-std::shared_ptr<Runtime> make_runtime() {
-  RuntimeOptions o;
-  o.disable_cache = true;
-  auto rt = Runtime::create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
-  return *rt;
-}
-
 struct Case {
   const char* spec;
   int64_t m, k;
@@ -94,7 +86,7 @@ class QuantizeGpuTest : public testing::TestWithParam<Case> {};
 TEST_P(QuantizeGpuTest, BitwiseEqualToReference) {
   KILN_REQUIRE_GPU();
   const Case& c = GetParam();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec(c.spec);
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   auto plan = rt->plan(*spec, {0, 0, c.k});
@@ -119,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(Quantizers, QuantizeGpuTest, testing::ValuesIn(all_case
 // Bad operands are reported with the operand's name, never launched.
 TEST(QuantizeGpuErrors, MissingScaleAndWrongTransposedM) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec("quantize a=bf16 out=mxfp8 transpose=true");
   ASSERT_TRUE(spec.ok());
   auto plan = rt->plan(*spec, {0, 0, 64});
@@ -133,7 +125,7 @@ TEST(QuantizeGpuErrors, MissingScaleAndWrongTransposedM) {
 
 TEST(QuantizeTiming, GigabytesPerSecond) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   for (const char* text : {"quantize a=bf16 out=e4m3:block1x128", "quantize a=bf16 out=e4m3:block1x128 transpose=true",
                            "quantize a=bf16 out=e4m3:m", "quantize a=bf16 out=e4m3:tensor",
                            "quantize a=bf16 out=mxfp8", "quantize a=bf16 out=nvfp4",

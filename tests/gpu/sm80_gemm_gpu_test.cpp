@@ -34,14 +34,6 @@
 namespace kiln {
 namespace {
 
-std::shared_ptr<Runtime> make_runtime() {
-  RuntimeOptions o;
-  o.disable_cache = true;
-  auto rt = Runtime::create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
-  return *rt;
-}
-
 struct Case {
   const char* spec;
   int64_t m, n, k;
@@ -81,7 +73,7 @@ class Sm80GemmGpuTest : public testing::TestWithParam<Case> {};
 TEST_P(Sm80GemmGpuTest, MatchesReference) {
   KILN_REQUIRE_GPU();
   const Case& c = GetParam();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec(c.spec);
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   auto plan = rt->plan(*spec, {c.m, c.n, c.k});
@@ -104,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(AllPairings, Sm80GemmGpuTest, testing::ValuesIn(all_cas
 // The GPU reference kernel against the CPU reference GEMM (double accumulation).
 TEST(ReferenceGemmGpuTest, MatchesCpuReference) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   const Driver* d = *Driver::get();
   ScopedContext ctx;
   ASSERT_TRUE(ctx.enter(d, 0).ok());
@@ -187,7 +179,7 @@ TEST(ReferenceGemmGpuTest, MatchesCpuReference) {
 // Deterministic: the same inputs give bitwise the same output.
 TEST(Sm80GemmGpuTest, RepeatRunsAreBitwiseEqual) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
   ASSERT_TRUE(spec.ok());
   auto plan = rt->plan(*spec, {512, 512, 1024});
@@ -204,7 +196,7 @@ TEST(Sm80GemmGpuTest, RepeatRunsAreBitwiseEqual) {
 
 TEST(Sm80GemmGpuTest, WrongOperandIsNamed) {
   KILN_REQUIRE_GPU();
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec("gemm a=bf16 b=bf16 out=bf16");
   ASSERT_TRUE(spec.ok());
   auto plan = rt->plan(*spec, {16, 64, 64});
@@ -351,7 +343,7 @@ Status bare_launch_of(Runtime& rt, const Plan& plan, const Operands& ops, void* 
 // alike. 100k calls each. portable: plan the portable sm80 family (KILN_FAMILY=sm80 for the plan),
 // else the device's fastest.
 void dispatch_cost(bool portable) {
-  auto rt = make_runtime();
+  auto rt = make_test_runtime();
   auto spec = parse_spec("gemm a=bf16 b=bf16 out=bf16");
   ASSERT_TRUE(spec.ok());
   std::optional<std::string> family_env;

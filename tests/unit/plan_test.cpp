@@ -590,6 +590,19 @@ TEST(DecodeConfigTest, WarpgroupDecodeRules) {
   EXPECT_EQ(ls.block_x, 256u);
 }
 
+// The check's allowance: the format's base, more where wgmma accumulates FP8 (sm90; warpgroup decode, per
+// promoted step of block_k); the mma.sync decode kernel accumulates in f32 and keeps the base.
+TEST(DecodeConfigTest, CheckToleranceFollowsTheKernel) {
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=f32");
+  EXPECT_EQ(kernel_check_tolerance(fp8, KernelFamily::kSm80Gemm, decode_cfg(16, 32, 256, 8), 8192, 1e-5), 1e-5);
+  EXPECT_DOUBLE_EQ(kernel_check_tolerance(fp8, KernelFamily::kSm80Gemm, wg_cfg(16, 256, 8), 8192, 1e-5), 1e-3);
+  EXPECT_DOUBLE_EQ(kernel_check_tolerance(fp8, KernelFamily::kSm80Gemm, wg_cfg(16, 128, 8), 8192, 1e-5), 5e-4);
+  EXPECT_EQ(kernel_check_tolerance(fp8, KernelFamily::kSm80Gemm, wg_cfg(16, 128, 8), 8192, 8e-3), 8e-3);
+  const TileConfig tiled = config(128, 256, 128, 4, 8, 1);
+  EXPECT_EQ(kernel_check_tolerance(fp8, KernelFamily::kSm90Gemm, tiled, 8192, 1e-5),
+            sm90_check_tolerance(fp8, tiled, 8192, 1e-5));
+}
+
 TEST(DecodeConfigTest, LaunchShapeAndSharedMemory) {
   const KernelSpec spec = spec_of("gemm a=bf16 b=bf16 out=bf16");
   const TileConfig c = decode_cfg(8, 32, 128, 8);
