@@ -19,6 +19,7 @@ using std::to_string;
 
 constexpr int kRowBytes = 128;     // one 128-byte swizzle atom of K per stage
 constexpr int kMaxAccRegs = 128;   // f32 accumulators (+ partials) per consumer thread
+constexpr int kMaxPromotedBlockRegs = 192;  // the same for block-scaled one-atom tiles (64 x 192 per warpgroup)
 constexpr int kBarrierBytes = 16;  // full + empty mbarrier per stage
 constexpr int kAlignSlack = 1024;  // the ring starts on a 1024-byte boundary
 constexpr int kSms = 132;  // H100 SXM / H200: only to judge "enough tiles"; the launch uses the device's
@@ -172,8 +173,13 @@ int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, cons
 }
 
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
-  return (format_is_fp8(spec.a.format) || (sm90_mx(spec) && !sm90_mx_dequant(spec, cfg))) &&
-         2 * acc_regs(cfg) <= kMaxAccRegs;
+  if (!format_is_fp8(spec.a.format) && !(sm90_mx(spec) && !sm90_mx_dequant(spec, cfg))) return false;
+  if (2 * acc_regs(cfg) <= kMaxAccRegs) return true;
+  // Block-scaled tiles with one atom per stage and 1 or 2 consumer warpgroups also promote 64 x 192 per
+  // warpgroup: 96 accumulators + 96 partials in the consumers' 232 registers (the kernel's section 7).
+  // Other FP8 tiles that wide accumulate fast (unpromoted), as before.
+  return sm90_block_scaled(spec) && atoms(spec, cfg) == 1 && consumers(cfg) <= 2 &&
+         2 * acc_regs(cfg) <= kMaxPromotedBlockRegs;
 }
 
 int sm90_atom_k(const KernelSpec& spec) { return kRowBytes / elem_bytes(spec.a.format); }
@@ -255,17 +261,22 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   if (sm90_block_scaled(spec)) {
     const string scales = string("a=") + format_name(spec.a.format) + ":" + scale_granularity_name(spec.a.scale) +
                           " b=" + format_name(spec.b.format) + ":" + scale_granularity_name(spec.b.scale);
-    if (spec.b.scale == ScaleGranularity::kBlock128x128 && (wg_n > 128 || 128 % wg_n != 0))
+    const bool one_block = wg_n <= 128 && 128 % wg_n == 0;
+    if (spec.b.scale == ScaleGranularity::kBlock128x128 && !one_block &&
+        (wg_n % 64 != 0 || wg_n > 192 || sm90_staged_scales(spec, cfg)))
       return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " gives each consumer warpgroup " +
                              to_string(wg_n) + " columns; with " + scales +
                              " a warpgroup's columns must lie in one 128-column scale block (64 or 128 per "
-                             "warpgroup: block_n 64 or 128, or 256 over 2 warpgroups along N)");
+                             "warpgroup), or in 64-column segments with one atom per stage and 1 or 2 "
+                             "consumer warpgroups (192 per warpgroup: block_n 192 with warps 8x1)");
     if (!sm90_promotes(spec, cfg))
       return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +
                              to_string(wg_n) + " cannot be promoted (" + to_string(2 * acc_regs(cfg)) +
                              " f32 registers for accumulators + partials, at most " + to_string(kMaxAccRegs) +
-                             "); " + scales + " scales are applied to each 128-K tile's promoted partial: use "
-                             "warpgroup tiles of at most 64x128 (e.g. 128x128 with warps 8x1)");
+                             ", or " + to_string(kMaxPromotedBlockRegs) + " with one atom per stage and 1 or 2 "
+                             "consumer warpgroups); " + scales + " scales are applied to each 128-K tile's "
+                             "promoted partial: use warpgroup tiles of at most 64x192 (e.g. 128x128 or 128x192 "
+                             "with warps 8x1)");
   }
   // MXFP8 promotes every k-step (the kernel's section 11): the accumulators, the partial and a k-step's
   // column scales share the consumer's 232 registers.

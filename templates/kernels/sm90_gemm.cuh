@@ -246,6 +246,19 @@ struct Gemm {
   static constexpr bool kBlockA = kScaleA == Scale::kBlock1x128;    // sa[m, kb] per K tile
   static constexpr bool kBlockB = kScaleB == Scale::kBlock128x128;  // sb[n / 128, kb] per K tile
   static constexpr bool kBlockScaled = kBlockA || kBlockB;
+  // b's block scales per consumer thread: one 128-column block per warpgroup when its columns lie in
+  // one (64 or 128 columns starting on a block edge). A 192-column warpgroup (tiles and warpgroups
+  // start on multiples of 64) spans exactly two blocks in three 64-column segments: the first lies in
+  // the first block, the last in the second, the middle in the first when the warpgroup starts on a
+  // block edge and in the second otherwise. The promotion multiplies each segment by its own factor,
+  // with no per-element select.
+  static constexpr bool kBOneBlock = kWgTileN <= 128 && 128 % kWgTileN == 0;
+  static constexpr int kBSegs = kBlockB && !kBOneBlock ? 3 : 1;
+  static constexpr int kBBlocks = kBSegs == 1 ? 1 : 2;  // b scales loaded per K block
+  static constexpr int kBSegCols = kWgTileN / kBSegs;
+  // Promoted block-scaled tiles with one atom per stage may hold 64 x 192 per warpgroup: 96
+  // accumulators + 96 partials in the 232 registers of two consumers (section 7).
+  static constexpr int kMaxPromotedRegs = kBlockScaled && kAtoms == 1 && kConsumers <= 2 ? 192 : 128;
   // Section 8: the v4 mainloops stage block scales through shared memory (a producer warp copies them
   // into a slot per stage): two-atom stages, and three consumer warpgroups. Older configs keep the
   // per-thread global loads of section 7.
@@ -348,8 +361,9 @@ struct Gemm {
                 "a consumer warpgroup's N extent is one wgmma N: 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256 "
                 "(ptx/wgmma.cuh)");
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
-  static_assert(kMmaM * kAccRegs * (kPromote ? 2 : 1) <= 128,
-                "at most 128 f32 accumulator registers per consumer thread (partials included)");
+  static_assert(kPromote ? 2 * kMmaM * kAccRegs <= kMaxPromotedRegs : kMmaM * kAccRegs <= 128,
+                "at most 128 f32 accumulator registers per consumer thread (partials included; 192 for "
+                "block-scaled one-atom tiles of 1 or 2 consumer warpgroups)");
   static_assert(!kPromote || format_is_fp8(kA), "promotion exists for the FP8 accumulator only");
   static_assert(kStages >= 2 && kStages <= 16, "the ring needs 2..16 stages");
   static_assert(kSmemBytes <= 232448, "sm_90 grants at most 227 KB of shared memory per block");
@@ -393,8 +407,9 @@ struct Gemm {
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
                 "one K tile (atom) is exactly one 128-wide K block of scales (FP8: 128 elements = 128 bytes)");
-  static_assert(!kBlockB || (kWgTileN <= 128 && 128 % kWgTileN == 0),
-                "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block");
+  static_assert(!kBlockB || kBOneBlock || (kWgTileN == 192 && kBlockN % 64 == 0 && !kStagedScales),
+                "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block, or "
+                "in 64-column segments that each do (section 7; not with staged scales)");
 
   struct Smem {
     u32 a;       // A boxes, stage s at a + s * kTileBytesA (atom t of it at + t * kAtomBytesA)
@@ -988,13 +1003,16 @@ struct Gemm {
   // lie in (the first column clamped to N - 1, over 128).
   struct ScaleRows {
     int a[kMmaM][2];
-    int b;
+    int b;      // the 128-column block of the warpgroup's first column (clamped to N - 1)
+    int b1;     // 192-column warpgroups: the block of its column 128 (clamped), that of the last segment
+    bool mid1;  // 192-column warpgroups: whether the middle segment lies in block b1 (a mid-block start)
     const float* b_base;  // b's block scales of the tile's expert
   };
-  // One K block's block scales for this thread (unused members stay unread).
+  // One K block's block scales for this thread (unused members stay unread): b of each block the
+  // warpgroup's columns touch.
   struct BlockScales {
     float a[kMmaM][2];
-    float b;
+    float b[kBBlocks];
   };
 
   static __device__ __forceinline__ ScaleRows scale_rows(const GemmParams& p, const Tile& tile, int wg_m,
@@ -1012,6 +1030,8 @@ struct Gemm {
     }
     const int col = tile.n * kBlockN + wg_n * kWgTileN;
     r.b = (col < p.n ? col : p.n - 1) / 128;
+    r.b1 = (col + 128 < p.n ? col + 128 : p.n - 1) / 128;
+    r.mid1 = col % 128 != 0;
     r.b_base = b_scale_of<kScaleTypeB>(p, tile.e);
     return r;
   }
@@ -1032,7 +1052,10 @@ struct Gemm {
         for (int h = 0; h < 2; ++h) s.a[mi][h] = block_scale<kScaleTypeA>(p.a_scale, r.a[mi][h], p.lds_a, kb);
       }
     }
-    if constexpr (kBlockB) s.b = block_scale<kScaleTypeB>(r.b_base, r.b, p.lds_b, kb);
+    if constexpr (kBlockB) {
+      s.b[0] = block_scale<kScaleTypeB>(r.b_base, r.b, p.lds_b, kb);
+      if constexpr (kBBlocks == 2) s.b[1] = block_scale<kScaleTypeB>(r.b_base, r.b1, p.lds_b, kb);
+    }
   }
 
   // A staged scale word (section 8) as f32: f32 bits, or byte kb % 4 of an E8M0 word.
@@ -1061,33 +1084,48 @@ struct Gemm {
           s.a[mi][h] = staged_scale<kScaleTypeA>(lds_u32(words + 4 * (row0 + mi * 64 + h * 8)), kb);
       }
     }
-    if constexpr (kBlockB) s.b = staged_scale<kScaleTypeB>(lds_u32(words + 4 * (kBlockM + wg_n)), kb);
+    if constexpr (kBlockB) s.b[0] = staged_scale<kScaleTypeB>(lds_u32(words + 4 * (kBlockM + wg_n)), kb);
     return s;
   }
 
   // acc = fma(part, sa * sb, acc) for block scales (the reference's order: one f32 product of the
   // two scales, one fma.rn); acc += part otherwise. Register i of slab mi is row half (i / 2) % 2.
+  // 192-column warpgroups (kBSegs 3): mid1 says whether the middle segment takes b[1] (ScaleRows::mid1).
   static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAccRegs], const float (&part)[kMmaM][kAccRegs],
-                                                 const BlockScales& s) {
+                                                 const BlockScales& s, bool mid1 = false) {
 #pragma unroll
     for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float f = 1.0f;
-        if constexpr (kBlockA && kBlockB) {
-          f = s.a[mi][h] * s.b;
-        } else if constexpr (kBlockA) {
-          f = s.a[mi][h];
-        } else if constexpr (kBlockB) {
-          f = s.b;
+        float fb[kBBlocks];
+#pragma unroll
+        for (int g = 0; g < kBBlocks; ++g) {
+          if constexpr (kBlockA && kBlockB) {
+            fb[g] = s.a[mi][h] * s.b[g];
+          } else if constexpr (kBlockA) {
+            fb[g] = s.a[mi][h];
+          } else if constexpr (kBlockB) {
+            fb[g] = s.b[g];
+          } else {
+            fb[g] = 1.0f;
+          }
+        }
+        float f[kBSegs];
+        if constexpr (kBSegs == 1) {
+          f[0] = fb[0];
+        } else {
+          f[0] = fb[0];
+          f[1] = mid1 ? fb[kBBlocks - 1] : fb[0];
+          f[2] = fb[kBBlocks - 1];
         }
 #pragma unroll
         for (int j = 0; j < kAccRegs / 4; ++j) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int i = 4 * j + 2 * h + e;
+            // Register group j covers the warpgroup's columns 8 j .. 8 j + 7: segment 8 j / kBSegCols.
             if constexpr (kBlockScaled) {
-              acc[mi][i] = fma_rn(part[mi][i], f, acc[mi][i]);
+              acc[mi][i] = fma_rn(part[mi][i], f[(8 * j) / kBSegCols], acc[mi][i]);
             } else {
               acc[mi][i] += part[mi][i];
             }
@@ -1509,7 +1547,7 @@ struct Gemm {
           wgmma_wait<0>();
           fence_all(part);
           release(sm, stage, lane);
-          promote(acc, part, bs);
+          promote(acc, part, bs, rows.mid1);
         } else {
           fence_all(acc);
           wgmma_fence();

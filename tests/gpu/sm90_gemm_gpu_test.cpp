@@ -289,6 +289,20 @@ std::vector<Case> scaled_pinned_cases() {
       }
     }
   }
+  // Block scales on promoted 64 x 192 warpgroups (pins 35, 40, 41: plain, clusters of 2, TMA stores):
+  // tiles start on 64-column edges, so a warpgroup's columns fall into two 128-column scale blocks
+  // (N = 1000: tiles at 192, 576, 960 start mid-block), with N tails and a multi-wave shape.
+  for (int i : {35, 40, 41}) {
+    for (const char* p : kBlockPairs) {
+      for (const char* o : {"bf16", "f32"}) {
+        const std::string s = std::string("gemm ") + p + " out=" + o;
+        for (const Shape& sh : {Shape{77, 200, 384}, Shape{513, 1000, 1152}, Shape{300, 129, 640},
+                                Shape{2000, 3000, 768}})
+          cases.push_back({s, sh.m, sh.n, sh.k, i});
+        if (kPins[i].cluster > 1) cases.push_back({s, 77, 3000, 768, i});
+      }
+    }
+  }
   // Per-row scales on the fast (unpromoted) 128 x 256 tile and the promoted 128 x 128 one.
   for (int i : {0, 1}) {
     cases.push_back({"gemm a=e4m3:m b=e4m3:n out=bf16", 513, 1000, 1040, i});

@@ -217,8 +217,8 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
       }
       ++compiled;
     }
-    // 64x64, 64x128, 128x64, 128x128 (w8x1 and w4x2), 64x256 over 2 warpgroups; each in clusters too;
-    // v4: 128x128 and 64x128 with bk256, 192x128 over 3 warpgroups, each in clusters too.
+    // 64x64, 64x128, 128x64, 128x128 (w8x1 and w4x2), 64x256 over 2 warpgroups, 128x192 (w8x1); each in
+    // clusters too; v4: 128x128 and 64x128 with bk256, 192x128 over 3 warpgroups, each in clusters too.
     EXPECT_GE(compiled, 16) << c.spec;
   }
 }
@@ -289,6 +289,36 @@ TEST(Sm90GemmNvrtcTest, N176TilesCompileWithoutSpills) {
     ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << sm90_check_config(s, sm90a(), c).to_string();
     const CompileResult res = compile_ok(s, c, std::string(r.spec) + " " + c.to_string(), true);
     EXPECT_THAT(res.ptx, HasSubstr(r.op)) << r.spec;
+  }
+}
+
+// Block scales on 64 x 192 promoted warpgroups (one atom per stage, two consumers along M; the kernel's
+// section 7): every block pairing and output, plain, in clusters of 2 and with TMA stores, compiles
+// without spills inside the consumers' 232 registers; the PTX holds the n192 FP8 wgmma and the fma.rn
+// promotion.
+TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
+  TileConfig plain = v4_config(128, 192, 128, 5, 8, 1);
+  TileConfig clustered = v4_config(128, 192, 128, 4, 8, 1, 2);
+  TileConfig tma = v4_config(128, 192, 128, 3, 8, 1);
+  tma.tma_store = 1;
+  const char* const pairs[] = {"a=e4m3:block1x128 b=e4m3:block128x128",
+                               "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0",
+                               "a=e4m3:block1x128 b=e4m3:n", "a=e4m3:tensor b=e4m3:block128x128:ue8m0"};
+  for (const TileConfig& cfg : {plain, clustered, tma}) {
+    for (const char* pair : pairs) {
+      for (const char* out : {"bf16", "f32"}) {
+        const KernelSpec s = spec_of(std::string("gemm ") + pair + " out=" + out);
+        ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
+        EXPECT_TRUE(sm90_promotes(s, cfg)) << cfg.to_string();
+        EXPECT_FALSE(sm90_staged_scales(s, cfg)) << cfg.to_string();
+        const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
+        const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
+        std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
+        for (const char* e : {"wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3", "fma.rn.f32",
+                              "setmaxnreg.inc.sync.aligned.u32 232"})
+          EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
+      }
+    }
   }
 }
 

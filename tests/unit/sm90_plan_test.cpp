@@ -171,6 +171,34 @@ TEST(Sm90PlanOddNTest, WidthsBetweenThePowersOfTwo) {
   EXPECT_GT(odd, 10);
 }
 
+// Block scales on 64 x 192 warpgroups: promoted (96 accumulators + 96 partials) with one atom per stage
+// and two consumers along M, their columns in 64-column segments of the weight's 128-column blocks. The
+// other FP8 scalings keep 192 fast-accumulating, and the block rules still refuse what does not fit.
+TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
+  const KernelSpec block = spec_of(kBlock);
+  const TileConfig c192 = config(128, 192, 128, 5, 8, 1);
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), c192).ok()) << sm90_check_config(block, sm90a(), c192).to_string();
+  EXPECT_TRUE(sm90_promotes(block, c192));
+  EXPECT_FALSE(sm90_staged_scales(block, c192));
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), config(128, 192, 128, 4, 8, 1, 2)).ok());
+  EXPECT_FALSE(sm90_promotes(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), c192));
+  EXPECT_FALSE(sm90_promotes(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), c192));
+  // Two atoms per stage would need a second partial set (288 registers) and staged scales.
+  EXPECT_THAT(sm90_check_config(block, sm90a(), config(128, 192, 256, 3, 8, 1)).message(),
+              HasSubstr("one atom per stage"));
+  // 208 and 160 columns are not whole 64-column segments; 256 cannot be promoted.
+  for (int n : {160, 208}) {
+    EXPECT_THAT(sm90_check_config(block, sm90a(), config(128, n, 128, 4, 8, 1)).message(),
+                HasSubstr("64-column segments"))
+        << n;
+  }
+  EXPECT_FALSE(sm90_check_config(block, sm90a(), config(128, 256, 128, 4, 8, 1)).ok());
+  // The tuner's space offers it, plain, clustered and with TMA stores.
+  int offered = 0;
+  for (const TileConfig& c : sm90_config_space(block, sm90a())) offered += c.block_n == 192;
+  EXPECT_GE(offered, 6);
+}
+
 // The default takes 128 x 192 where its waves and last tile column waste clearly less than 128 x 256's
 // (4096 x 2112: 0.89 vs 0.67 of the tile slots useful; measured 1.2-1.3x on the H200), and keeps 128 x 256
 // where they tie or 256 wins.
