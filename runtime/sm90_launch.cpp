@@ -68,7 +68,7 @@ bool tma_data_type(Format f, CUtensorMapDataType* t) {
 
 Status sm90_encode_operand(const Driver& d, const char* name, Format format, const void* base, int64_t rows,
                            int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map, int experts,
-                           int64_t expert_stride) {
+                           int64_t expert_stride, bool swizzle128) {
   // Messages are built on the error paths only: this runs on every launch (dispatch cost).
   auto who = [name] { return std::string("operand ") + name; };
   CUtensorMapDataType type;
@@ -94,7 +94,8 @@ Status sm90_encode_operand(const Driver& d, const char* name, Format format, con
   const CUresult r =
       d.cuTensorMapEncodeTiled(map, type, experts > 0 ? 3 : 2, const_cast<void*>(base), dims, strides, box,
                                elem_strides,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r == CUDA_SUCCESS) return Status::Ok();
   return d.check(r, ("cuTensorMapEncodeTiled(" + who() + ")").c_str());
@@ -150,15 +151,18 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb,
                                              cfg.block_n / cfg.cluster_m, box_k, &cache.map_b,
                                              grouped ? gp.experts : 0, grouped ? gp.b_expert_stride : 0));
-    // The TMA-store epilogue (the kernel's section 12): Y [M, N] in boxes of 128 bytes by a consumer
-    // warpgroup's rows. An output TMA cannot address (base or row stride not a multiple of 16 bytes)
-    // runs the kernel's direct epilogue instead (out_tma = 0): never an error.
+    // The TMA-store epilogue (the kernel's section 12): Y [M, N] in boxes of 128 bytes (128-byte swizzle)
+    // by a consumer warpgroup's rows, or of 16 columns unswizzled where the warpgroup's columns are not a
+    // whole number of 128-byte boxes (e.g. 176). An output TMA cannot address (base or row stride not a
+    // multiple of 16 bytes) runs the kernel's direct epilogue instead (out_tma = 0): never an error.
     cache.out_tma = 0;
     if (cfg.tma_store) {
       const int out_bytes = std::max(1, format_bits(spec.out.format) / 8);
       const int wg_rows = cfg.block_m / std::max(1, cfg.warps_m / 4);
+      const int wg_cols = cfg.block_n / std::max(1, cfg.warps_n);
+      const bool narrow = wg_cols % (128 / out_bytes) != 0;
       cache.out_tma = sm90_encode_operand(d, "out", spec.out.format, gp.out, gp.m, gp.n, gp.ldc, wg_rows,
-                                          128 / out_bytes, &cache.map_out)
+                                          narrow ? 16 : 128 / out_bytes, &cache.map_out, 0, 0, !narrow)
                               .ok()
                           ? 1
                           : 0;

@@ -23,10 +23,11 @@ namespace kiln {
 // Encodes one operand's tensor map: `rows` x `cols` elements of `format`, row stride `ld` elements,
 // box `box_rows` x `box_cols`. INVALID_ARGUMENT names the operand when TMA cannot describe it.
 // experts > 0 (grouped W [experts, rows, cols]): a 3-D map {cols, rows, experts} with expert_stride
-// elements between experts, so a box never reaches into the next expert's rows.
+// elements between experts, so a box never reaches into the next expert's rows. swizzle128: the
+// 128-byte swizzle (box rows of exactly 128 bytes), else none (narrow output boxes, the kernel's section 12).
 Status sm90_encode_operand(const Driver& d, const char* name, Format format, const void* base, int64_t rows,
                            int64_t cols, int64_t ld, int box_rows, int box_cols, CUtensorMap* map,
-                           int experts = 0, int64_t expert_stride = 0);
+                           int experts = 0, int64_t expert_stride = 0, bool swizzle128 = true);
 // The device's multiprocessor count (cached per device ordinal).
 StatusOr<int> sm90_sm_count(const Driver& d, int device);
 // Launches the loaded sm90 kernel `k` for gp on stream. workspace: sm90_workspace_bytes(spec, cfg,

@@ -295,12 +295,11 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            to_string(cfg.block_k) + ") and 1 or 2 consumer warpgroups (e.g. 128x128 with warps 8x1)");
   // The TMA-store epilogue (the kernel's section 12): a TMA box cannot stop at an expert's last row, and
   // a GLU writes N / 2 columns from column pairs.
-  const int out_box_cols = 128 / elem_bytes(spec.out.format);
-  if (cfg.tma_store != 0 && wg_n % out_box_cols != 0)
+  // Boxes of 128 bytes where the warpgroup's columns are a whole number of them, else of 16 columns.
+  if (cfg.tma_store != 0 && wg_n % 16 != 0)
     return InvalidArgument(name + "tma_store=1 with " + to_string(wg_n) + " columns per warpgroup: the staged "
-                           "slab is stored in boxes of 128 bytes (" + to_string(out_box_cols) + " " +
-                           format_name(spec.out.format) + " columns); use tma_store 0 or a multiple of " +
-                           to_string(out_box_cols) + " columns");
+                           "slab is stored in boxes of 128 bytes or of 16 columns; use tma_store 0 or a multiple "
+                           "of 16 columns");
   if (cfg.tma_store != 0 && (cfg.tma_store != 1 || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +
                            (cfg.tma_store != 1 ? string("a value other than 0 or 1")

@@ -283,9 +283,13 @@ struct Gemm {
   // slab in shared memory as TMA boxes of kWgTileM rows x 128 bytes (128-byte swizzle).
   static constexpr bool kTmaStore = ConfigTmaStore<Config>::kValue;
   static constexpr int kOutBytes = format_bytes(kOut);
-  static constexpr int kOutBoxCols = 128 / kOutBytes;
+  // Output boxes: 128 bytes of a row (the 128-byte swizzle), or 16 columns unswizzled when the warpgroup's
+  // columns are not a whole number of those (N = 112, 144, 176, 208 with 16-bit outputs).
+  static constexpr bool kOutNarrow = kWgTileN % (128 / kOutBytes) != 0;
+  static constexpr int kOutBoxCols = kOutNarrow ? 16 : 128 / kOutBytes;
+  static constexpr int kOutRowBytes = kOutBoxCols * kOutBytes;
   static constexpr int kOutBoxes = kWgTileN / kOutBoxCols;
-  static constexpr int kOutBoxBytes = kWgTileM * 128;
+  static constexpr int kOutBoxBytes = kWgTileM * kOutRowBytes;
   static constexpr int kOutWgBytes = kOutBoxes * kOutBoxBytes;
   static constexpr int kOutTileBytes = kTmaStore ? kConsumers * kOutWgBytes : 0;
   // Grouped GEMMs (section 9): the per-expert table the walk reads, built once per CTA.
@@ -1358,7 +1362,8 @@ struct Gemm {
   // functor's vector loads stay in bounds; the rest are staged as zeros and clipped by TMA). Box b of
   // the slab holds columns [b * kOutBoxCols, (b + 1) * kOutBoxCols) of its kWgTileM rows, 128 bytes per
   // row, 16-byte chunk q of row r at chunk q ^ (r % 8) (the map's 128-byte swizzle): the 8 rows a warp
-  // writes at once land in 8 different chunks, so the 4-byte stores do not conflict. The previous
+  // writes at once land in 8 different chunks, so the 4-byte stores do not conflict. Narrow boxes (16
+  // columns, kOutNarrow) are plain rows of kOutRowBytes (the map is unswizzled; 2-way store conflicts). The previous
   // tile's stores must have read the slab first (tma_store_wait_read by the thread that issued them,
   // then the warpgroup's barrier); the stores themselves run while the warpgroup goes on to its next
   // tile's mainloop.
@@ -1396,7 +1401,9 @@ struct Gemm {
               v0 = v1 = 0.0f;
             }
           }
-          const u32 addr = buf + u32(box * kOutBoxBytes + r * 128 + ((((off >> 4) ^ (r & 7)) << 4) | (off & 15)));
+          const u32 addr =
+              kOutNarrow ? buf + u32(box * kOutBoxBytes + r * kOutRowBytes + off)
+                         : buf + u32(box * kOutBoxBytes + r * 128 + ((((off >> 4) ^ (r & 7)) << 4) | (off & 15)));
           if constexpr (kOut == Format::kBf16) {
             sts_u32(addr, cvt_pack_bf16x2(v0, v1));
           } else if constexpr (kOut == Format::kF16) {

@@ -164,7 +164,12 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      {128, 208, 3, 8, 1, 1, 8, 1, 1, 0, 64},
                      {128, 128, 4, 4, 2, 1, 8, 1, 1, 0, 64},
                      // 48: N = 176 (2112 = 12 x 176: 2.9 waves of 128-row tiles at M = 4096 against 192's 2.7)
-                     {128, 176, 4, 8, 1}};
+                     {128, 176, 4, 8, 1},
+                     // TMA stores in 16-column boxes (warpgroup columns not a whole number of 128-byte
+                     // boxes): 49 N = 176, 50 N = 208, 51 N = 112 at two warpgroups along N (64 x 112 each).
+                     {128, 176, 2, 8, 1, 1, 8, 1, 1, 1},
+                     {128, 208, 2, 8, 1, 1, 8, 1, 1, 1},
+                     {128, 224, 2, 4, 2, 1, 8, 1, 1, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -459,6 +464,12 @@ std::vector<Case> tma_cases() {
         if (kPins[pin].split > 1 && sh.m > 300) continue;  // split-K: the decode shapes
         cases.push_back({sp.spec, sh.m, sh.n, sh.k, pin});
       }
+    }
+  }
+  // 16-column boxes (no swizzle) for warpgroup widths that are not whole 128-byte boxes.
+  for (const char* sp : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32", "gemm a=e4m3:m b=e4m3:n out=bf16"}) {
+    for (int pin : {49, 50, 51}) {
+      for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
     }
   }
   return cases;

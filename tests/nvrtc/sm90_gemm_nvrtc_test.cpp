@@ -804,6 +804,21 @@ TEST(Sm90TmaStoreNvrtcTest, TmaStoreConfigsCompileWithoutSpills) {
   EXPECT_THAT(plain->source, Not(HasSubstr("kTmaStore")));
 }
 
+// TMA stores in 16-column unswizzled boxes where a warpgroup's columns are not whole 128-byte boxes.
+TEST(Sm90TmaStoreNvrtcTest, NarrowBoxesCompileWithoutSpills) {
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:m b=e4m3:n out=f32"}) {
+    const KernelSpec s = spec_of(text);
+    for (int bn : {176, 208, 112}) {
+      TileConfig c = v4_config(128, bn, format_is_fp8(s.a.format) ? 128 : 64, 3, 8, 1);
+      c.tma_store = 1;
+      while (c.stages > 2 && !sm90_check_config(s, sm90a(), c).ok()) --c.stages;  // the deepest ring that fits
+      ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << sm90_check_config(s, sm90a(), c).to_string();
+      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), true);
+      EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta")) << c.to_string();
+    }
+  }
+}
+
 TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
   TileConfig c = v4_config(128, 256, 64, 3, 8, 1);

@@ -158,12 +158,17 @@ TEST(Sm90PlanOddNTest, WidthsBetweenThePowersOfTwo) {
   EXPECT_FALSE(sm90_check_config(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), sm90a(),
                                  config(128, 112, 128, 3, 8, 1))
                    .ok());
-  // TMA stores write 128-byte boxes: 192 bf16 columns are 3 boxes, 160 are not a whole number.
+  // TMA stores write 128-byte boxes (192 bf16 columns are 3), or 16-column boxes where the warpgroup's
+  // columns are not a whole number of those (160, 176 bf16 columns); every wgmma N is a multiple of 16.
   TileConfig t = config(128, 192, 64, 3, 8, 1);
   t.tma_store = 1;
   EXPECT_TRUE(sm90_check_config(bf16, sm90a(), t).ok());
+  for (int n : {160, 176, 112, 144, 208}) {
+    t.block_n = n;
+    t.stages = 3;
+    EXPECT_TRUE(sm90_check_config(bf16, sm90a(), t).ok()) << n << ": " << sm90_check_config(bf16, sm90a(), t).to_string();
+  }
   t.block_n = 160;
-  EXPECT_THAT(sm90_check_config(bf16, sm90a(), t).message(), HasSubstr("boxes of 128 bytes"));
   EXPECT_TRUE(sm90_check_config(spec_of("gemm a=bf16 b=bf16 out=f32"), sm90a(), t).ok());  // 32 f32 per box
   // The space offers them.
   int odd = 0;
