@@ -337,6 +337,13 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 4096 x 7168 x 2048 FP8 row 0.137 -> 0.098, block 0.136 -> 0.112; 4096 x 7168 x 16384 FP8 tensor
   // 0.677 -> 0.632.
   const bool tma_store = m >= 256 && spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone;
+  // The share of the SMs' tile slots doing useful work, M N / (ceil(tiles / SMs) SMs tile_M tile_N): counts
+  // both the last wave and the padding of the last tile column.
+  auto useful_share = [&](const TileConfig& c, int64_t t) {
+    const double slots = std::ceil(static_cast<double>(t) / kSms) * kSms * c.block_m * c.block_n;
+    const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
+    return static_cast<double>(m) * static_cast<double>(std::max<int64_t>(sizes.n, 1)) * groups / slots;
+  };
   // At most one stage is given up for the staged tile (measured: 4 -> 3 on the wide tile, 3 -> 2 on the
   // two-atom block tile); an f32 tile that would halve the wide ring keeps the direct epilogue.
   auto finish = [&](TileConfig c) {
@@ -368,16 +375,28 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     // waves), 0.89 in 128 x 192 (11 exact columns, 2.7 waves); measured on the H200 (session 6 tuning,
     // bench/logs/2026-11-29-session6-run1-*): bf16 0.222 -> 0.172 ms, FP8 tensor 0.121 -> 0.094, row
     // 0.124 -> 0.096. The 5% margin keeps the wider tile (less shared-memory traffic per FLOP) on ties.
-    const TileConfig narrow = finish(make(spec, 128, 192, 8, 1));
-    auto useful = [&](const TileConfig& c) {
-      const double t = static_cast<double>(tiles(sizes, c));
-      const double slots = std::ceil(t / kSms) * kSms * c.block_m * c.block_n;
-      return static_cast<double>(m) * static_cast<double>(std::max<int64_t>(sizes.n, 1)) * groups / slots;
-    };
+    // 128 x 176 likewise (2112 = 12 x 176: 0.97 useful, 2.9 waves): with TMA stores in 16-column boxes
+    // 5-6% faster than 128 x 192 there for bf16 and FP8 tensor (bench/NOTES.md, session 11).
+    auto useful = [&](const TileConfig& c) { return useful_share(c, tiles(sizes, c)); };
+    TileConfig narrow = finish(make(spec, 128, 192, 8, 1));
+    const TileConfig n176 = finish(make(spec, 128, 176, 8, 1));
+    if (useful(n176) > 1.05 * useful(narrow) && sm90_check_config(spec, arch, n176).ok()) narrow = n176;
     if (spec.layout == GroupLayout::kDense && useful(narrow) > 1.05 * useful(wide) &&
         sm90_check_config(spec, arch, narrow).ok())
       return narrow;
     return wide;
+  }
+  // Block-scaled problems promote at most 64 x 192 per warpgroup: 128 x 192 (one atom per stage) where
+  // its waves waste clearly less than 128 x 128's, as above (4096 x 2112: 0.89 vs 0.80 useful; measured
+  // 121 vs 132 us against the two-atom 128 x 128 below, and slower at 4096 x {4096, 7168, 24576},
+  // bench/NOTES.md session 11).
+  if (m > 64 && sm90_block_scaled(spec) && spec.layout == GroupLayout::kDense) {
+    const TileConfig b192 = finish(make(spec, 128, 192, 8, 1));
+    const TileConfig b128 = make(spec, 128, 128, 8, 1);
+    if (tiles(sizes, b192) >= kSms &&
+        useful_share(b192, tiles(sizes, b192)) > 1.05 * useful_share(b128, tiles(sizes, b128)) &&
+        sm90_check_config(spec, arch, b192).ok())
+      return b192;
   }
   // Medium, and every large block-scaled problem (block scales need the promoted path, which 128 x 256
   // cannot hold: check_config refuses `wide` for them): 128 x 128, two warpgroups of 64 x 128 (FP8
@@ -459,6 +478,10 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
                            // 192, 7168 = 56 x 128 ~ 34.5 x 208, ... so the last wave fills more SMs.
                            {128, 192, 8, 1, 1}, {128, 160, 8, 1, 1}, {128, 208, 8, 1, 1}, {128, 144, 8, 1, 1},
                            {128, 112, 8, 1, 1},
+                           // 2112 = 12 x 176: 2.9 waves of 128-row tiles at M = 4096 (192: 2.7); with TMA
+                           // stores in 16-column boxes, 5-6% faster than 128 x 192 there (bench/NOTES.md,
+                           // session 11).
+                           {128, 176, 8, 1, 1},
                            // v4 (the kernel's section 8), offered for block-scaled specs: two-atom stages
                            // with overlapped promotion, and three consumer warpgroups.
                            {128, 128, 8, 1, 2}, {64, 128, 4, 1, 2},  {64, 256, 4, 2, 2},  {192, 128, 12, 1, 1},

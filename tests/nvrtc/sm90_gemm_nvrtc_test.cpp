@@ -271,11 +271,9 @@ TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
   compile_ok(t, configs[0], "tensor " + configs[0].to_string());
 }
 
-// What `kiln compile --arch sm_90a --emit ptx examples/specs/fp8_block_gemm.kiln` shows: the default
-// config at the DeepSeek shape, its resource report and the instructions.
-// N = 176 per consumer warpgroup (not in the config space: measured level with 128 x 192 + TMA stores,
-// bench/NOTES.md session 10; pinned configs and the gpu tier's OddNConfigs use it): 16-bit and FP8
-// (fast-accumulating; a promoted partial does not fit above 128 columns) compile without spills.
+// N = 176 per consumer warpgroup (in the config space since session 11: with TMA stores in 16-column
+// boxes it is the default at N = 2112, bench/NOTES.md): 16-bit and FP8 (fast-accumulating; a promoted
+// partial does not fit above 128 columns) compile without spills.
 TEST(Sm90GemmNvrtcTest, N176TilesCompileWithoutSpills) {
   const struct {
     const char* spec;
@@ -322,6 +320,8 @@ TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
   }
 }
 
+// What `kiln compile --arch sm_90a --emit ptx examples/specs/fp8_block_gemm.kiln` shows: the default
+// config at the DeepSeek shape, its resource report and the instructions.
 TEST(Sm90BlockScaleNvrtcTest, DefaultBlockConfigUsesWgmmaTmaAndPromotes) {
   for (const char* out : {"bf16", "f16", "f32"}) {
     const KernelSpec s = spec_of(std::string("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=") + out);
