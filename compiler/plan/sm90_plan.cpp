@@ -312,6 +312,12 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with block_k=" + to_string(cfg.block_k) +
                            " (two unpromoted atoms per stage): ptxas serializes that kernel's wgmmas; use block_k " +
                            to_string(kRowBytes / eb) + " or split_k 1");
+  // Split-K on block-scaled 192-column warpgroups (96 accumulators + 96 partials) spills in ptxas
+  // (measured: 24-28 B of spill stores at 128 x 192 and 64 x 192 with k2 / k4): refused.
+  if (cfg.split_k > 1 && sm90_block_scaled(spec) && cfg.block_n / std::max(1, cfg.warps_n) == 192)
+    return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with block scales on 192 columns per "
+                           "warpgroup: the promoted 64x192 tile and the split's partial sums do not fit the "
+                           "registers; use split_k 1 or block_n 64 / 128 for split-K");
   // Split-K (the kernel's section 10): dense problems, no clusters.
   if (cfg.split_k > 1 && (spec.layout != GroupLayout::kDense || cfg.cluster_m != 1))
     return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " +

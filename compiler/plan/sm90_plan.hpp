@@ -17,7 +17,8 @@
 //   group_m           grouped rasterization of the persistent tile walk
 // FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes);
 // block-scaled FP8 (DeepSeek 1x128 x 128x128) needs it, so its configs are warpgroup tiles of at most
-// 64 x 128 (64 x 64 / 128 x 64) and its default is 128 x 128 over two consumer warpgroups.
+// 64 x 128, or 64 x 192 with one atom per stage and 1-2 consumer warpgroups (no split-K), and its
+// default is 128 x 128 over two consumer warpgroups (128 x 192 where its waves fill clearly better).
 //
 //   if (sm90_supports(spec, arch)) ...                    // select_family's hook
 //   TileConfig c = sm90_default_config(spec, arch, sizes);

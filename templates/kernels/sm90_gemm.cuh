@@ -75,6 +75,8 @@
 //    promoted path (the planner refuses block scales on a tile too wide to promote), and a consumer
 //    warpgroup's columns lie in one 128-column block of b's scales (kWgTileN divides 128 and tiles
 //    start at multiples of it): one sb per thread and K block, two sa (rows g, g + 8) per m64 slab.
+//    A 192-column warpgroup spans two blocks in three 64-column segments (kBSegs below): two sb per
+//    thread and K block, the middle segment's chosen by where the warpgroup starts.
 //    They are plain read-only global loads (tiny, L2-resident tensors), issued one K tile ahead into
 //    registers — across tiles too: the last K tile of a tile prefetches the next tile's first — so
 //    their latency hides behind a K tile's TMA wait and wgmmas. Rows >= M and columns >= N read the
@@ -280,11 +282,11 @@ struct Gemm {
   static constexpr bool kGlu = kGateUp != GateUp::kNone;
   using Fn = typename ConfigEpilogue<Config>::Fn;
   // Section 12: the TMA-store epilogue. Each consumer warpgroup stages its kWgTileM x kWgTileN output
-  // slab in shared memory as TMA boxes of kWgTileM rows x 128 bytes (128-byte swizzle).
+  // slab in shared memory as TMA boxes of kWgTileM rows x 128 bytes (128-byte swizzle), or narrow boxes.
   static constexpr bool kTmaStore = ConfigTmaStore<Config>::kValue;
   static constexpr int kOutBytes = format_bytes(kOut);
   // Output boxes: 128 bytes of a row (the 128-byte swizzle), or 16 columns unswizzled when the warpgroup's
-  // columns are not a whole number of those (N = 112, 144, 176, 208 with 16-bit outputs).
+  // columns are not a whole number of those (e.g. 96, 112, 144, 160, 176, 208 columns with 16-bit outputs).
   static constexpr bool kOutNarrow = kWgTileN % (128 / kOutBytes) != 0;
   static constexpr int kOutBoxCols = kOutNarrow ? 16 : 128 / kOutBytes;
   static constexpr int kOutRowBytes = kOutBoxCols * kOutBytes;
@@ -411,9 +413,9 @@ struct Gemm {
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
                 "one K tile (atom) is exactly one 128-wide K block of scales (FP8: 128 elements = 128 bytes)");
-  static_assert(!kBlockB || kBOneBlock || (kWgTileN == 192 && kBlockN % 64 == 0 && !kStagedScales),
+  static_assert(!kBlockB || kBOneBlock || (kWgTileN == 192 && kBlockN % 64 == 0 && !kStagedScales && !kSplit),
                 "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block, or "
-                "in 64-column segments that each do (section 7; not with staged scales)");
+                "in 64-column segments that each do (section 7; not with staged scales or split-K)");
 
   struct Smem {
     u32 a;       // A boxes, stage s at a + s * kTileBytesA (atom t of it at + t * kAtomBytesA)
@@ -1363,10 +1365,10 @@ struct Gemm {
   // the slab holds columns [b * kOutBoxCols, (b + 1) * kOutBoxCols) of its kWgTileM rows, 128 bytes per
   // row, 16-byte chunk q of row r at chunk q ^ (r % 8) (the map's 128-byte swizzle): the 8 rows a warp
   // writes at once land in 8 different chunks, so the 4-byte stores do not conflict. Narrow boxes (16
-  // columns, kOutNarrow) are plain rows of kOutRowBytes (the map is unswizzled; 2-way store conflicts). The previous
-  // tile's stores must have read the slab first (tma_store_wait_read by the thread that issued them,
-  // then the warpgroup's barrier); the stores themselves run while the warpgroup goes on to its next
-  // tile's mainloop.
+  // columns, kOutNarrow) are plain rows of kOutRowBytes (the map is unswizzled; 2-way store conflicts
+  // for 16-bit outputs, 4-way for f32). The previous tile's stores must have read the slab first
+  // (tma_store_wait_read by the thread that issued them, then the warpgroup's barrier); the stores
+  // themselves run while the warpgroup goes on to its next tile's mainloop.
   static __device__ __forceinline__ void store_tile_tma(const GemmParams& p, const Smem& sm, const TmaDesc* tma_out,
                                                         const Tile& tile, const float (&acc)[kMmaM][kAccRegs],
                                                         const float (&row_f)[kMmaM][2], float b_tile, int wg_m,

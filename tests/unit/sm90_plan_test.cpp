@@ -198,6 +198,13 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
         << n;
   }
   EXPECT_FALSE(sm90_check_config(block, sm90a(), config(128, 256, 128, 4, 8, 1)).ok());
+  // Split-K on 192-column block warpgroups spills (ptxas): refused, naming the way out.
+  TileConfig split = config(128, 192, 128, 4, 8, 1);
+  split.split_k = 2;
+  EXPECT_THAT(sm90_check_config(block, sm90a(), split).message(), HasSubstr("split_k 1 or block_n 64 / 128"));
+  split = config(64, 192, 128, 4, 4, 1);
+  split.split_k = 4;
+  EXPECT_FALSE(sm90_check_config(block, sm90a(), split).ok());
   // The tuner's space offers it, plain, clustered and with TMA stores.
   int offered = 0;
   for (const TileConfig& c : sm90_config_space(block, sm90a())) offered += c.block_n == 192;
