@@ -169,7 +169,10 @@ const Pin kPins[] = {{128, 256, 4, 8, 1},
                      // boxes): 49 N = 176, 50 N = 208, 51 N = 112 at two warpgroups along N (64 x 112 each).
                      {128, 176, 2, 8, 1, 1, 8, 1, 1, 1},
                      {128, 208, 2, 8, 1, 1, 8, 1, 1, 1},
-                     {128, 224, 2, 4, 2, 1, 8, 1, 1, 1}};
+                     {128, 224, 2, 4, 2, 1, 8, 1, 1, 1},
+                     // 52: block scales on one consumer warpgroup of 64 x 192 (240 registers; session 11,
+                     // added after its last device call: first run in the next gpu tier).
+                     {64, 192, 6, 4, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -294,10 +297,11 @@ std::vector<Case> scaled_pinned_cases() {
       }
     }
   }
-  // Block scales on promoted 64 x 192 warpgroups (pins 35, 40, 41: plain, clusters of 2, TMA stores):
+  // Block scales on promoted 64 x 192 warpgroups (pins 35, 40, 41: plain, clusters of 2, TMA stores; 52:
+  // one consumer warpgroup):
   // tiles start on 64-column edges, so a warpgroup's columns fall into two 128-column scale blocks
   // (N = 1000: tiles at 192, 576, 960 start mid-block), with N tails and a multi-wave shape.
-  for (int i : {35, 40, 41}) {
+  for (int i : {35, 40, 41, 52}) {
     for (const char* p : kBlockPairs) {
       for (const char* o : {"bf16", "f32"}) {
         const std::string s = std::string("gemm ") + p + " out=" + o;
