@@ -343,11 +343,15 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 4096 x 7168 x 2048 FP8 row 0.137 -> 0.098, block 0.136 -> 0.112; 4096 x 7168 x 16384 FP8 tensor
   // 0.677 -> 0.632.
   const bool tma_store = m >= 256 && spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone;
+  // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
+  // every expert brings its own tiles.
+  const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
+  auto tiles = [&](const ProblemSizes& s, const TileConfig& c) { return kiln::tiles(s, c) * groups; };
   // The share of the SMs' tile slots doing useful work, M N / (ceil(tiles / SMs) SMs tile_M tile_N): counts
   // both the last wave and the padding of the last tile column.
-  auto useful_share = [&](const TileConfig& c, int64_t t) {
-    const double slots = std::ceil(static_cast<double>(t) / kSms) * kSms * c.block_m * c.block_n;
-    const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
+  auto useful = [&](const TileConfig& c) {
+    const double waves = std::ceil(static_cast<double>(tiles(sizes, c)) / kSms);
+    const double slots = waves * kSms * c.block_m * c.block_n;
     return static_cast<double>(m) * static_cast<double>(std::max<int64_t>(sizes.n, 1)) * groups / slots;
   };
   // At most one stage is given up for the staged tile (measured: 4 -> 3 on the wide tile, 3 -> 2 on the
@@ -362,10 +366,6 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     }
     return c;
   };
-  // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
-  // every expert brings its own tiles.
-  const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
-  auto tiles = [&](const ProblemSizes& s, const TileConfig& c) { return kiln::tiles(s, c) * groups; };
   // Large problems: 128 x 256, two consumer warpgroups of 64 x 256 (128 accumulators each: the widest
   // wgmma, the least shared-memory traffic per FLOP), 4 stages. FP8 keeps 128 x 256 too (fast
   // accumulation: a promoted partial would need 256 registers); bench/NOTES.md has the measurements.
@@ -383,7 +383,6 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     // 0.124 -> 0.096. The 5% margin keeps the wider tile (less shared-memory traffic per FLOP) on ties.
     // 128 x 176 likewise (2112 = 12 x 176: 0.97 useful, 2.9 waves): with TMA stores in 16-column boxes
     // 5-6% faster than 128 x 192 there for bf16 and FP8 tensor (bench/NOTES.md, session 11).
-    auto useful = [&](const TileConfig& c) { return useful_share(c, tiles(sizes, c)); };
     TileConfig narrow = finish(make(spec, 128, 192, 8, 1));
     const TileConfig n176 = finish(make(spec, 128, 176, 8, 1));
     if (useful(n176) > 1.05 * useful(narrow) && sm90_check_config(spec, arch, n176).ok()) narrow = n176;
@@ -399,8 +398,7 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   if (m > 64 && sm90_block_scaled(spec) && spec.layout == GroupLayout::kDense) {
     const TileConfig b192 = finish(make(spec, 128, 192, 8, 1));
     const TileConfig b128 = make(spec, 128, 128, 8, 1);
-    if (tiles(sizes, b192) >= kSms &&
-        useful_share(b192, tiles(sizes, b192)) > 1.05 * useful_share(b128, tiles(sizes, b128)) &&
+    if (tiles(sizes, b192) >= kSms && useful(b192) > 1.05 * useful(b128) &&
         sm90_check_config(spec, arch, b192).ok())
       return b192;
   }
