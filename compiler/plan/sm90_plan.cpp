@@ -416,6 +416,15 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     overlapped.block_k = 2 * overlapped.block_k;  // two atoms per stage
     overlapped.cluster_m = 2;
     overlapped = finish(overlapped);
+    // Long K: a third stage beats the TMA-store epilogue (whose staged output tile leaves room for two):
+    // at 4096 x 7168 x 16384 787 vs 814 us, level at K = 7168 and 8192, and the TMA store stays ahead
+    // at K <= 2048 (H200 tuning, bench/NOTES.md session 12).
+    if (overlapped.tma_store && sizes.k >= 8192) {
+      TileConfig deep = overlapped;
+      deep.tma_store = 0;
+      deep.stages = max_stages(spec, arch, deep);
+      if (deep.stages > overlapped.stages && sm90_check_config(spec, arch, deep).ok()) overlapped = deep;
+    }
     if (sm90_check_config(spec, arch, overlapped).ok()) return overlapped;
   }
   const TileConfig square = finish(make(spec, 128, 128, 8, 1));

@@ -91,11 +91,13 @@
 //      accumulators + 2 partials = 192 f32 at 64 x 128, hence the 24 / 240 producer / consumer split.
 //    - Three consumer warpgroups (warps 12 x 1: 192 x 128 tiles of 64 x 128 each), 32 / 160 registers:
 //      more wgmma work per CTA and three warpgroups to cover each other's promotions.
-//    Both stage the block scales through shared memory (kStagedScales): warp 1 of the producer
-//    warpgroup copies each stage's a-scales (one word per tile row) and b-scales (one word per
-//    consumer column) into a slot beside the ring with 4-byte cp.async, and arrives on full[s] through
-//    cp.async.mbarrier.arrive.noinc (stage_scales). The consumers read 2 * kMmaM + 1 shared words per
-//    atom after the full wait instead of issuing global loads; E8M0 words are decoded with a shift.
+//    Both stage the block scales through shared memory (kStagedScales): warp 0 of the producer
+//    warpgroup (lane 0 also issues the TMA copies) copies each stage's a-scales (per tile row: one
+//    8-byte cp.async for both f32 blocks of a two-atom stage where the tensor is 8-byte aligned, else a
+//    word per block; E8M0: the one aligned word holding the stage's bytes) and b-scales (one word per
+//    consumer column) into a slot beside the ring, and arrives on full[s] through
+//    cp.async.mbarrier.arrive.noinc (stage_scale_copies). The consumers read 2 * kMmaM + 1 shared words
+//    per atom after the full wait instead of issuing global loads; E8M0 words are decoded with a shift.
 // 9. Grouped GEMMs (Config::kGrouping offsets or masked; common/gemm_params.cuh "Grouped GEMMs"). The
 //    per-expert row counts live on the device, so warp 0 of every CTA builds a table in shared memory
 //    before the first barrier (build_groups): per expert, its first row of X / Y, its row count
@@ -831,12 +833,13 @@ struct Gemm {
     return async;
   }
 
-  // Scale element (row, kb) of a 2-D scale tensor (row stride lds elements) into the shared word `dst`.
-  // f32: the word itself. E8M0: the aligned 4-byte word holding the byte (async), or the byte shifted to
-  // its place in that word (sync: ld + st.shared), so the consumers decode both the same way (byte kb % 4).
+  // Scale elements (row, kb .. kb + n - 1) of a 2-D scale tensor (row stride lds elements) into the shared
+  // word `dst`. f32: element kb itself (n = 1). E8M0: the aligned 4-byte word holding bytes kb .. kb + n -
+  // 1 (async; the caller keeps them in one word), or those bytes shifted to their places in that word
+  // (sync: ld + st.shared), so the consumers decode both the same way (byte kb % 4).
   template <ScaleType kType>
-  static __device__ __forceinline__ void copy_scale(u32 dst, const float* base, int row, long long lds, int kb,
-                                                    bool async) {
+  static __device__ __forceinline__ void copy_scale(u32 dst, const float* base, int row, long long lds,
+                                                    int kb, int n, bool async) {
     constexpr int kBytes = kType == ScaleType::kF32 ? 4 : 1;
     const u8* src = reinterpret_cast<const u8*>(base) + (i64(row) * lds + kb) * kBytes;
     if (async) {
@@ -844,28 +847,56 @@ struct Gemm {
     } else if constexpr (kBytes == 4) {
       sts_u32(dst, ldg_u32(src));
     } else {
-      sts_u32(dst, ldg_u8(src) << (8 * (kb & 3)));
+      u32 w = ldg_u8(src) << (8 * (kb & 3));
+      if (n > 1) w |= ldg_u8(src + 1) << (8 * ((kb + 1) & 3));  // n <= 2: a stage has at most two blocks
+      sts_u32(dst, w);
     }
   }
 
-  // A stage's scale slot, per atom t (K block kt + t < k_end): word r < kBlockM = a's scale of tile row
-  // r, word kBlockM + j = b's scale of consumer column j. The caller then arrives on full[s] from every
-  // lane (full counts 1 + 32 arrivals): cp.async.mbarrier.arrive.noinc once the lane's copies land, or
-  // a plain arrive (release) after the synchronous stores.
+  // A stage's scale slot: a's scales of tile row r at words kAtoms * r + t (atom t = K block kt + t <
+  // k_end), then b's of consumer column j at words kAtoms * kBlockM + 4 * t + j. E8M0 scales keep a stage's
+  // blocks in the word of atom 0 (kt is even when kAtoms = 2: blocks kt, kt + 1 share an aligned word).
+  // f32 a-scales of a whole two-atom stage are one 8-byte copy per row where the tensor allows it: with
+  // one 4-byte copy per row and atom, the copies' L1 requests cost the 128 x 128 block kernel ~9% at M =
+  // 4096 (bench/NOTES.md session 12). The caller then arrives on full[s] from every lane (full counts 1 +
+  // 32 arrivals): cp.async.mbarrier.arrive.noinc once the lane's copies land, or a plain arrive (release)
+  // after the synchronous stores.
   static __device__ __forceinline__ void stage_scale_copies(const GemmParams& p, u32 slot, const ScaleSrc& src,
                                                             int kt, int k_end, bool async, int lane) {
+    const int n = k_end - kt < kAtoms ? k_end - kt : kAtoms;  // K blocks in this stage
+    if constexpr (kBlockA && kScaleTypeA == ScaleType::kUe8m0) {
 #pragma unroll
-    for (int t = 0; t < kAtoms; ++t) {
-      const int kb = kt + t;
-      if (kb < k_end) {
-        const u32 words = slot + t * kScaleAtomBytes;
-        if constexpr (kBlockA) {
+      for (int i = 0; i < kScaleRowsPerLane; ++i)
+        copy_scale<kScaleTypeA>(slot + 4 * kAtoms * (32 * i + lane), p.a_scale, src.a[i], p.lds_a, kt, n,
+                                async);
+    } else if constexpr (kBlockA) {
+      if (kAtoms == 2 && n == 2 && async &&
+          ((reinterpret_cast<u64>(p.a_scale) | u64(p.lds_a) * 4) & 7) == 0) {
 #pragma unroll
-          for (int i = 0; i < kScaleRowsPerLane; ++i)
-            copy_scale<kScaleTypeA>(words + 4 * (32 * i + lane), p.a_scale, src.a[i], p.lds_a, kb, async);
+        for (int i = 0; i < kScaleRowsPerLane; ++i)
+          cp_async_8(slot + 8 * (32 * i + lane), p.a_scale + i64(src.a[i]) * p.lds_a + kt);
+      } else {
+#pragma unroll
+        for (int t = 0; t < kAtoms; ++t) {
+          if (t < n) {
+#pragma unroll
+            for (int i = 0; i < kScaleRowsPerLane; ++i)
+              copy_scale<kScaleTypeA>(slot + 4 * (kAtoms * (32 * i + lane) + t), p.a_scale, src.a[i], p.lds_a,
+                                      kt + t, 1, async);
+          }
         }
-        if constexpr (kBlockB) {
-          if (lane < kWgsN) copy_scale<kScaleTypeB>(words + 4 * (kBlockM + lane), src.b_base, src.b, p.lds_b, kb, async);
+      }
+    }
+    if constexpr (kBlockB) {
+      if (lane < kWgsN) {
+        const u32 words = slot + 4 * (kAtoms * kBlockM + lane);
+        if constexpr (kScaleTypeB == ScaleType::kUe8m0) {
+          copy_scale<kScaleTypeB>(words, src.b_base, src.b, p.lds_b, kt, n, async);
+        } else {
+#pragma unroll
+          for (int t = 0; t < kAtoms; ++t) {
+            if (t < n) copy_scale<kScaleTypeB>(words + 16 * t, src.b_base, src.b, p.lds_b, kt + t, 1, async);
+          }
         }
       }
     }
@@ -1080,17 +1111,20 @@ struct Gemm {
   static __device__ __forceinline__ BlockScales staged_block_scales(u32 slot, int t, int kb, int wg_m, int wg_n,
                                                                     int warp, int lane) {
     BlockScales s{};
-    const u32 words = slot + t * kScaleAtomBytes;
+    const int ta = kScaleTypeA == ScaleType::kUe8m0 ? 0 : t;  // E8M0: the stage's blocks share atom 0's word
+    const int tb = kScaleTypeB == ScaleType::kUe8m0 ? 0 : t;
     if constexpr (kBlockA) {
       const int row0 = wg_m * kWgTileM + warp * 16 + (lane >> 2);
 #pragma unroll
       for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          s.a[mi][h] = staged_scale<kScaleTypeA>(lds_u32(words + 4 * (row0 + mi * 64 + h * 8)), kb);
+          s.a[mi][h] =
+              staged_scale<kScaleTypeA>(lds_u32(slot + 4 * (kAtoms * (row0 + mi * 64 + h * 8) + ta)), kb);
       }
     }
-    if constexpr (kBlockB) s.b[0] = staged_scale<kScaleTypeB>(lds_u32(words + 4 * (kBlockM + wg_n)), kb);
+    if constexpr (kBlockB)
+      s.b[0] = staged_scale<kScaleTypeB>(lds_u32(slot + 4 * (kAtoms * kBlockM + 4 * tb + wg_n)), kb);
     return s;
   }
 

@@ -36,6 +36,11 @@ __device__ __forceinline__ void cp_async_4(u32 dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
 }
 
+// 8 bytes from global `src` (8-byte aligned) to shared `dst` (8-byte aligned), through L1 (.ca).
+__device__ __forceinline__ void cp_async_8(u32 dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
 // An arrival on the mbarrier at shared address `bar` once every cp.async this thread issued before it has
 // landed (PTX ISA §9.7.9.25.3.4 "cp.async.mbarrier.arrive"). .noinc: the arrival counts against the
 // barrier's expected arrivals (its init count includes this thread), rather than adding one of its own.
