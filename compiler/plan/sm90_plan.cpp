@@ -408,10 +408,10 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // Large block-scaled problems with f32 scales: 128 x 128 with two 128-K atoms per stage (the second
   // atom's wgmmas overlap the first's promotion) and scales staged in shared memory, in clusters of 2
   // (B multicast). Measured on the H200 (2026-11-29, bench/NOTES.md v4): 1170 vs 967 TFLOP/s at
-  // 4096 x 7168 x 7168, 1120 vs 1016 at K = 16384. With ue8m0 scales it measured no faster (910 vs
-  // 923), so those keep the one-atom square below.
-  if (m > 64 && sm90_block_scaled(spec) && spec.a.scale_type != ScaleType::kUe8m0 &&
-      spec.b.scale_type != ScaleType::kUe8m0 && tiles(sizes, make(spec, 128, 128, 8, 1)) >= 2 * kSms) {
+  // 4096 x 7168 x 7168, 1120 vs 1016 at K = 16384. ue8m0 scales too since their staging copies one
+  // word per row and stage (session 12: 0.86-0.87 ms against 1.03 for the one-atom square at
+  // 4096 x 7168 x 16384; before, two copies per row and stage measured no faster, 910 vs 923 TFLOP/s).
+  if (m > 64 && sm90_block_scaled(spec) && tiles(sizes, make(spec, 128, 128, 8, 1)) >= 2 * kSms) {
     TileConfig overlapped = make(spec, 128, 128, 8, 1);
     overlapped.block_k = 2 * overlapped.block_k;  // two atoms per stage
     overlapped.cluster_m = 2;

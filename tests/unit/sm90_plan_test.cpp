@@ -113,9 +113,9 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
   EXPECT_TRUE(two_atoms);
   EXPECT_TRUE(three);
   EXPECT_TRUE(old_default);
-  // Measured on the H200 (bench/NOTES.md v4): large f32-scaled block problems default to the two-atom,
-  // clustered 128 x 128; ue8m0 scales and small grids keep the one-atom square. At M >= 256 they store
-  // through TMA (session 5, run 4), one stage fewer for the staged output tile.
+  // Measured on the H200 (bench/NOTES.md v4, session 12): large block problems (f32 or ue8m0 scales)
+  // default to the two-atom, clustered 128 x 128; small grids keep the one-atom square. At M >= 256
+  // they store through TMA (session 5, run 4), one stage fewer for the staged output tile.
   // Long K (>= 8192) trades the TMA store for a third stage (session 12: 787 vs 814 us at K = 16384).
   EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).to_string(),
             "bm128_bn128_bk256_s3_w8x1_g8_c2");
@@ -126,7 +126,7 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
   EXPECT_EQ(default_config(spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16"), sm90a(),
                            {4096, 7168, 16384})
                 .to_string(),
-            "bm128_bn128_bk128_s6_w8x1_g8_t");
+            "bm128_bn128_bk256_s3_w8x1_g8_c2");
   EXPECT_EQ(default_config(block, sm90a(), {128, 7168, 16384}).to_string(), "bm128_bn128_bk128_s7_w8x1_g8");
   // Specs without block scales do not get the v4 shapes in their space, except the 64-row two-atom
   // tiles (256 bytes of every row per stage for decode; unpromoted ones never split).
