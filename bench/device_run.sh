@@ -170,10 +170,12 @@ if [ -f "$X/compare_shapes.json" ]; then
   done
 fi
 # Optional tuning run (the bundle's tune_shapes.json): its winners go into the bench's cache database, so
-# bench_shapes.py plans with them; exported to $OUT/tuned.json for tuner/pretuned/.
+# bench_shapes.py plans with them; exported to $OUT/tuned.json for tuner/pretuned/. TUNE_BUDGET is seconds
+# per shape: the old default of 4 timed only 1-2 of 25 candidates at 4096 x 7168 x 16384 (session 12).
+# TUNE_TIMEOUT bounds the whole run (shapes x budget must fit in it).
 if [ -f "$X/tune_shapes.json" ]; then
   KILN_CACHE_DIR=$X/bench-cache timeout "${TUNE_TIMEOUT:-200}" "$X/kiln" tune "$X/tune_shapes.json" --gpu h200 \
-    --budget "${TUNE_BUDGET:-4}" --max-candidates "${TUNE_CANDIDATES:-24}" >"$OUT/tune.log" 2>&1
+    --budget "${TUNE_BUDGET:-20}" --max-candidates "${TUNE_CANDIDATES:-24}" >"$OUT/tune.log" 2>&1
   echo "tune rc=$? at $(elapsed)s"; tail -4 "$OUT/tune.log"
   KILN_CACHE_DIR=$X/bench-cache "$X/kiln" cache export "$OUT/tuned.json" --gpu h200 2>&1 | tail -1
 fi
