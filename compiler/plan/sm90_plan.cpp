@@ -178,8 +178,16 @@ bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
   // Block-scaled tiles with one atom per stage and 1 or 2 consumer warpgroups also promote 64 x 192 per
   // warpgroup: 96 accumulators + 96 partials in the consumers' 232 registers (the kernel's section 7).
   // Other FP8 tiles that wide accumulate fast (unpromoted), as before.
-  return sm90_block_scaled(spec) && atoms(spec, cfg) == 1 && consumers(cfg) <= 2 &&
-         2 * acc_regs(cfg) <= kMaxPromotedBlockRegs;
+  return (sm90_block_scaled(spec) && atoms(spec, cfg) == 1 && consumers(cfg) <= 2 &&
+          2 * acc_regs(cfg) <= kMaxPromotedBlockRegs) ||
+         sm90_half_partial(spec, cfg);
+}
+
+bool sm90_half_partial(const KernelSpec& spec, const TileConfig& cfg) {
+  if (!sm90_block_scaled(spec) || atoms(spec, cfg) != 1 || consumers(cfg) > 2 || cfg.split_k != 1)
+    return false;
+  const int wgs_m = std::max(1, cfg.warps_m / 4), wgs_n = std::max(1, cfg.warps_n);
+  return cfg.block_m / wgs_m == 64 && cfg.block_n / wgs_n == 256;
 }
 
 int sm90_atom_k(const KernelSpec& spec) { return kRowBytes / elem_bytes(spec.a.format); }
@@ -262,13 +270,18 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     const string scales = string("a=") + format_name(spec.a.format) + ":" + scale_granularity_name(spec.a.scale) +
                           " b=" + format_name(spec.b.format) + ":" + scale_granularity_name(spec.b.scale);
     const bool one_block = wg_n <= 128 && 128 % wg_n == 0;
-    if (spec.b.scale == ScaleGranularity::kBlock128x128 && !one_block &&
+    if (wg_n == 256 && atoms(spec, cfg) == 1 && cfg.split_k != 1)
+      return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " + scales +
+                             " on 256-column warpgroups (promoted in two halves, the kernel's section 14): "
+                             "split-K is not supported there; use split_k 1 or block_n 128 / 192");
+    if (spec.b.scale == ScaleGranularity::kBlock128x128 && !one_block && !sm90_half_partial(spec, cfg) &&
         (wg_n % 64 != 0 || wg_n > 192 || sm90_staged_scales(spec, cfg)))
       return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " gives each consumer warpgroup " +
                              to_string(wg_n) + " columns; with " + scales +
                              " a warpgroup's columns must lie in one 128-column scale block (64 or 128 per "
                              "warpgroup), or in 64-column segments with one atom per stage and 1 or 2 "
-                             "consumer warpgroups (192 per warpgroup: block_n 192 with warps 8x1)");
+                             "consumer warpgroups (192 per warpgroup: block_n 192 with warps 8x1; 64x256 per "
+                             "warpgroup: block_n 256 with warps 8x1 or 4x1, block_k 128)");
     if (!sm90_promotes(spec, cfg))
       return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +
                              to_string(wg_n) + " cannot be promoted (" + to_string(2 * acc_regs(cfg)) +
@@ -374,7 +387,10 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // (MXFP8's dequantizing producer, block_k 64, is not planned: it measured 240-260 TFLOP/s against
   // 390 for the promoted square on the H200, bench/NOTES.md session 8; only an explicit config runs it.)
   const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
-  if (m > 64 && tiles(sizes, wide) >= kSms && sm90_check_config(spec, arch, wide).ok()) {
+  // (Block-scaled 128 x 256 promotes in two halves, the kernel's section 14: explicit configs and the
+  // tuner's space only, not the default, until measured.)
+  if (m > 64 && tiles(sizes, wide) >= kSms && !sm90_half_partial(spec, wide) &&
+      sm90_check_config(spec, arch, wide).ok()) {
     // 128 x 192 where its waves waste clearly less: the share of the SMs' tile slots doing useful work,
     // M N / (ceil(tiles / SMs) SMs 128 N_tile), counts both the last wave and the padding of the last
     // tile column. 4096 x 2112: 0.67 in 128 x 256 tiles (9 columns of which the last is 1/4 used, 2.2

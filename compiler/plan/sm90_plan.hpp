@@ -75,6 +75,9 @@ inline constexpr int64_t kSm90SplitCounterSlots = int64_t{1} << 18;
 int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes);
 // Whether the kernel adds each K tile's FP8 partial sum into f32 registers (see the kernel's header).
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg);
+// Block-scaled 64 x 256 warpgroups (one atom per stage, 1 or 2 consumers, no split-K): promoted in two
+// 128-column halves through one half-width partial (the kernel's section 14).
+bool sm90_half_partial(const KernelSpec& spec, const TileConfig& cfg);
 // K elements of one 128-byte swizzle atom (a TMA box's width): 64 for bf16/f16, 128 for FP8.
 int sm90_atom_k(const KernelSpec& spec);
 // Whether block scales travel through shared memory, copied by a producer warp (the kernel's section 8:

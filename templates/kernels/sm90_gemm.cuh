@@ -45,8 +45,9 @@
 //    stored value is Fn::apply(ctx, acc * factors, 0, 0, m, n, e) — the portable family's contract
 //    (kernels/sm80_epilogue.cuh) — and with gate_up=interleaved a thread's column pair (2t, 2t + 1 of
 //    every n8 group: wgmma's accumulator layout keeps it in one thread, ptx/wgmma.cuh) is one (gate,
-//    up) pair, stored as ONE element Y[m, col / 2] = Fn::apply(ctx, 0, gate, up, m, col / 2, e). TMA zero-fills the rows past M/N and the K tail, so those parts of the
-//    accumulators are zeros, never garbage.
+//    up) pair, stored as ONE element Y[m, col / 2] = Fn::apply(ctx, 0, gate, up, m, col / 2, e). TMA
+//    zero-fills the rows past M/N and the K tail, so those parts of the accumulators are zeros, never
+//    garbage.
 // 5. Persistent: the grid is min(tiles, SMs) (runtime/sm90_launch.cpp) and block b takes tiles
 //    b, b + grid, ... in the grouped order of common/raster.cuh (group_m tile rows walked column by
 //    column: the tiles in flight at once share few A and B panels in L2). The producer runs ahead
@@ -150,6 +151,13 @@
 //    Shared memory: the bf16 ring + the staging ring (2 x (block_m + block_n) x 144 bytes), so 128 x 256
 //    tiles get 2 bf16 stages. Registers 72 / 216 for consumers of 128 accumulators, 104 / 200 below.
 //    Status: compiled without spills; NOT yet run on a GPU (branch wip/dq-tma; bench/verify_dq.sh).
+// 14. Block scales on 64 x 256 warpgroups (kHalfPart: one atom per stage, 1 or 2 consumer warpgroups,
+//    no split-K; 128 x 256 tiles with warps 8 x 1). 128 accumulators and a full 128-register partial do
+//    not fit the consumers' 232 registers, so each K tile runs as two batches of m64n128 wgmmas (the
+//    warpgroup's column halves, B rows 0-127 and 128-255 of the stage) into one 64-register partial,
+//    each drained and promoted into its half of the accumulators (b's scale block h for half h; the
+//    warpgroup starts on a 256-column edge). Why: the 128 x 128 tile, promoted or not, stops near 0.70 ms
+//    at 4096 x 7168 x 16384 where 128 x 256 runs 0.62 (bench/NOTES.md session 13).
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -257,12 +265,18 @@ struct Gemm {
   // block edge and in the second otherwise. The promotion multiplies each segment by its own factor,
   // with no per-element select.
   static constexpr bool kBOneBlock = kWgTileN <= 128 && 128 % kWgTileN == 0;
-  static constexpr int kBSegs = kBlockB && !kBOneBlock ? 3 : 1;
+  // A 256-column warpgroup (section 14) spans two whole blocks: two segments of 128 columns.
+  static constexpr int kBSegs = kBlockB && !kBOneBlock ? (kWgTileN == 256 ? 2 : 3) : 1;
   static constexpr int kBBlocks = kBSegs == 1 ? 1 : 2;  // b scales loaded per K block
   static constexpr int kBSegCols = kWgTileN / kBSegs;
   // Promoted block-scaled tiles with one atom per stage may hold 64 x 192 per warpgroup: 96
   // accumulators + 96 partials in the 232 registers of two consumers (section 7).
   static constexpr int kMaxPromotedRegs = kBlockScaled && kAtoms == 1 && kConsumers <= 2 ? 192 : 128;
+  // Section 14: block-scaled 64 x 256 warpgroups promote each K tile in two 128-column halves through
+  // one half-width partial: 128 accumulators + 64 partials.
+  static constexpr bool kHalfPart =
+      kPromote && kBlockScaled && kAtoms == 1 && kMmaM == 1 && kWgTileN == 256 && kConsumers <= 2;
+  static constexpr int kPartRegs = kHalfPart ? kAccRegs / 2 : kAccRegs;  // partial registers per slab
   // Section 8: the v4 mainloops stage block scales through shared memory (a producer warp copies them
   // into a slot per stage): two-atom stages, and three consumer warpgroups. Older configs keep the
   // per-thread global loads of section 7.
@@ -369,7 +383,7 @@ struct Gemm {
                 "a consumer warpgroup's N extent is one wgmma N: 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256 "
                 "(ptx/wgmma.cuh)");
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
-  static_assert(kPromote ? 2 * kMmaM * kAccRegs <= kMaxPromotedRegs : kMmaM * kAccRegs <= 128,
+  static_assert(kPromote ? kMmaM * (kAccRegs + kPartRegs) <= kMaxPromotedRegs : kMmaM * kAccRegs <= 128,
                 "at most 128 f32 accumulator registers per consumer thread (partials included; 192 for "
                 "block-scaled one-atom tiles of 1 or 2 consumer warpgroups)");
   static_assert(!kPromote || format_is_fp8(kA), "promotion exists for the FP8 accumulator only");
@@ -415,9 +429,12 @@ struct Gemm {
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
                 "one K tile (atom) is exactly one 128-wide K block of scales (FP8: 128 elements = 128 bytes)");
-  static_assert(!kBlockB || kBOneBlock || (kWgTileN == 192 && kBlockN % 64 == 0 && !kStagedScales && !kSplit),
+  static_assert(!kBlockB || kBOneBlock ||
+                    (kWgTileN == 192 && kBlockN % 64 == 0 && !kStagedScales && !kSplit) ||
+                    (kHalfPart && kBlockN % 256 == 0 && !kSplit),
                 "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block, or "
-                "in 64-column segments that each do (section 7; not with staged scales or split-K)");
+                "in 64-column segments that each do (section 7; not with staged scales or split-K), or 256 "
+                "columns in two whole blocks (section 14; no split-K)");
 
   struct Smem {
     u32 a;       // A boxes, stage s at a + s * kTileBytesA (atom t of it at + t * kAtomBytesA)
@@ -1022,7 +1039,19 @@ struct Gemm {
     }
   }
 
-  static __device__ __forceinline__ void fence_all(float (&d)[kMmaM][kAccRegs]) {
+  // Section 14: half h (columns 128 h .. 128 h + 127 of this warpgroup's 256) of one K tile into the
+  // half-width partial d (overwritten).
+  static __device__ __forceinline__ void mma_half(float (&d)[kMmaM][kPartRegs], u32 a_base, u32 b_base,
+                                                  int h) {
+    const u64 desc_a = wgmma_desc_sw128(a_base);
+    const u64 desc_b = wgmma_desc_sw128(b_base + u32(h * 128 * kRowBytes));
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks)
+      wgmma_m64<128, kA, kB>(d[0], desc_a + u64((32 * ks) >> 4), desc_b + u64(2 * ks), ks == 0 ? 0u : 1u);
+  }
+
+  template <int kRegs>
+  static __device__ __forceinline__ void fence_all(float (&d)[kMmaM][kRegs]) {
 #pragma unroll
     for (int mi = 0; mi < kMmaM; ++mi) wgmma_fence_operands(d[mi]);
   }
@@ -1153,6 +1182,9 @@ struct Gemm {
         float f[kBSegs];
         if constexpr (kBSegs == 1) {
           f[0] = fb[0];
+        } else if constexpr (kBSegs == 2) {
+          f[0] = fb[0];
+          f[1] = fb[kBBlocks - 1];
         } else {
           f[0] = fb[0];
           f[1] = mid1 ? fb[kBBlocks - 1] : fb[0];
@@ -1170,6 +1202,32 @@ struct Gemm {
               acc[mi][i] += part[mi][i];
             }
           }
+        }
+      }
+    }
+  }
+
+  // Section 14: acc[half h] = fma(part, sa * sb[h], acc[half h]). Partial register i (N = 128) is column
+  // 8 (i / 4) + 2 t + i % 2 of the half, i.e. accumulator register 64 h + i of the 256-column warpgroup.
+  static __device__ __forceinline__ void promote_half(float (&acc)[kMmaM][kAccRegs],
+                                                      const float (&part)[kMmaM][kPartRegs],
+                                                      const BlockScales& s, int h) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float f;
+      if constexpr (kBlockA && kBlockB) {
+        f = s.a[0][r] * (kBBlocks == 2 && h == 1 ? s.b[kBBlocks - 1] : s.b[0]);
+      } else if constexpr (kBlockA) {
+        f = s.a[0][r];
+      } else {
+        f = kBBlocks == 2 && h == 1 ? s.b[kBBlocks - 1] : s.b[0];
+      }
+#pragma unroll
+      for (int j = 0; j < kPartRegs / 4; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int i = 4 * j + 2 * r + e;
+          acc[0][64 * h + i] = fma_rn(part[0][i], f, acc[0][64 * h + i]);
         }
       }
     }
@@ -1486,7 +1544,7 @@ struct Gemm {
 
     float acc[kMmaM][kAccRegs];
     // The promoted path's per-K-tile partial sums; a 1-element dummy otherwise (never touched).
-    float part[kPromote ? kMmaM : 1][kPromote ? kAccRegs : 1];
+    float part[kPromote ? kMmaM : 1][kPromote ? kPartRegs : 1];
 #pragma unroll
     for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
@@ -1552,6 +1610,7 @@ struct Gemm {
       }
 
       int prev_stage = 0;
+      // Section 15: consumer 1 starts its first tile's mainloop once consumer 0's first batch is done.
       if constexpr (kMxPromoted) {
         mainloop_mx(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
       } else if constexpr (kAtoms == 2 && kPromote) {
@@ -1582,7 +1641,21 @@ struct Gemm {
           bs = staged_block_scales(sm.scales + stage * kScaleSlotBytes, 0, kt, wg_m, wg_n, warp, lane);
         const u32 a_base = sm.a + stage * kTileBytesA + a_off;
         const u32 b_base = sm.b + stage * kTileBytesB + b_off;
-        if constexpr (kPromote) {
+        if constexpr (kHalfPart) {
+          // Section 14: one partial, two halves: each half's batch drains before its promotion (the
+          // other warpgroup's wgmmas run meanwhile).
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            fence_all(part);
+            wgmma_fence();
+            mma_half(part, a_base, b_base, h);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_all(part);
+            if (h == 1) release(sm, stage, lane);
+            promote_half(acc, part, bs, h);
+          }
+        } else if constexpr (kPromote) {
           fence_all(part);
           wgmma_fence();
           mma_tile(part, a_base, b_base, /*first=*/true);

@@ -312,6 +312,21 @@ std::vector<Case> scaled_pinned_cases() {
       }
     }
   }
+  // Block scales on 64 x 256 warpgroups promoted in two halves (the kernel's section 14; pins 0, 7: one
+  // consumer warpgroup, 10: clusters of 2, 31: TMA stores, 16-bit outputs only): N tails (N = 200, 129:
+  // the second half's scale block clamps), M = 1, odd K-block counts, a multi-wave shape.
+  for (int i : {0, 7, 10, 31}) {
+    for (const char* p : kBlockPairs) {
+      for (const char* o : {"bf16", "f32"}) {
+        if (kPins[i].tma && std::string(o) == "f32") continue;
+        const std::string s = std::string("gemm ") + p + " out=" + o;
+        for (const Shape& sh : {Shape{1, 256, 512}, Shape{77, 200, 384}, Shape{513, 1000, 1152},
+                                Shape{300, 129, 640}, Shape{2000, 3000, 768}})
+          cases.push_back({s, sh.m, sh.n, sh.k, i});
+        if (kPins[i].cluster > 1) cases.push_back({s, 77, 3000, 768, i});
+      }
+    }
+  }
   // Per-row scales on the fast (unpromoted) 128 x 256 tile and the promoted 128 x 128 one.
   for (int i : {0, 1}) {
     cases.push_back({"gemm a=e4m3:m b=e4m3:n out=bf16", 513, 1000, 1040, i});
@@ -362,7 +377,8 @@ std::vector<Case> grouped_cases() {
                      {300, 0, 1, 129, 255, 64}});
   }
   // ... and block scales on 64 x 192 warpgroups (35; 40 in clusters): N = 1000 puts warpgroups mid-block.
-  for (int pin : {12, 19, 23, 35, 40}) {
+  // ... and on 64 x 256 warpgroups promoted in halves (0; 10 in clusters).
+  for (int pin : {0, 10, 12, 19, 23, 35, 40}) {
     cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1200,
                      1000, 1152, pin, {0, 1, 129, 0, 300, 0, 513, 257}});
     cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "

@@ -238,17 +238,19 @@ TileConfig v4_config(int bm, int bn, int bk, int stages, int wm, int wn, int clu
   return c;
 }
 
+// Every block-scaled operand pairing: f32 and E8M0 blocks, blocks x per-channel, tensor x E8M0 blocks.
+const char* const kBlockScalePairs[] = {
+    "a=e4m3:block1x128 b=e4m3:block128x128", "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0",
+    "a=e4m3:block1x128 b=e4m3:n", "a=e4m3:tensor b=e4m3:block128x128:ue8m0"};
+
 // Every v4 variant the gpu tier pins (tests/gpu/sm90_gemm_gpu_test.cpp, pins 19-23) compiles for every
 // block pairing and output with no spills and no serialized wgmma; prints registers for bench/NOTES.md.
 TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
   const TileConfig configs[] = {v4_config(128, 128, 256, 3, 8, 1), v4_config(64, 128, 256, 4, 4, 1),
                                 v4_config(192, 128, 128, 5, 12, 1), v4_config(192, 128, 128, 5, 12, 1, 2),
                                 v4_config(128, 128, 256, 3, 8, 1, 2)};
-  const char* const pairs[] = {"a=e4m3:block1x128 b=e4m3:block128x128",
-                               "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0",
-                               "a=e4m3:block1x128 b=e4m3:n", "a=e4m3:tensor b=e4m3:block128x128:ue8m0"};
   for (const TileConfig& cfg : configs) {
-    for (const char* pair : pairs) {
+    for (const char* pair : kBlockScalePairs) {
       for (const char* out : {"bf16", "f32"}) {
         const KernelSpec s = spec_of(std::string("gemm ") + pair + " out=" + out);
         ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
@@ -299,11 +301,8 @@ TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
   TileConfig clustered = v4_config(128, 192, 128, 4, 8, 1, 2);
   TileConfig tma = v4_config(128, 192, 128, 3, 8, 1);
   tma.tma_store = 1;
-  const char* const pairs[] = {"a=e4m3:block1x128 b=e4m3:block128x128",
-                               "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0",
-                               "a=e4m3:block1x128 b=e4m3:n", "a=e4m3:tensor b=e4m3:block128x128:ue8m0"};
   for (const TileConfig& cfg : {plain, clustered, tma}) {
-    for (const char* pair : pairs) {
+    for (const char* pair : kBlockScalePairs) {
       for (const char* out : {"bf16", "f32"}) {
         const KernelSpec s = spec_of(std::string("gemm ") + pair + " out=" + out);
         ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
@@ -318,6 +317,45 @@ TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
       }
     }
   }
+}
+
+// Block scales on 64 x 256 warpgroups (one atom per stage; the kernel's section 14): each K tile runs as
+// two m64n128 batches into one half-width partial. Every block pairing and output, plain, one consumer,
+// in clusters of 2 and with TMA stores (16-bit outputs: an f32 slab does not fit beside the ring),
+// compiles without spills; split-K is refused with a message.
+TEST(Sm90BlockScaleNvrtcTest, Block256TilesPromoteInHalvesWithoutSpills) {
+  TileConfig plain = v4_config(128, 256, 128, 4, 8, 1);
+  TileConfig one = v4_config(64, 256, 128, 5, 4, 1);
+  TileConfig clustered = v4_config(128, 256, 128, 4, 8, 1, 2);
+  TileConfig tma = v4_config(128, 256, 128, 3, 8, 1);
+  tma.tma_store = 1;
+  for (const TileConfig& cfg : {plain, one, clustered, tma}) {
+    for (const char* pair : kBlockScalePairs) {
+      for (const char* out : {"bf16", "f32"}) {
+        if (cfg.tma_store && std::string(out) == "f32") continue;
+        const KernelSpec s = spec_of(std::string("gemm ") + pair + " out=" + out);
+        ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok())
+            << sm90_check_config(s, sm90a(), cfg).to_string();
+        EXPECT_TRUE(sm90_promotes(s, cfg)) << cfg.to_string();
+        EXPECT_TRUE(sm90_half_partial(s, cfg)) << cfg.to_string();
+        EXPECT_FALSE(sm90_staged_scales(s, cfg)) << cfg.to_string();
+        const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
+        const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
+        std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
+        for (const char* e : {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "fma.rn.f32"})
+          EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
+        EXPECT_THAT(r.ptx, Not(HasSubstr("m64n256k32"))) << what;
+      }
+    }
+  }
+  TileConfig split = plain;
+  split.split_k = 2;
+  const KernelSpec block = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
+  const Status st = sm90_check_config(block, sm90a(), split);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.to_string(), HasSubstr("split_k=2"));
+  TileConfig two_atoms = v4_config(128, 256, 256, 2, 8, 1);
+  EXPECT_FALSE(sm90_check_config(block, sm90a(), two_atoms).ok());
 }
 
 // What `kiln compile --arch sm_90a --emit ptx examples/specs/fp8_block_gemm.kiln` shows: the default
@@ -371,8 +409,15 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   const TileConfig row_big = default_config(row, sm90a(), {4096, 7168, 7168});
   EXPECT_EQ(row_big.block_n, 256);
   EXPECT_FALSE(sm90_promotes(row, row_big));
-  // 128 x 256 over one warpgroup along N: 256 columns span two 128-column scale blocks.
+  // 128 x 256 over one warpgroup along N: 256 columns span two 128-column scale blocks, promoted in two
+  // halves with one atom per stage (the kernel's section 14); two atoms per stage are refused.
   Status st = sm90_check_config(block, sm90a(), row_big);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  TileConfig wide_two = row_big;
+  wide_two.block_k = 256;
+  wide_two.stages = 2;
+  wide_two.tma_store = 0;
+  st = sm90_check_config(block, sm90a(), wide_two);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("128-column scale block"));
   // 256 x 128: warpgroup tiles of 128 x 128 cannot hold a partial.

@@ -197,13 +197,22 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   // Two atoms per stage would need a second partial set (288 registers) and staged scales.
   EXPECT_THAT(sm90_check_config(block, sm90a(), config(128, 192, 256, 3, 8, 1)).message(),
               HasSubstr("one atom per stage"));
-  // 208 and 160 columns are not whole 64-column segments; 256 cannot be promoted.
+  // 208 and 160 columns are not whole 64-column segments; 256 promotes in two halves (the kernel's
+  // section 14) with one atom per stage and no split-K, and stays out of the default until measured.
   for (int n : {160, 208}) {
     EXPECT_THAT(sm90_check_config(block, sm90a(), config(128, n, 128, 4, 8, 1)).message(),
                 HasSubstr("64-column segments"))
         << n;
   }
-  EXPECT_FALSE(sm90_check_config(block, sm90a(), config(128, 256, 128, 4, 8, 1)).ok());
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), config(128, 256, 128, 4, 8, 1)).ok());
+  EXPECT_TRUE(sm90_half_partial(block, config(128, 256, 128, 4, 8, 1)));
+  EXPECT_FALSE(sm90_half_partial(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"),
+                                 config(128, 256, 128, 4, 8, 1)));
+  EXPECT_FALSE(sm90_check_config(block, sm90a(), config(128, 256, 256, 2, 8, 1)).ok());
+  TileConfig split256 = config(128, 256, 128, 4, 8, 1);
+  split256.split_k = 2;
+  EXPECT_THAT(sm90_check_config(block, sm90a(), split256).message(), HasSubstr("split_k=2"));
+  EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).block_n, 128);
   // Split-K on 192-column block warpgroups spills (ptxas): refused, naming the way out.
   TileConfig split = config(128, 192, 128, 4, 8, 1);
   split.split_k = 2;
