@@ -273,7 +273,7 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     if (wg_n == 256 && atoms(spec, cfg) == 1 && cfg.split_k != 1)
       return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " + scales +
                              " on 256-column warpgroups (promoted in two halves, the kernel's section 14): "
-                             "split-K is not supported there; use split_k 1 or block_n 128 / 192");
+                             "split-K is not supported there; use split_k 1, or block_n 64 / 128");
     if (spec.b.scale == ScaleGranularity::kBlock128x128 && !one_block && !sm90_half_partial(spec, cfg) &&
         (wg_n % 64 != 0 || wg_n > 192 || sm90_staged_scales(spec, cfg)))
       return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " gives each consumer warpgroup " +
@@ -283,13 +283,18 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                              "consumer warpgroups (192 per warpgroup: block_n 192 with warps 8x1; 64x256 per "
                              "warpgroup: block_n 256 with warps 8x1 or 4x1, block_k 128)");
     if (!sm90_promotes(spec, cfg))
-      return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +
-                             to_string(wg_n) + " cannot be promoted (" + to_string(2 * acc_regs(cfg)) +
-                             " f32 registers for accumulators + partials, at most " + to_string(kMaxAccRegs) +
-                             ", or " + to_string(kMaxPromotedBlockRegs) + " with one atom per stage and 1 or 2 "
-                             "consumer warpgroups); " + scales + " scales are applied to each 128-K tile's "
-                             "promoted partial: use warpgroup tiles of at most 64x192 (e.g. 128x128 or 128x192 "
-                             "with warps 8x1)");
+      return InvalidArgument(
+          name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) +
+          " cannot be promoted (" + to_string(2 * acc_regs(cfg)) +
+          " f32 registers for accumulators + partials, at most " + to_string(kMaxAccRegs) + ", or " +
+          to_string(kMaxPromotedBlockRegs) +
+          " with one atom per stage and 1 or 2 "
+          "consumer warpgroups); " +
+          scales +
+          " scales are applied to each 128-K tile's "
+          "promoted partial: use warpgroup tiles of at most 64x192 (e.g. 128x128 or 128x192 "
+          "with warps 8x1), or 64x256 with one atom per stage (block_n 256, block_k 128, "
+          "promoted in two halves)");
   }
   // MXFP8 promotes every k-step (the kernel's section 11): the accumulators, the partial and a k-step's
   // column scales share the consumer's 232 registers.
@@ -418,9 +423,9 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
         sm90_check_config(spec, arch, b192).ok())
       return b192;
   }
-  // Medium, and every large block-scaled problem (block scales need the promoted path, which 128 x 256
-  // cannot hold: check_config refuses `wide` for them): 128 x 128, two warpgroups of 64 x 128 (FP8
-  // promoted), 7 stages.
+  // Medium, and every large block-scaled problem (block scales need the promoted path; 128 x 256 holds it
+  // only in two halves, the kernel's section 14, which measured level and is left to the tuner): 128 x
+  // 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages.
   // Large block-scaled problems with f32 scales: 128 x 128 with two 128-K atoms per stage (the second
   // atom's wgmmas overlap the first's promotion) and scales staged in shared memory, in clusters of 2
   // (B multicast). Measured on the H200 (2026-11-29, bench/NOTES.md v4): 1170 vs 967 TFLOP/s at

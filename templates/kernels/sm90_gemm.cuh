@@ -77,7 +77,8 @@
 //    warpgroup's columns lie in one 128-column block of b's scales (kWgTileN divides 128 and tiles
 //    start at multiples of it): one sb per thread and K block, two sa (rows g, g + 8) per m64 slab.
 //    A 192-column warpgroup spans two blocks in three 64-column segments (kBSegs below): two sb per
-//    thread and K block, the middle segment's chosen by where the warpgroup starts.
+//    thread and K block, the middle segment's chosen by where the warpgroup starts. A 256-column
+//    warpgroup (section 14) starts on a 256-column edge and spans two whole blocks: two sb, one per half.
 //    They are plain read-only global loads (tiny, L2-resident tensors), issued one K tile ahead into
 //    registers — across tiles too: the last K tile of a tile prefetches the next tile's first — so
 //    their latency hides behind a K tile's TMA wait and wgmmas. Rows >= M and columns >= N read the
@@ -1070,7 +1071,7 @@ struct Gemm {
   struct ScaleRows {
     int a[kMmaM][2];
     int b;      // the 128-column block of the warpgroup's first column (clamped to N - 1)
-    int b1;     // 192-column warpgroups: the block of its column 128 (clamped), that of the last segment
+    int b1;     // 192 / 256-column warpgroups: the block of its column 128 (clamped): the last segment / half
     bool mid1;  // 192-column warpgroups: whether the middle segment lies in block b1 (a mid-block start)
     const float* b_base;  // b's block scales of the tile's expert
   };
@@ -1610,7 +1611,6 @@ struct Gemm {
       }
 
       int prev_stage = 0;
-      // Section 15: consumer 1 starts its first tile's mainloop once consumer 0's first batch is done.
       if constexpr (kMxPromoted) {
         mainloop_mx(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
       } else if constexpr (kAtoms == 2 && kPromote) {
