@@ -433,15 +433,16 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // word per row and stage (session 12: 0.86-0.87 ms against 1.03 for the one-atom square at
   // 4096 x 7168 x 16384; before, two copies per row and stage measured no faster, 910 vs 923 TFLOP/s).
   // E8M0 block scales on both operands at long K: 128 x 256 promoted in two halves with TMA stores (the
-  // kernel's section 14), where N fills whole 256-column tiles. Measured on the H200 at 4096 x 7168 x
-  // 16384 in four device runs: 0.821-0.833 ms against 0.853-0.869 for the two-atom 128 x 128 below (f32
-  // scales: 1-2% slower, so they keep it; bench/NOTES.md session 13).
+  // kernel's section 14), where N fills whole 256-column tiles and their waves waste no more than 128 x
+  // 128's (within 5%; 128 x 192 keeps the shapes its own rule above prefers). Measured on the H200 at 4096 x
+  // 7168 x 16384 in four device runs: 0.821-0.833 ms against 0.853-0.869 for the two-atom 128 x 128 below
+  // (f32 scales: 1-2% slower, so they keep it; bench/NOTES.md session 13).
   if (m >= 256 && sm90_block_scaled(spec) && spec.layout == GroupLayout::kDense &&
       spec.a.scale_type == ScaleType::kUe8m0 && spec.b.scale_type == ScaleType::kUe8m0 && sizes.k >= 8192 &&
       sizes.n % 256 == 0) {
     const TileConfig half = finish(make(spec, 128, 256, 8, 1));
     if (half.tma_store && sm90_half_partial(spec, half) && tiles(sizes, half) >= 2 * kSms &&
-        sm90_check_config(spec, arch, half).ok())
+        1.05 * useful(half) >= useful(make(spec, 128, 128, 8, 1)) && sm90_check_config(spec, arch, half).ok())
       return half;
   }
   if (m > 64 && sm90_block_scaled(spec) && tiles(sizes, make(spec, 128, 128, 8, 1)) >= 2 * kSms) {

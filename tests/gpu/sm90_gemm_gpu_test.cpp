@@ -260,6 +260,10 @@ std::vector<Case> scaled_default_cases() {
       for (const Shape& sh : row_shapes) cases.push_back({std::string("gemm ") + p + " out=" + o, sh.m, sh.n, sh.k, -1});
     }
   }
+  // E8M0 block scales at K >= 8192 with whole 256-column tiles over >= 2 waves: the default is 128 x 256
+  // promoted in halves with TMA stores (the kernel's section 14; added in session 13 after its last
+  // device call).
+  cases.push_back({"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 4224, 2048, 8192, -1});
   return cases;
 }
 

@@ -220,6 +220,15 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   split256.split_k = 2;
   EXPECT_THAT(sm90_check_config(block, sm90a(), split256).message(), HasSubstr("split_k=2"));
   EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).block_n, 128);
+  // The tuner's space offers the 256-column block tiles (plain, clustered, TMA stores, one consumer).
+  int wide_offered = 0;
+  for (const TileConfig& c : sm90_config_space(block, sm90a()))
+    wide_offered += sm90_half_partial(block, c) ? 1 : 0;
+  EXPECT_GE(wide_offered, 4);
+  EXPECT_EQ(default_config(spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16"),
+                           sm90a(), {4224, 2048, 8192})
+                .to_string(),
+            "bm128_bn256_bk128_s3_w8x1_g8_t");
   // Split-K on 192-column block warpgroups spills (ptxas): refused, naming the way out.
   TileConfig split = config(128, 192, 128, 4, 8, 1);
   split.split_k = 2;
