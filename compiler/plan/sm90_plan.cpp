@@ -441,7 +441,7 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
       spec.a.scale_type == ScaleType::kUe8m0 && spec.b.scale_type == ScaleType::kUe8m0 && sizes.k >= 8192 &&
       sizes.n % 256 == 0) {
     const TileConfig half = finish(make(spec, 128, 256, 8, 1));
-    if (half.tma_store && sm90_half_partial(spec, half) && tiles(sizes, half) >= 2 * kSms &&
+    if (half.tma_store && tiles(sizes, half) >= 2 * kSms &&
         1.05 * useful(half) >= useful(make(spec, 128, 128, 8, 1)) && sm90_check_config(spec, arch, half).ok())
       return half;
   }

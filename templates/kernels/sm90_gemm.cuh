@@ -1023,7 +1023,10 @@ struct Gemm {
 
   // The wgmmas of one K tile (4 k-steps) into d, reading the stage whose A rows of this warpgroup
   // start at a_base and B rows at b_base. first: scale-d = 0 on the first k-step (d is overwritten).
-  static __device__ __forceinline__ void mma_tile(float (&d)[kMmaM][kAccRegs], u32 a_base, u32 b_base,
+  // d holds the warpgroup's columns (kRegs = kAccRegs), or a half of them (section 14: kRegs = kPartRegs,
+  // b_base at the half's first B row).
+  template <int kRegs>
+  static __device__ __forceinline__ void mma_tile(float (&d)[kMmaM][kRegs], u32 a_base, u32 b_base,
                                                   bool first) {
     const u64 desc_a = wgmma_desc_sw128(a_base);
     const u64 desc_b = wgmma_desc_sw128(b_base);
@@ -1035,20 +1038,9 @@ struct Gemm {
 #pragma unroll
       for (int mi = 0; mi < kMmaM; ++mi) {
         const u64 da = desc_a + u64((mi * 64 * kRowBytes + 32 * ks) >> 4);
-        wgmma_m64<kWgTileN, kA, kB>(d[mi], da, db, (first && ks == 0) ? 0u : 1u);
+        wgmma_m64<2 * kRegs, kA, kB>(d[mi], da, db, (first && ks == 0) ? 0u : 1u);
       }
     }
-  }
-
-  // Section 14: half h (columns 128 h .. 128 h + 127 of this warpgroup's 256) of one K tile into the
-  // half-width partial d (overwritten).
-  static __device__ __forceinline__ void mma_half(float (&d)[kMmaM][kPartRegs], u32 a_base, u32 b_base,
-                                                  int h) {
-    const u64 desc_a = wgmma_desc_sw128(a_base);
-    const u64 desc_b = wgmma_desc_sw128(b_base + u32(h * 128 * kRowBytes));
-#pragma unroll
-    for (int ks = 0; ks < kKSteps; ++ks)
-      wgmma_m64<128, kA, kB>(d[0], desc_a + u64((32 * ks) >> 4), desc_b + u64(2 * ks), ks == 0 ? 0u : 1u);
   }
 
   template <int kRegs>
@@ -1161,8 +1153,12 @@ struct Gemm {
   // acc = fma(part, sa * sb, acc) for block scales (the reference's order: one f32 product of the
   // two scales, one fma.rn); acc += part otherwise. Register i of slab mi is row half (i / 2) % 2.
   // 192-column warpgroups (kBSegs 3): mid1 says whether the middle segment takes b[1] (ScaleRows::mid1).
-  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAccRegs], const float (&part)[kMmaM][kAccRegs],
-                                                 const BlockScales& s, bool mid1 = false) {
+  // A partial of kRegs < kAccRegs registers (section 14's halves) holds the columns from accumulator
+  // register `off` on (off = 64 h for half h: partial register i is accumulator register off + i).
+  template <int kRegs>
+  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAccRegs],
+                                                 const float (&part)[kMmaM][kRegs], const BlockScales& s,
+                                                 bool mid1 = false, int off = 0) {
 #pragma unroll
     for (int mi = 0; mi < kMmaM; ++mi) {
 #pragma unroll
@@ -1192,43 +1188,18 @@ struct Gemm {
           f[2] = fb[kBBlocks - 1];
         }
 #pragma unroll
-        for (int j = 0; j < kAccRegs / 4; ++j) {
+        for (int j = 0; j < kRegs / 4; ++j) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int i = 4 * j + 2 * h + e;
-            // Register group j covers the warpgroup's columns 8 j .. 8 j + 7: segment 8 j / kBSegCols.
+            // Accumulator group off / 4 + j covers the warpgroup's columns 8 (off / 4 + j) .. + 7: segment
+            // 8 (off / 4 + j) / kBSegCols.
             if constexpr (kBlockScaled) {
-              acc[mi][i] = fma_rn(part[mi][i], f[(8 * j) / kBSegCols], acc[mi][i]);
+              acc[mi][off + i] = fma_rn(part[mi][i], f[(8 * (off / 4 + j)) / kBSegCols], acc[mi][off + i]);
             } else {
-              acc[mi][i] += part[mi][i];
+              acc[mi][off + i] += part[mi][i];
             }
           }
-        }
-      }
-    }
-  }
-
-  // Section 14: acc[half h] = fma(part, sa * sb[h], acc[half h]). Partial register i (N = 128) is column
-  // 8 (i / 4) + 2 t + i % 2 of the half, i.e. accumulator register 64 h + i of the 256-column warpgroup.
-  static __device__ __forceinline__ void promote_half(float (&acc)[kMmaM][kAccRegs],
-                                                      const float (&part)[kMmaM][kPartRegs],
-                                                      const BlockScales& s, int h) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float f;
-      if constexpr (kBlockA && kBlockB) {
-        f = s.a[0][r] * (kBBlocks == 2 && h == 1 ? s.b[kBBlocks - 1] : s.b[0]);
-      } else if constexpr (kBlockA) {
-        f = s.a[0][r];
-      } else {
-        f = kBBlocks == 2 && h == 1 ? s.b[kBBlocks - 1] : s.b[0];
-      }
-#pragma unroll
-      for (int j = 0; j < kPartRegs / 4; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int i = 4 * j + 2 * r + e;
-          acc[0][64 * h + i] = fma_rn(part[0][i], f, acc[0][64 * h + i]);
         }
       }
     }
@@ -1648,12 +1619,12 @@ struct Gemm {
           for (int h = 0; h < 2; ++h) {
             fence_all(part);
             wgmma_fence();
-            mma_half(part, a_base, b_base, h);
+            mma_tile(part, a_base, b_base + u32(h * 128 * kRowBytes), /*first=*/true);
             wgmma_commit();
             wgmma_wait<0>();
             fence_all(part);
             if (h == 1) release(sm, stage, lane);
-            promote_half(acc, part, bs, h);
+            promote(acc, part, bs, false, kPartRegs * h);
           }
         } else if constexpr (kPromote) {
           fence_all(part);
