@@ -84,7 +84,7 @@ ConfigEstimate estimate_config(const KernelSpec& spec, const GpuModel& gpu, Kern
   const int out_bytes = std::max(1, format_bits(spec.out.format) / 8);
   const int64_t m = std::max<int64_t>(sizes.m, 1), n = std::max<int64_t>(sizes.n, 1),
                 k = std::max<int64_t>(sizes.k, 1);
-  const int threads = sm90 ? sm90_threads(cfg) : cfg.threads();
+  const int threads = sm90 ? sm90_threads(spec, cfg) : cfg.threads();
   // The tile one warp (sm80: mma.sync) or one warpgroup (sm90: wgmma) computes.
   const int warp_m = sm90 ? cfg.block_m / std::max(1, cfg.warps_m / 4) : cfg.block_m / cfg.warps_m;
   const int warp_n = cfg.block_n / std::max(1, cfg.warps_n);

@@ -22,7 +22,11 @@ constexpr int kMaxAccRegs = 128;   // f32 accumulators (+ partials) per consumer
 constexpr int kMaxPromotedBlockRegs = 192;  // the same for block-scaled one-atom tiles (64 x 192 per warpgroup)
 constexpr int kBarrierBytes = 16;  // full + empty mbarrier per stage
 constexpr int kAlignSlack = 1024;  // the ring starts on a 1024-byte boundary
-constexpr int kSms = 132;  // H100 SXM / H200: only to judge "enough tiles"; the launch uses the device's
+constexpr int kSms = 132;
+// The dequantizing producer (the kernel's section 13): two warpgroups (warp 0 stages, the other seven
+// convert) and a staging ring of two 128-K atoms.
+constexpr int kDqProducerWgs = 2;
+constexpr int kDqStg = 2;  // H100 SXM / H200: only to judge "enough tiles"; the launch uses the device's
 
 int elem_bytes(Format f) { return std::max(1, format_bits(f) / 8); }
 
@@ -137,7 +141,9 @@ Status sm90_can_implement(const KernelSpec& spec, const ProblemSizes& sizes) {
   return Status::Ok();
 }
 
-int sm90_threads(const TileConfig& cfg) { return 128 * (1 + consumers(cfg)); }
+int sm90_threads(const KernelSpec& spec, const TileConfig& cfg) {
+  return 128 * ((sm90_mx_dequant(spec, cfg) ? kDqProducerWgs : 1) + consumers(cfg));
+}
 
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const bool dq = sm90_mx_dequant(spec, cfg);  // bf16 stages of 64 K (the kernel's section 13)
@@ -154,7 +160,9 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int out_tile = cfg.tma_store ? cfg.block_m * cfg.block_n * elem_bytes(spec.out.format) : 0;
   // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
   // and its decoded scales (16 bytes per tile row), their barriers, and its own 1024-byte alignment.
-  const int staging = dq ? 2 * ((cfg.block_m + cfg.block_n) * (kRowBytes + 16)) + 2 * kBarrierBytes + kAlignSlack : 0;
+  const int staging =
+      dq ? kDqStg * ((cfg.block_m + cfg.block_n) * (kRowBytes + 16)) + kDqStg * kBarrierBytes + kAlignSlack
+         : 0;
   return cfg.stages * ((cfg.block_m + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
          group_table + split_flags + out_tile + staging + kAlignSlack;
 }
@@ -497,7 +505,7 @@ LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, con
     ctiles = ((m + cfg.block_m - 1) / cfg.block_m + spec.experts) * ((n + cfg.block_n - 1) / cfg.block_n);
   }
   ls.grid_x = static_cast<unsigned>(std::min<int64_t>(ctiles * cfg.cluster_m, (int64_t{1} << 31) - 2));
-  ls.block_x = static_cast<unsigned>(sm90_threads(cfg));
+  ls.block_x = static_cast<unsigned>(sm90_threads(spec, cfg));
   ls.dynamic_smem = sm90_smem_bytes(spec, cfg);
   return ls;
 }

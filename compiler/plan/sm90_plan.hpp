@@ -2,7 +2,8 @@
 //
 // The sm90 family (templates/kernels/sm90_gemm.cuh: TMA + warp-specialized wgmma, persistent) is
 // kiln's dense and grouped (offsets / masked) GEMM on sm_90a. plan.cpp's select_family / check_config /
-// default_config / launch_shape call into this file for KernelFamily::kSm90Gemm; nothing here touches libcuda.
+// default_config / launch_shape call into this file for KernelFamily::kSm90Gemm; nothing here touches
+// libcuda.
 //
 // How a TileConfig reads for this family (the fields are the sm80 family's, reinterpreted):
 //   block_m, block_n  the block tile; block_k = K elements per stage: one 128-byte swizzle atom (64
@@ -12,8 +13,9 @@
 //   warps_m, warps_n  the CONSUMER warps: warps_m / 4 warpgroups along M (a warpgroup's 4 warps stack
 //                     along M, 16 rows each) x warps_n warpgroups along N; 1..3 warpgroups (3 only as
 //                     warps 12 x 1 with warpgroup tiles of at most 64 x 128). One producer warpgroup
-//                     comes on top, so a block has 128 * (1 + warps_m / 4 * warps_n) threads
-//                     (sm90_threads; TileConfig::threads() counts the consumers only).
+//                     comes on top (two for MXFP8's dequantizing producer, block_k 64), so a block has
+//                     128 * (1 + warps_m / 4 * warps_n) threads, or 512 (sm90_threads;
+//                     TileConfig::threads() counts the consumers only).
 //   group_m           grouped rasterization of the persistent tile walk
 // FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes);
 // block-scaled FP8 (DeepSeek 1x128 x 128x128) needs it, so its configs are warpgroup tiles of at most
@@ -62,9 +64,10 @@ Status sm90_can_implement(const KernelSpec& spec, const ProblemSizes& sizes);
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg);
 TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes);
-// Block size (producer warpgroup + consumers) and dynamic shared memory (ring + barriers + 1024 bytes
-// of alignment slack); mirrors sm90::Gemm<Config>::kThreads / kSmemBytes.
-int sm90_threads(const TileConfig& cfg);
+// Block size (producer warpgroup(s) + consumers: the dequantizing producer of section 13 is two
+// warpgroups) and dynamic shared memory (ring + barriers + 1024 bytes of alignment slack); mirrors
+// sm90::Gemm<Config>::kThreads / kSmemBytes.
+int sm90_threads(const KernelSpec& spec, const TileConfig& cfg);
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
 // Device workspace a launch of cfg needs for sizes (split-K's counters and partial sums; 0 without
 // split-K). Its counters must be zero before the first launch; every completed launch leaves them zero.

@@ -145,13 +145,16 @@
 //    - Warp 0 stages: per 128-K atom of a tile, lane 0's TMA copies of the A and B boxes (e4m3, 128-byte
 //      swizzle) into a ring of kDqStg stages, and the E8M0 words of the tile's rows and columns decoded to
 //      4 f32 each beside them (dq_stage). It never fences, so its loads are never waited for.
-//    - Warps 1-3 convert (dq_convert_walk): each atom gives two bf16 stages of 64 K; per stage every
-//      thread reads 16-byte chunks of the staged rows, converts (hardware e4m3 -> f16 -> f32, one product
-//      by the scale, bf16 pack), writes them where TMA would have (chunk j of row r at j ^ (r % 8)),
-//      fences the async proxy (only shared-memory accesses outstanding) and arrives on full[s] (96).
+//    - Warps 1-7 of the producer's TWO warpgroups convert (dq_convert_walk): each atom gives two bf16
+//      stages of 64 K; per stage every thread reads 16-byte chunks of the staged rows, converts (hardware
+//      e4m3 -> f16 -> f32, one product by the scale, bf16 pack), writes them where TMA would have (chunk
+//      j of row r at j ^ (r % 8)), fences the async proxy (only shared-memory accesses outstanding) and
+//      arrives on full[s] (224 arrivals). Seven converting warps instead of three: 3.03 -> 2.53 ms at
+//      4096 x 7168 x 16384 (bench/NOTES.md session 14).
 //    Shared memory: the bf16 ring + the staging ring (2 x (block_m + block_n) x 144 bytes), so 128 x 256
-//    tiles get 2 bf16 stages. Registers 72 / 216 for consumers of 128 accumulators, 104 / 200 below.
-//    Status: compiled without spills; NOT yet run on a GPU (branch wip/dq-tma; bench/verify_dq.sh).
+//    tiles get 2 bf16 stages. 512 threads, so ptxas allows no instruction more than 128 registers: the
+//    m64n256 (m64n208) wgmmas of 256- (208-) column warpgroups run as two, n128 + n128 (n112 + n96)
+//    (mma_tile). Registers: see kProducerRegs.
 // 14. Block scales on 64 x 256 warpgroups (kHalfPart: one atom per stage, 1 or 2 consumer warpgroups,
 //    no split-K; 128 x 256 tiles with warps 8 x 1). 128 accumulators and a full 128-register partial do
 //    not fit the consumers' 232 registers, so each K tile runs as two batches of m64n128 wgmmas (the
@@ -231,7 +234,8 @@ struct Gemm {
   static constexpr int kWgsM = Config::kWarpsM / 4;  // consumer warpgroups along M
   static constexpr int kWgsN = Config::kWarpsN;      // consumer warpgroups along N
   static constexpr int kConsumers = kWgsM * kWgsN;
-  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kProducerWgs = kDq ? 2 : 1;  // section 13's dequantizing producer: two warpgroups
+  static constexpr int kThreads = 128 * (kProducerWgs + kConsumers);
   static constexpr int kWgTileM = kBlockM / kWgsM;
   static constexpr int kWgTileN = kBlockN / kWgsN;
   static constexpr int kMmaM = kWgTileM / 64;    // m64 wgmmas per k-step and warpgroup
@@ -337,20 +341,27 @@ struct Gemm {
   // MXFP8 (section 11): the producer's warp also loads and decodes the scales and the consumers hold
   // two partials, 56 / 224 with two consumers (what setmaxnreg.dec frees, (168 - 56) * 128, is exactly
   // the increase, (224 - 168) * 256).
-  // Section 13 (dequantizing producer, 2 consumers): the producer warpgroup holds two K tiles of FP8
-  // loads (2 x 5 registers per row group it converts): 168 / 168 (the launch's split, kept) for
-  // consumers of 128 accumulators, 136 / 184 for up to 96.
-  static constexpr bool kDqWide = kMmaM * kAccRegs > 96;
-  static constexpr int kProducerRegs = kDq ? (kDqWide ? 72 : 104) : kConsumers == 3 ? 32 : kMxPromoted ? 56 : 40;
-  static constexpr int kConsumerRegs =
-      kDq ? (kDqWide ? 216 : 200) : kConsumers == 3 ? 160 : kConsumers == 1 ? 240 : kMxPromoted ? 224 : 232;
+  // Section 13 (dequantizing producer: two warpgroups, 2 consumers; 512 threads, 128 each at launch):
+  // 72 / 184 for consumers of 128 accumulators, 64 / 192 below (the splits ptxas compiles without spills
+  // for every pinned tile; 64 / 200 and 56 / 200 spilled the 128 x 256 consumers, 72 / 184 the 192- and
+  // 208-column ones).
+  static constexpr bool kDqAcc128 = kMmaM * kAccRegs >= 128;
+  static constexpr int kProducerRegs = kDq               ? (kDqAcc128 ? 72 : 64)
+                                       : kConsumers == 3 ? 32
+                                       : kMxPromoted     ? 56
+                                                         : 40;
+  static constexpr int kConsumerRegs = kDq               ? (kDqAcc128 ? 184 : 192)
+                                       : kConsumers == 3 ? 160
+                                       : kConsumers == 1 ? 240
+                                       : kMxPromoted     ? 224
+                                                         : 232;
 
   // setmaxnreg.inc takes only registers that setmaxnreg.dec released: from the launch's allocation
   // (__launch_bounds__(kThreads, 1): 168 per thread at 384 threads) the producer must give back at least
   // what the consumers add, or their inc waits forever (seen: 112 / 200 hung on the H200).
   static constexpr int kEntryRegs = (65536 / kThreads > 255 ? 255 : 65536 / kThreads) / 8 * 8;
-  static_assert(kConsumerRegs <= kEntryRegs ||
-                    (kEntryRegs - kProducerRegs) * 128 >= (kConsumerRegs - kEntryRegs) * 128 * kConsumers,
+  static_assert(kConsumerRegs <= kEntryRegs || (kEntryRegs - kProducerRegs) * 128 * kProducerWgs >=
+                                                   (kConsumerRegs - kEntryRegs) * 128 * kConsumers,
                 "the consumers' setmaxnreg.inc must not exceed what the producer's setmaxnreg.dec frees");
   static_assert(Config::kArch == 90, "sm90_gemm needs sm_90a: wgmma and setmaxnreg exist only there");
 #if defined(__CUDA_ARCH__)
@@ -751,16 +762,18 @@ struct Gemm {
     }
   }
 
-  // Warps 1-3 of the producer warpgroup (ct = 0..95) convert. Each staging position (128 K) gives two
+  // Warps 1-7 of the two producer warpgroups (ct = 0..223) convert. Each staging position (128 K) gives two
   // bf16 stages (64 K each; a second one past K is skipped, as the consumers count ceil(K / 64)). Thread ct
-  // converts 16-byte chunk c = ct % 4 of its half of every tile row r = 8 (ct / 32) + rho + 24 i, where
+  // converts 16-byte chunk c = ct % 4 of its half of every tile row r = 8 (ct / 32) + rho + 56 i, where
   // rho = ((ct % 32) / 8) ^ 5 ((ct / 4) % 2) is r % 8: the two rows a quarter-warp touches differ in bits 0
   // and 2 of r % 8, so the 16-byte reads of the staged atom (chunk (4h + c) ^ rho) and the two 16-byte
   // writes of the bf16 row (chunks (2c) ^ rho, (2c + 1) ^ rho) both land in 8 distinct chunks. Per bf16
   // stage: wait empty[s], convert, fence.proxy.async (its MEMBAR waits only for shared-memory accesses:
-  // this thread issues no global load), arrive on full[s] (96 arrivals); after both halves each warp
-  // releases the staging slot (every lane).
-  static constexpr int kDqRowSteps = (kBlockM + kBlockN + 23) / 24;
+  // this thread issues no global load), arrive on full[s] (kDqConvThreads arrivals); after both halves
+  // each warp releases the staging slot (every lane). Seven warps (ct = 0..223) cover 56 rows per pass.
+  static constexpr int kDqConvThreads = 128 * kProducerWgs - 32;  // every producer warp but warp 0
+  static constexpr int kDqRowsPerPass = kDqConvThreads / 4;       // 8 rows per converting warp
+  static constexpr int kDqRowSteps = (kBlockM + kBlockN + kDqRowsPerPass - 1) / kDqRowsPerPass;
   static __device__ __forceinline__ void dq_convert_walk(const GemmParams& p, const Smem& sm, const Walk& w,
                                                          int k_tiles, int ct) {
     const int l = ct & 31, c = l & 3;
@@ -782,8 +795,8 @@ struct Gemm {
           const u32 b_st = sm.b + u32(stage * kTileBytesB);
 #pragma unroll 4
           for (int i = 0; i < kDqRowSteps; ++i) {
-            const int r = r0 + 24 * i;
-            if ((kBlockM + kBlockN) % 24 != 0 && r >= kBlockM + kBlockN) break;
+            const int r = r0 + kDqRowsPerPass * i;
+            if ((kBlockM + kBlockN) % kDqRowsPerPass != 0 && r >= kBlockM + kBlockN) break;
             const bool is_a = r < kBlockM;
             const int rr = is_a ? r : r - kBlockM;
             const u32 src = (is_a ? stg : stg + kStgBytesA) + u32(rr * 128);
@@ -803,7 +816,8 @@ struct Gemm {
             phase ^= 1;
           }
         }
-        // Every lane releases its own reads of the staging slot (96 arrivals): a lane-0 release after
+        // Every lane releases its own reads of the staging slot (kDqConvThreads arrivals): a lane-0 release
+        // after
         // __syncwarp is as correct, but racecheck does not follow it (84 reports on the H200, session 9).
         mbar_arrive(sm.stg_full + 8 * (kDqStg + s8));  // stg_empty[s8]
         if (++s8 == kDqStg) {
@@ -1038,7 +1052,19 @@ struct Gemm {
 #pragma unroll
       for (int mi = 0; mi < kMmaM; ++mi) {
         const u64 da = desc_a + u64((mi * 64 * kRowBytes + 32 * ks) >> 4);
-        wgmma_m64<2 * kRegs, kA, kB>(d[mi], da, db, (first && ks == 0) ? 0u : 1u);
+        if constexpr (2 * kRegs >= 208 && kEntryRegs < 160) {
+          // 512 threads (section 13's two producer warpgroups): ptxas gives no single instruction more
+          // than the launch's 128 registers, and an m64n256 (m64n208) wgmma needs 154 (130), so it runs
+          // as two: n128 + n128 (n112 + n96), the second on B rows 128 (112) onwards.
+          constexpr int kN1 = 2 * kRegs == 256 ? 128 : 112;
+          constexpr int kN2 = 2 * kRegs - kN1;
+          const u32 sd = (first && ks == 0) ? 0u : 1u;
+          wgmma_m64<kN1, kA, kB>(*reinterpret_cast<float(*)[kN1 / 2]>(&d[mi][0]), da, db, sd);
+          wgmma_m64<kN2, kA, kB>(*reinterpret_cast<float(*)[kN2 / 2]>(&d[mi][kN1 / 2]), da,
+                                 db + u64((kN1 * kRowBytes) >> 4), sd);
+        } else {
+          wgmma_m64<2 * kRegs, kA, kB>(d[mi], da, db, (first && ks == 0) ? 0u : 1u);
+        }
       }
     }
   }
@@ -1743,14 +1769,14 @@ struct Gemm {
 #pragma unroll 1
       for (int s = 0; s < kStages; ++s) {
         // TMA thread (+ the scale warp's lanes); section 13: every converting thread (warps 1-3).
-        mbar_init(sm.full + 8 * s, kDq ? 96 : kScaleWarp ? 1 + 32 : 1);
+        mbar_init(sm.full + 8 * s, kDq ? kDqConvThreads : kScaleWarp ? 1 + 32 : 1);
         mbar_init(sm.empty + 8 * s, 4 * kConsumers * kCluster);
       }
       if constexpr (kDq) {
 #pragma unroll 1
         for (int s = 0; s < kDqStg; ++s) {
           mbar_init(sm.stg_full + 8 * s, 1 + 32);       // warp 0: expect_tx + its lanes' scale stores
-          mbar_init(sm.stg_full + 8 * (kDqStg + s), 96);  // stg_empty: every converting thread
+          mbar_init(sm.stg_full + 8 * (kDqStg + s), kDqConvThreads);  // stg_empty: every converting thread
         }
       }
       mbar_fence_init();
@@ -1767,7 +1793,7 @@ struct Gemm {
 
     // Each warpgroup's role is one branch of a single if/else (setmaxnreg is warpgroup-wide).
     const int wg = threadIdx.x / 128;
-    if (wg == 0) {
+    if (wg < kProducerWgs) {
       setmaxnreg_dec<kProducerRegs>();
       // Thread 0 issues the TMA copies; with staged block scales (section 8) its whole warp walks along
       // and copies the scales.
@@ -1782,7 +1808,7 @@ struct Gemm {
       }
     } else {
       setmaxnreg_inc<kConsumerRegs>();
-      consume(p, sm, w, k_tiles, wg - 1, ws, tma_out, kTmaStore && out_tma);
+      consume(p, sm, w, k_tiles, wg - kProducerWgs, ws, tma_out, kTmaStore && out_tma);
       // Section 12: the last tile's TMA stores are complete before the CTA (and its shared memory) goes.
       if constexpr (kTmaStore) {
         if ((threadIdx.x & 127) == 0) tma_store_wait_all<0>();

@@ -481,7 +481,7 @@ TEST(Sm90PlanTest, ConfigsReadAsConsumerWarpgroups) {
   EXPECT_EQ(wide.block_n, 256);
   EXPECT_EQ(wide.block_k, 64);
   EXPECT_EQ(wide.cluster_m, 1);  // clusters are opt-in until measured faster (bench/NOTES.md)
-  EXPECT_EQ(sm90_threads(wide), 384);
+  EXPECT_EQ(sm90_threads(bf16, wide), 384);
   const LaunchShape ls = launch_shape(bf16, KernelFamily::kSm90Gemm, wide, {4096, 7168, 7168});
   EXPECT_EQ(ls.block_x, 384u);
   EXPECT_EQ(ls.grid_x, 32u * 28u);  // tiles; the runtime caps it at the SM count
@@ -763,6 +763,13 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
     EXPECT_THAT(r.ptx, Not(HasSubstr(".e4m3.e4m3"))) << what;
     if (text.find("epilogue") == std::string::npos)
       EXPECT_THAT(r.ptx, Not(HasSubstr("fma.rn.f32"))) << what;  // no promotion
+    // Two producer warpgroups (warp 0 stages, seven warps convert) beside the two consumers: 512 threads,
+    // so no instruction may need more than 128 registers: 256- and 208-column warpgroups issue their
+    // wgmmas as two narrower ones.
+    EXPECT_EQ(sm90_threads(spec_of(text), cfg), 512) << what;
+    EXPECT_THAT(r.ptx, HasSubstr(".maxntid 512")) << what;
+    EXPECT_THAT(r.ptx, Not(HasSubstr("m64n256k16"))) << what;
+    EXPECT_THAT(r.ptx, Not(HasSubstr("m64n208k16"))) << what;
   }
 }
 

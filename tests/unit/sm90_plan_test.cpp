@@ -43,7 +43,7 @@ TEST(Sm90PlanV4Test, TwoAtomStagesAreValidForPromotedFp8) {
   EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << sm90_check_config(block, sm90a(), c).to_string();
   EXPECT_EQ(c.to_string(), "bm128_bn128_bk256_s3_w8x1_g8");
   EXPECT_TRUE(sm90_staged_scales(block, c));
-  EXPECT_EQ(sm90_threads(c), 384);
+  EXPECT_EQ(sm90_threads(block, c), 384);
   // 3 stages x (2 atoms x 256 rows x 128 bytes + 2 x (128 + 4) scale words) + barriers + slack.
   EXPECT_EQ(sm90_smem_bytes(block, c), 3 * (256 * 256 + 2 * 4 * 132) + 16 * 3 + 1024);
   TileConfig deep = c;
@@ -74,12 +74,29 @@ TEST(Sm90PlanV4Test, TwoAtomStagesForEveryFormatThreeNever) {
   EXPECT_THAT(st.message(), HasSubstr("block_k=192"));
 }
 
+// MXFP8 with block_k 64 (the kernel's section 13): the dequantizing producer is two warpgroups, so the
+// block is 512 threads (the launch and the kernel's __launch_bounds__ both read sm90_threads); every other
+// MXFP8 config keeps one producer warpgroup.
+TEST(Sm90PlanV4Test, TheDequantizingProducerIsTwoWarpgroups) {
+  const KernelSpec mx = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
+  const TileConfig dq = config(128, 256, 64, 2, 8, 1);
+  ASSERT_TRUE(sm90_check_config(mx, sm90a(), dq).ok()) << sm90_check_config(mx, sm90a(), dq).to_string();
+  EXPECT_TRUE(sm90_mx_dequant(mx, dq));
+  EXPECT_EQ(sm90_threads(mx, dq), 512);
+  EXPECT_EQ(sm90_launch_shape(mx, dq, {4096, 7168, 7168}).block_x, 512u);
+  const TileConfig promoted = config(128, 128, 128, 5, 8, 1);
+  EXPECT_FALSE(sm90_mx_dequant(mx, promoted));
+  EXPECT_EQ(sm90_threads(mx, promoted), 384);
+  // The same tile shape in bf16 is one producer warpgroup and two consumers.
+  EXPECT_EQ(sm90_threads(spec_of("gemm a=bf16 b=bf16 out=bf16"), dq), 384);
+}
+
 TEST(Sm90PlanV4Test, ThreeConsumerWarpgroupsStackAlongM) {
   const KernelSpec block = spec_of(kBlock);
   const TileConfig c = config(192, 128, 128, 5, 12, 1);
   EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << sm90_check_config(block, sm90a(), c).to_string();
   EXPECT_EQ(c.to_string(), "bm192_bn128_bk128_s5_w12x1_g8");
-  EXPECT_EQ(sm90_threads(c), 512);
+  EXPECT_EQ(sm90_threads(block, c), 512);
   EXPECT_TRUE(sm90_staged_scales(block, c));
   EXPECT_TRUE(sm90_promotes(block, c));
   EXPECT_EQ(sm90_smem_bytes(block, c), 5 * (320 * 128 + 4 * 196) + 16 * 5 + 1024);
