@@ -397,8 +397,9 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // accumulation: a promoted partial would need 256 registers); bench/NOTES.md has the measurements.
   // Not in clusters (cluster_m = 1): the clustered variant measured slower so far (bench/NOTES.md,
   // v2: a fence in its remote arrive, since removed but not yet measured on a GPU).
-  // (MXFP8's dequantizing producer, block_k 64, is not planned: it measured 240-260 TFLOP/s against
-  // 390 for the promoted square on the H200, bench/NOTES.md session 8; only an explicit config runs it.)
+  // (MXFP8's dequantizing producer, block_k 64, is not planned: with two producer warpgroups its best
+  // tiles run level with the promoted square on the H200 (2.46-2.53 against 2.47 ms at 4096 x 7168 x
+  // 16384, 2.88-2.93 against 2.84 at 8192^3; bench/NOTES.md session 14); only an explicit config runs it.)
   const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
   // (Block-scaled 128 x 256 promotes in two halves, the kernel's section 14: explicit configs and the
   // tuner's space only, not the default, until measured.)

@@ -816,9 +816,9 @@ struct Gemm {
             phase ^= 1;
           }
         }
-        // Every lane releases its own reads of the staging slot (kDqConvThreads arrivals): a lane-0 release
-        // after
-        // __syncwarp is as correct, but racecheck does not follow it (84 reports on the H200, session 9).
+        // Every lane releases its own reads of the staging slot (kDqConvThreads arrivals): a lane-0
+        // release after __syncwarp is as correct, but racecheck does not follow it (84 reports on the
+        // H200, session 9).
         mbar_arrive(sm.stg_full + 8 * (kDqStg + s8));  // stg_empty[s8]
         if (++s8 == kDqStg) {
           s8 = 0;
@@ -1768,7 +1768,7 @@ struct Gemm {
     if (threadIdx.x == 0) {
 #pragma unroll 1
       for (int s = 0; s < kStages; ++s) {
-        // TMA thread (+ the scale warp's lanes); section 13: every converting thread (warps 1-3).
+        // TMA thread (+ the scale warp's lanes); section 13: every converting thread (warps 1-7).
         mbar_init(sm.full + 8 * s, kDq ? kDqConvThreads : kScaleWarp ? 1 + 32 : 1);
         mbar_init(sm.empty + 8 * s, 4 * kConsumers * kCluster);
       }
