@@ -60,7 +60,7 @@ int estimate_registers(const KernelSpec& spec, const Arch& arch, KernelFamily fa
     const int part = !sm90_promotes(spec, cfg) ? 0 : sm90_half_partial(spec, cfg) ? acc / 2 : acc;
     // The kernel is compiled for one block per SM (__launch_bounds__): ptxas allots 65536 / threads per
     // thread, and the consumers take more through setmaxnreg; check_config refuses what would not fit.
-    const int threads = 128 * (1 + wgs_m * wgs_n);
+    const int threads = sm90_threads(spec, cfg);  // 512 for MXFP8's dequantizing producer (two warpgroups)
     return std::min(acc + part + 40, (65536 / threads) & ~7);
   }
   // The same budget check_config applies (compiler/plan/plan.cpp; ptxas 13.0 measurements):

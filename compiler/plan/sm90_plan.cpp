@@ -22,11 +22,11 @@ constexpr int kMaxAccRegs = 128;   // f32 accumulators (+ partials) per consumer
 constexpr int kMaxPromotedBlockRegs = 192;  // the same for block-scaled one-atom tiles (64 x 192 per warpgroup)
 constexpr int kBarrierBytes = 16;  // full + empty mbarrier per stage
 constexpr int kAlignSlack = 1024;  // the ring starts on a 1024-byte boundary
-constexpr int kSms = 132;
+constexpr int kSms = 132;  // H100 SXM / H200: only to judge "enough tiles"; the launch uses the device's
 // The dequantizing producer (the kernel's section 13): two warpgroups (warp 0 stages, the other seven
 // convert) and a staging ring of two 128-K atoms.
 constexpr int kDqProducerWgs = 2;
-constexpr int kDqStg = 2;  // H100 SXM / H200: only to judge "enough tiles"; the launch uses the device's
+constexpr int kDqStg = 2;
 
 int elem_bytes(Format f) { return std::max(1, format_bits(f) / 8); }
 

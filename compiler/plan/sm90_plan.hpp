@@ -14,7 +14,7 @@
 //                     along M, 16 rows each) x warps_n warpgroups along N; 1..3 warpgroups (3 only as
 //                     warps 12 x 1 with warpgroup tiles of at most 64 x 128). One producer warpgroup
 //                     comes on top (two for MXFP8's dequantizing producer, block_k 64), so a block has
-//                     128 * (1 + warps_m / 4 * warps_n) threads, or 512 (sm90_threads;
+//                     128 * (1 + warps_m / 4 * warps_n) threads, or 512 there (two consumers; sm90_threads;
 //                     TileConfig::threads() counts the consumers only).
 //   group_m           grouped rasterization of the persistent tile walk
 // FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes);

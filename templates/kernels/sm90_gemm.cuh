@@ -11,9 +11,9 @@
 //
 // Design (DESIGN.md "Kernel families"; numbers are PTX ISA 9.0 sections):
 //
-// 1. Warp specialization. The block is 1 producer warpgroup + kConsumers (1 or 2) consumer
-//    warpgroups. The producer gives registers back (setmaxnreg.dec; kProducerRegs) and one of its threads
-//    issues every TMA copy; the consumers take them (setmaxnreg.inc) for their accumulators. Each
+// 1. Warp specialization. The block is 1 producer warpgroup (2 for section 13) + kConsumers (1-3)
+//    consumer warpgroups. The producer gives registers back (setmaxnreg.dec; kProducerRegs) and one of its
+//    threads issues every TMA copy; the consumers take them (setmaxnreg.inc) for their accumulators. Each
 //    consumer warpgroup owns a kWgTileM x kWgTileN slab of the block tile (kWarpsM / 4 warpgroups
 //    along M, kWarpsN along N: a warpgroup's 4 warps stack along M, 16 rows each, which is how
 //    wgmma's m64 accumulator is spread, ptx/wgmma.cuh). A warpgroup's N is one wgmma N: 64, 128, 256, or
@@ -172,14 +172,15 @@
 // Instantiated by generated code (compiler/emit/sm90_emit.cpp) as:
 //   struct KilnConfig { static constexpr int kBlockM = 128; ...; static constexpr bool kPromote = ...;
 //                       static constexpr kiln_dev::Scale kScaleA = ...; kScaleTypeA, kScaleB, kScaleTypeB };
-//   extern "C" __global__ void [__cluster_dims__(2, 1, 1)] __launch_bounds__(384, 1)
+//   extern "C" __global__ void [__cluster_dims__(2, 1, 1)] __launch_bounds__(kThreads, 1)
 //   kiln_sm90_gemm(const __grid_constant__ kiln_dev::TmaDesc tma_a,
 //                  const __grid_constant__ kiln_dev::TmaDesc tma_b, kiln_dev::GemmParams p) {
 //     kiln_dev::sm90_gemm<KilnConfig>(tma_a, tma_b, p);
 //   }
 // launched with grid min(tiles, SMs) (with clusters: kClusterM x min(cluster tiles, the clusters the
-// device holds at once)), block 128 * (1 + consumers) and Gemm<Config>::kSmemBytes of dynamic shared
-// memory (the host mirror is sm90_smem_bytes in compiler/plan/sm90_plan.cpp).
+// device holds at once)), block kThreads = 128 * (producer warpgroups + consumers) and
+// Gemm<Config>::kSmemBytes of dynamic shared memory (the host mirror is sm90_smem_bytes in
+// compiler/plan/sm90_plan.cpp).
 #pragma once
 
 #include "common/gemm_params.cuh"
@@ -342,15 +343,17 @@ struct Gemm {
   // two partials, 56 / 224 with two consumers (what setmaxnreg.dec frees, (168 - 56) * 128, is exactly
   // the increase, (224 - 168) * 256).
   // Section 13 (dequantizing producer: two warpgroups, 2 consumers; 512 threads, 128 each at launch):
-  // 72 / 184 for consumers of 128 accumulators, 64 / 192 below (the splits ptxas compiles without spills
-  // for every pinned tile; 64 / 200 and 56 / 200 spilled the 128 x 256 consumers, 72 / 184 the 192- and
-  // 208-column ones).
-  static constexpr bool kDqAcc128 = kMmaM * kAccRegs >= 128;
-  static constexpr int kProducerRegs = kDq               ? (kDqAcc128 ? 72 : 64)
+  // 72 / 184 or 64 / 192, whichever ptxas (13.0) compiles without spills; a sweep of every valid tile
+  // found no tile that spills with both. 72 / 184 where the producer converts >= 368 rows per stage
+  // (block_m + block_n), or >= 320 with two consumer warpgroups along N; 64 / 192 elsewhere (72 / 184
+  // spilled the consumers of 128 x 176 ... 128 x 208 and 256 x 64 / 96). The nvrtc tier compiles them all.
+  static constexpr bool kDqWideProducer =
+      kBlockM + kBlockN >= 368 || (kWgsN == 2 && kBlockM + kBlockN >= 320);
+  static constexpr int kProducerRegs = kDq               ? (kDqWideProducer ? 72 : 64)
                                        : kConsumers == 3 ? 32
                                        : kMxPromoted     ? 56
                                                          : 40;
-  static constexpr int kConsumerRegs = kDq               ? (kDqAcc128 ? 184 : 192)
+  static constexpr int kConsumerRegs = kDq               ? (kDqWideProducer ? 184 : 192)
                                        : kConsumers == 3 ? 160
                                        : kConsumers == 1 ? 240
                                        : kMxPromoted     ? 224
@@ -408,7 +411,7 @@ struct Gemm {
                 "split-K takes 1..64 splits, on dense problems without clusters");
   static_assert(!kGrouped || (kExperts >= 1 && kExperts <= 1024),
                 "grouped GEMMs take 1..1024 experts (the per-CTA table lives in shared memory)");
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536,
+  static_assert(kProducerRegs * 128 * kProducerWgs + kConsumerRegs * 128 * kConsumers <= 65536,
                 "the producer/consumer register split must fit the 64K-register file");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
   static_assert((kBoxRowsB * kRowBytes) % 1024 == 0,
