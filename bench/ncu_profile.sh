@@ -4,7 +4,8 @@
 #   NCU_PROBLEMS="spec|m|n|k[|config];..." bash bench/ncu_profile.sh   -> $OUT/ncu.txt
 #   (config: a tile config as kiln prints it, run instead of the plan's own)
 #   NCU_EXTRA="--section SourceCounters" adds sections (SourceCounters: the top stall locations by SASS
-#   offset); NCU_TAIL (default 120) is how many lines of each report are kept.
+#   offset); NCU_TAIL (default 260: every section above; 90 cut off speed of light and the pipes in
+#   session 14) is how many lines of each report are kept.
 # Sections: speed of light, compute (pipe utilization), warp states, scheduler, memory. The clocks are
 # left alone (--clock-control none: METHOD.md). One warm-up launch is skipped.
 set -u
@@ -27,6 +28,6 @@ for p in "${problems[@]}"; do
     --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
     ${NCU_EXTRA:-} --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio \
     "$X/kiln" run "$spec" --m "$m" --n "$n" --k "$k" --repeats 1 --warmup 1 "${extra[@]}" 2>&1 |
-    grep -vE '^==PROF==|^\s*$' | tail -n "${NCU_TAIL:-120}"
+    grep -vE '^==PROF==|^\s*$' | tail -n "${NCU_TAIL:-260}"
 done >"$OUT/ncu.txt" 2>&1
 tail -c 3000 "$OUT/ncu.txt"
