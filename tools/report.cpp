@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "compiler/nvrtc/nvrtc.hpp"
 #include "compiler/plan/plan.hpp"
 #include "compiler/spec/spec.hpp"
 #include "runtime/tuned_configs.hpp"
@@ -101,6 +104,14 @@ std::string format_compile_report(const CompileReport& r) {
                           count_or_na(k.smem_dynamic, " B")));
   row("spills", fmt::format("{} stores, {} loads, stack frame {}", count_or_na(k.spill_stores, " B"),
                             count_or_na(k.spill_loads, " B"), count_or_na(k.stack_frame, " B")));
+  // ptxas's performance notes (e.g. wgmma serialization, C7512 / C7513): only a compile has its log.
+  if (k.from_cache) {
+    row("ptxas", "n/a (cache hit: --no-cache recompiles and shows ptxas's performance notes)");
+  } else {
+    const std::vector<std::string> notes = ptxas_performance_notes(k.log);
+    if (notes.empty()) row("ptxas", "no performance notes");
+    for (const std::string& n : notes) row("ptxas", n);
+  }
   row("compile", k.from_cache ? fmt::format("cache hit (compiled in {:.1f} ms originally)", k.compile_ms)
                               : fmt::format("{:.1f} ms (cache miss)", k.compile_ms));
   row("cubin", fmt::format("{} bytes", k.cubin.size()));
@@ -127,6 +138,7 @@ nlohmann::json compile_report_json(const CompileReport& r) {
   j["stack_frame"] = int_or_null(k.stack_frame);
   j["spill_stores"] = int_or_null(k.spill_stores);
   j["spill_loads"] = int_or_null(k.spill_loads);
+  j["ptxas_notes"] = k.from_cache ? nlohmann::json(nullptr) : nlohmann::json(ptxas_performance_notes(k.log));
   j["compile_ms"] = k.compile_ms;
   j["from_cache"] = k.from_cache;
   j["cubin_bytes"] = k.cubin.size();

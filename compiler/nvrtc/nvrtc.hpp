@@ -40,5 +40,10 @@ StatusOr<CompileResult> compile_cuda(const std::string& source, const Arch& arch
 StatusOr<std::string> nvrtc_version();
 // Parses a ptxas -v log into r (registers, smem, stack, spills). Exposed for unit tests.
 void parse_ptxas_report(const std::string& log, CompileResult& r);
+// ptxas's "Potential Performance Loss" notes in a log (e.g. C7513: wgmma.mma_async instructions are
+// serialized ...), code and reason only ("C7513: wgmma.mma_async instructions are serialized due to ..."),
+// without the "ptxas info" prefix and the function name; empty when there are none. ptxas prints them as
+// info lines, not warnings, so a grep for warnings misses them (bench/NOTES.md session 14).
+std::vector<std::string> ptxas_performance_notes(const std::string& log);
 
 }  // namespace kiln

@@ -18,6 +18,7 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/nvrtc/nvrtc.hpp"
 
@@ -85,6 +86,38 @@ void parse_ptxas_report(const std::string& log, CompileResult& r) {
       keep_max(r.spill_loads, clause_value(line, "bytes spill loads"));
     }
   }
+}
+
+std::vector<std::string> ptxas_performance_notes(const std::string& log) {
+  // "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due
+  //  to ... in the function 'kiln_sm90_gemm'"
+  static constexpr std::string_view kMark = "Potential Performance Loss:";
+  std::vector<std::string> notes;
+  std::string_view rest(log);
+  while (!rest.empty()) {
+    const size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    const size_t mark = line.find(kMark);
+    if (mark == std::string_view::npos) continue;
+    std::string note;
+    const size_t open = line.rfind('(', mark);
+    const size_t close = open == std::string_view::npos ? open : line.find(')', open);
+    if (close != std::string_view::npos && close < mark)
+      note = std::string(line.substr(open + 1, close - open - 1)) + ": ";
+    std::string_view reason = line.substr(mark + kMark.size());
+    while (!reason.empty() && reason.front() == ' ') reason.remove_prefix(1);
+    while (!reason.empty() && (reason.back() == '\r' || reason.back() == ' ')) reason.remove_suffix(1);
+    for (const std::string_view suffix :
+         {std::string_view(" in the function '"), std::string_view(" for the function '")}) {
+      if (const size_t fn = reason.rfind(suffix); fn != std::string_view::npos) reason = reason.substr(0, fn);
+    }
+    note += std::string(reason);
+    bool seen = false;
+    for (const std::string& n : notes) seen = seen || n == note;
+    if (!seen) notes.push_back(note);
+  }
+  return notes;
 }
 
 }  // namespace kiln

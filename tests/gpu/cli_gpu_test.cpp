@@ -155,6 +155,8 @@ TEST_F(CliTest, ConfigPinsOneTileConfig) {
   EXPECT_EQ(r.code, 0) << r.err;
   // Two producer warpgroups (the dequantizing producer) beside two consumers.
   EXPECT_NE(r.out.find("bm128_bn256_bk64_s2_w8x1_g8 (512 threads)"), std::string::npos) << r.out;
+  // A fresh compile lists ptxas's performance notes (none here: no serialized wgmma).
+  EXPECT_NE(r.out.find("  ptxas      no performance notes"), std::string::npos) << r.out;
   r = kiln("compile " + mx + " --arch sm_90a --config "
            "'{\"block_m\": 256, \"block_n\": 128, \"block_k\": 64, \"stages\": 2, \"warps_m\": 8, "
            "\"warps_n\": 1, \"group_m\": 8}'");

@@ -117,5 +117,35 @@ TEST(PtxasReportTest, NonEntryFunctionSpillsCount) {
   EXPECT_EQ(r.spill_loads, 8);
 }
 
+// ptxas's performance notes, as NVRTC 13.0 printed them for a serialized register-A wgmma kernel
+// (bench/NOTES.md session 14): code and reason, without the prefix and the function name, once each.
+TEST(PtxasReportTest, PerformanceNotes) {
+  const std::string log =
+      "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due "
+      "to "
+      "non wgmma instructions defining input registers of a wgmma between start and end of the pipeline "
+      "stage in "
+      "the function 'kiln_sm90_gemm'\n"
+      "ptxas info    : 401 bytes gmem\n"
+      "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due "
+      "to "
+      "non wgmma instructions defining input registers of a wgmma between start and end of the pipeline "
+      "stage in "
+      "the function 'kiln_sm90_gemm'\r\n"
+      "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due "
+      "to "
+      "insufficient register resources for the function 'k2'\n"
+      "ptxas info    : Used 128 registers, used 1 barriers\n";
+  const std::vector<std::string> notes = ptxas_performance_notes(log);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0],
+            "C7513: wgmma.mma_async instructions are serialized due to non wgmma instructions defining input "
+            "registers of a wgmma between start and end of the pipeline stage");
+  EXPECT_EQ(notes[1],
+            "C7512: wgmma.mma_async instructions are serialized due to insufficient register resources");
+  EXPECT_TRUE(ptxas_performance_notes(kSm90aTwoKernels).empty());
+  EXPECT_TRUE(ptxas_performance_notes("").empty());
+}
+
 }  // namespace
 }  // namespace kiln
