@@ -15,6 +15,7 @@
 // kernel without static shared memory). The parser therefore keys on the clause text ("Used N
 // registers", "N bytes smem", "N bytes stack frame", ...) wherever it sits in a line, and reports the
 // maximum over all functions of the program: a spill in any of them is a spill of the kernel.
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -113,9 +114,7 @@ std::vector<std::string> ptxas_performance_notes(const std::string& log) {
       if (const size_t fn = reason.rfind(suffix); fn != std::string_view::npos) reason = reason.substr(0, fn);
     }
     note += std::string(reason);
-    bool seen = false;
-    for (const std::string& n : notes) seen = seen || n == note;
-    if (!seen) notes.push_back(note);
+    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
   }
   return notes;
 }

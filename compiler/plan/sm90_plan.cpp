@@ -295,14 +295,11 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
           name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) +
           " cannot be promoted (" + to_string(2 * acc_regs(cfg)) +
           " f32 registers for accumulators + partials, at most " + to_string(kMaxAccRegs) + ", or " +
-          to_string(kMaxPromotedBlockRegs) +
-          " with one atom per stage and 1 or 2 "
-          "consumer warpgroups); " +
+          to_string(kMaxPromotedBlockRegs) + " with one atom per stage and 1 or 2 consumer warpgroups); " +
           scales +
-          " scales are applied to each 128-K tile's "
-          "promoted partial: use warpgroup tiles of at most 64x192 (e.g. 128x128 or 128x192 "
-          "with warps 8x1), or 64x256 with one atom per stage (block_n 256, block_k 128, "
-          "promoted in two halves)");
+          " scales are applied to each 128-K tile's promoted partial: use warpgroup tiles of "
+          "at most 64x192 (e.g. 128x128 or 128x192 with warps 8x1), or 64x256 with one atom "
+          "per stage (block_n 256, block_k 128, promoted in two halves)");
   }
   // MXFP8 promotes every k-step (the kernel's section 11): the accumulators, the partial and a k-step's
   // column scales share the consumer's 232 registers.
@@ -401,8 +398,8 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // tiles run level with the promoted square on the H200 (2.46-2.53 against 2.47 ms at 4096 x 7168 x
   // 16384, 2.88-2.93 against 2.84 at 8192^3; bench/NOTES.md session 14); only an explicit config runs it.)
   const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
-  // (Block-scaled 128 x 256 promotes in two halves, the kernel's section 14: explicit configs and the
-  // tuner's space only, not the default, until measured.)
+  // (Block-scaled 128 x 256 promotes in two halves, the kernel's section 14: with f32 scales it measured
+  // level with the two-atom 128 x 128 and is left to the tuner; E8M0 scales take it below.)
   if (m > 64 && tiles(sizes, wide) >= kSms && !sm90_half_partial(spec, wide) &&
       sm90_check_config(spec, arch, wide).ok()) {
     // 128 x 192 where its waves waste clearly less: the share of the SMs' tile slots doing useful work,
