@@ -163,7 +163,7 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int staging =
       dq ? kDqStg * ((cfg.block_m + cfg.block_n) * (kRowBytes + 16)) + kDqStg * kBarrierBytes + kAlignSlack
          : 0;
-  return cfg.stages * ((cfg.block_m + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
+  return cfg.stages * (((dq ? 0 : cfg.block_m) + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
          group_table + split_flags + out_tile + staging + kAlignSlack;
 }
 

@@ -235,7 +235,10 @@ struct Gemm {
   static constexpr int kWgsM = Config::kWarpsM / 4;  // consumer warpgroups along M
   static constexpr int kWgsN = Config::kWarpsN;      // consumer warpgroups along N
   static constexpr int kConsumers = kWgsM * kWgsN;
-  static constexpr int kProducerWgs = kDq ? 2 : 1;  // section 13's dequantizing producer: two warpgroups
+  // DEV (branch wip/dq-rega): A dequantized by the consumers into wgmma's register operand, the
+  // producer converts B only (bf16 ring of B stages), one producer warpgroup.
+  static constexpr bool kDqRegA = kDq;
+  static constexpr int kProducerWgs = kDq ? 2 : 1;
   static constexpr int kThreads = 128 * (kProducerWgs + kConsumers);
   static constexpr int kWgTileM = kBlockM / kWgsM;
   static constexpr int kWgTileN = kBlockN / kWgsN;
@@ -249,7 +252,7 @@ struct Gemm {
   static constexpr int kKSteps = kRowBytes / 32;          // 32 bytes of K per wgmma
   static constexpr int kAtomBytesA = kBlockM * kRowBytes;
   static constexpr int kAtomBytesB = kBlockN * kRowBytes;
-  static constexpr int kTileBytesA = kAtoms * kAtomBytesA;
+  static constexpr int kTileBytesA = kDqRegA ? 0 : kAtoms * kAtomBytesA;
   static constexpr int kTileBytesB = kAtoms * kAtomBytesB;
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
   static constexpr int kCluster = Config::kClusterM;
@@ -349,11 +352,14 @@ struct Gemm {
   // spilled the consumers of 128 x 176 ... 128 x 208 and 256 x 64 / 96). The nvrtc tier compiles them all.
   static constexpr bool kDqWideProducer =
       kBlockM + kBlockN >= 368 || (kWgsN == 2 && kBlockM + kBlockN >= 320);
-  static constexpr int kProducerRegs = kDq               ? (kDqWideProducer ? 72 : 64)
+  // wip/dq-rega: the register-A consumers hold 32 more registers: 72 / 184 for 128 accumulators, else
+  // 64 / 192 (compiled without spills on 128 x 256 s3, 128 x 208 s3, 128 x 192 s4 / s3_t, 128 x 128 s4).
+  static constexpr bool kDqAcc128 = kMmaM * kAccRegs >= 128;
+  static constexpr int kProducerRegs = kDq               ? (kDqRegA ? (kDqAcc128 ? 72 : 64) : kDqWideProducer ? 72 : 64)
                                        : kConsumers == 3 ? 32
                                        : kMxPromoted     ? 56
                                                          : 40;
-  static constexpr int kConsumerRegs = kDq               ? (kDqWideProducer ? 184 : 192)
+  static constexpr int kConsumerRegs = kDq               ? (kDqRegA ? (kDqAcc128 ? 184 : 192) : kDqWideProducer ? 184 : 192)
                                        : kConsumers == 3 ? 160
                                        : kConsumers == 1 ? 240
                                        : kMxPromoted     ? 224
@@ -776,7 +782,8 @@ struct Gemm {
   // each warp releases the staging slot (every lane). Seven warps (ct = 0..223) cover 56 rows per pass.
   static constexpr int kDqConvThreads = 128 * kProducerWgs - 32;  // every producer warp but warp 0
   static constexpr int kDqRowsPerPass = kDqConvThreads / 4;       // 8 rows per converting warp
-  static constexpr int kDqRowSteps = (kBlockM + kBlockN + kDqRowsPerPass - 1) / kDqRowsPerPass;
+  static constexpr int kDqRows = kDqRegA ? kBlockN : kBlockM + kBlockN;  // the rows the producer converts
+  static constexpr int kDqRowSteps = (kDqRows + kDqRowsPerPass - 1) / kDqRowsPerPass;
   static __device__ __forceinline__ void dq_convert_walk(const GemmParams& p, const Smem& sm, const Walk& w,
                                                          int k_tiles, int ct) {
     const int l = ct & 31, c = l & 3;
@@ -798,8 +805,9 @@ struct Gemm {
           const u32 b_st = sm.b + u32(stage * kTileBytesB);
 #pragma unroll 4
           for (int i = 0; i < kDqRowSteps; ++i) {
-            const int r = r0 + kDqRowsPerPass * i;
-            if ((kBlockM + kBlockN) % kDqRowsPerPass != 0 && r >= kBlockM + kBlockN) break;
+            const int ri = r0 + kDqRowsPerPass * i;
+            if (kDqRows % kDqRowsPerPass != 0 && ri >= kDqRows) break;
+            const int r = kDqRegA ? kBlockM + ri : ri;  // the row in the scale slot: A's rows first
             const bool is_a = r < kBlockM;
             const int rr = is_a ? r : r - kBlockM;
             const u32 src = (is_a ? stg : stg + kStgBytesA) + u32(rr * 128);
@@ -809,8 +817,19 @@ struct Gemm {
             u32 o[8];
             dq_convert(wv, f, o);
             const u32 dst = (is_a ? a_st : b_st) + u32(rr * 128);
-            sts_128(dst + (u32((2 * c) ^ rho) << 4), o[0], o[1], o[2], o[3]);
-            sts_128(dst + (u32((2 * c + 1) ^ rho) << 4), o[4], o[5], o[6], o[7]);
+            if constexpr (kDqRegA) {
+              // K permuted within the 64-K stage (the consumers' A fragments come in the same order):
+              // physical k = 16 c + 4 s + m goes to logical k16 step s at j = 2 c + m (m < 2) or
+              // 8 + 2 c + m - 2: bytes 32 s + 4 c (chunk 2 s) and 32 s + 16 + 4 c (chunk 2 s + 1).
+#pragma unroll
+              for (int st = 0; st < 4; ++st) {
+                sts_u32(dst + (u32((2 * st) ^ rho) << 4) + 4u * u32(c), o[2 * st]);
+                sts_u32(dst + (u32((2 * st + 1) ^ rho) << 4) + 4u * u32(c), o[2 * st + 1]);
+              }
+            } else {
+              sts_128(dst + (u32((2 * c) ^ rho) << 4), o[0], o[1], o[2], o[3]);
+              sts_128(dst + (u32((2 * c + 1) ^ rho) << 4), o[4], o[5], o[6], o[7]);
+            }
           }
           fence_proxy_async_shared();  // this thread's stores, visible to the wgmmas that read the stage
           mbar_arrive(sm.full + 8 * stage);
@@ -1522,6 +1541,99 @@ struct Gemm {
     }
   }
 
+  // DEV (wip/dq-rega): MXFP8 with block_k 64, A dequantized by the consumers. Per 64-K stage kt (half h
+  // of staging atom kt / 2): each thread loads the 16 staged FP8 bytes 16 t .. 16 t + 15 of half h of its
+  // rows g and g + 8 (one E8M0 block each), converts them with the row's scale, and uses them as the A
+  // fragments of the stage's four k16 steps in the producer's K permutation (k16 step s, a[0] / a[2] =
+  // physical bytes 4 s, 4 s + 1 / 4 s + 2, 4 s + 3 of row g; a[1] / a[3] the same of row g + 8). The
+  // staging slot is released (every consumer lane) once both halves' A bytes are read; B comes from the
+  // bf16 ring as before. Two register sets of A alternate with the stages: the wgmmas of stage kt read
+  // theirs while stage kt + 1's are converted.
+  static __device__ __forceinline__ void mainloop_dq_rega(const Smem& sm, float (&acc)[kMmaM][kAccRegs],
+                                                          const KRange& kr, int& stage, u32& phase, int& s8,
+                                                          u32& ph8, u32 b_off, int wg_m, int warp, int lane) {
+    static_assert(kMmaM == 1, "register-A dequantizing: 64-row warpgroup tiles");
+    const int g = lane >> 2, t = lane & 3;
+    const int r0 = wg_m * 64 + warp * 16 + g;  // r0 % 8 == g
+    u32 a[2][4][4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int st = 0; st < 4; ++st)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[h][st][i] = 0u;
+    int prev_stage = 0;
+    for (int kt8 = kr.begin / 2; 2 * kt8 < kr.end; ++kt8) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int kt = 2 * kt8 + h;
+        if (kt >= kr.end) break;
+        if (h == 0) mbar_wait(sm.stg_full + 8 * s8, ph8);
+        const u32 stg = sm.stg + u32(s8 * (kStgBytesA + kStgBytesB));
+        const u32 slot = sm.stg_sc + u32(s8 * kDqScaleBytes);
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int r = r0 + 8 * hr;
+          u32 wv[4];
+          lds_128(wv, stg + u32(r * 128) + (u32((4 * h + t) ^ g) << 4));
+          const float f = f32_from_bits(lds_u32(slot + 16u * u32(r) + 4u * u32(2 * h + (t >> 1))));
+          u32 o[8];
+          dq_convert(wv, f, o);
+#pragma unroll
+          for (int st = 0; st < 4; ++st) {
+            a[h][st][hr] = o[2 * st];
+            a[h][st][2 + hr] = o[2 * st + 1];
+          }
+        }
+        if (h == 1 || kt + 1 == kr.end) {
+          mbar_arrive(sm.stg_full + 8 * (kDqStg + s8));  // stg_empty: this lane's A reads are done
+          if (++s8 == kDqStg) {
+            s8 = 0;
+            ph8 ^= 1;
+          }
+        }
+        mbar_wait(sm.full + 8 * stage, phase);
+        const u64 desc_b = wgmma_desc_sw128(sm.b + stage * kTileBytesB + b_off);
+#pragma unroll
+        for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[h][st]);
+        fence_all(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int st = 0; st < 4; ++st) {
+          const u32 sd = (kt == kr.begin && st == 0) ? 0u : 1u;
+          if constexpr (2 * kAccRegs >= 208 && kEntryRegs < 160) {
+            // 512 threads: no instruction may need more than 128 registers (see mma_tile).
+            constexpr int kN1 = 2 * kAccRegs == 256 ? 128 : 112;
+            constexpr int kN2 = 2 * kAccRegs - kN1;
+            wgmma_m64_rs16<kN1, Format::kBf16>(*reinterpret_cast<float(*)[kN1 / 2]>(&acc[0][0]), a[h][st],
+                                               desc_b + u64(2 * st), sd);
+            wgmma_m64_rs16<kN2, Format::kBf16>(*reinterpret_cast<float(*)[kN2 / 2]>(&acc[0][kN1 / 2]), a[h][st],
+                                               desc_b + u64(2 * st) + u64((kN1 * kRowBytes) >> 4), sd);
+          } else {
+            wgmma_m64_rs16<2 * kAccRegs, Format::kBf16>(acc[0], a[h][st], desc_b + u64(2 * st), sd);
+          }
+        }
+        wgmma_commit();
+        wgmma_wait<1>();  // stage kt - 1's wgmmas are done: its B slot and its A registers are free
+#pragma unroll
+        for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[h ^ 1][st]);
+        if (kt > kr.begin) release(sm, prev_stage, lane);
+        prev_stage = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    wgmma_wait<0>();
+    fence_all(acc);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[h][st]);
+    if (kr.end > kr.begin) release(sm, prev_stage, lane);
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const Smem& sm, const Walk& w,
                                                  int k_tiles, int consumer, void* ws, const TmaDesc* tma_out,
                                                  bool out_tma) {
@@ -1568,6 +1680,8 @@ struct Gemm {
 
     int stage = 0;
     u32 phase = 0;
+    int s8 = 0;  // wip/dq-rega: the staging ring, read by the consumers too
+    u32 ph8 = 0;
     for (int u = w.first; u < w.count; u += w.step) {
       const Tile tile = tile_next;
       const ScaleRows rows = rows_next;
@@ -1615,6 +1729,8 @@ struct Gemm {
         mainloop_mx(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
       } else if constexpr (kAtoms == 2 && kPromote) {
         mainloop_two_atoms(sm, acc, part, kr, stage, phase, a_off, b_off, wg_m, wg_n, warp, lane);
+      } else if constexpr (kDqRegA) {
+        mainloop_dq_rega(sm, acc, kr, stage, phase, s8, ph8, b_off, wg_m, warp, lane);
       } else {
       // One atom per stage, or (unpromoted: bf16 / f16 / fast-accumulating FP8) two atoms whose wgmmas
       // go into the accumulators as one batch: 256 bytes of every W row per stage (decode bandwidth).
@@ -1779,7 +1895,7 @@ struct Gemm {
 #pragma unroll 1
         for (int s = 0; s < kDqStg; ++s) {
           mbar_init(sm.stg_full + 8 * s, 1 + 32);       // warp 0: expect_tx + its lanes' scale stores
-          mbar_init(sm.stg_full + 8 * (kDqStg + s), kDqConvThreads);  // stg_empty: every converting thread
+          mbar_init(sm.stg_full + 8 * (kDqStg + s), kDqConvThreads + (kDqRegA ? 128 * kConsumers : 0));  // stg_empty: every converting thread
         }
       }
       mbar_fence_init();

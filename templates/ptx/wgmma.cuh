@@ -237,6 +237,54 @@ __device__ __forceinline__ void wgmma_m64_rs(float (&d)[kN / 2], const u32 (&a)[
   }
 }
 
+// D[64 x kN] += A[64 x 16] * B[16 x kN], 16-bit operands, A in registers (MXFP8's register-A
+// dequantizing mainloop): the m16n8k16 A layout per warp (PTX ISA wgmma register fragments):
+// a[0] = row g, k 2t..2t+1; a[1] = row g + 8, same k; a[2] = row g, k 2t+8..2t+9; a[3] = row g + 8, same.
+// B is K-major in shared memory (trans-b 0). The registers are read asynchronously (wgmma_fence_regs).
+#define KILN_WG_RS16(OP, DLIST, AREG, DB, SC, ...)                                                \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" SC ", 0;\n " OP " " DLIST ", " AREG ", %" DB \
+               ", p, 1, 1, 0;\n}\n"                                                               \
+               : __VA_ARGS__                                                                      \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
+#define KILN_WG_RS16_FMT(N, DLIST, AREG, DB, SC, ...)                                                      \
+  if constexpr (kFmt == Format::kBf16) {                                                                  \
+    KILN_WG_RS16("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", DLIST, AREG, DB, SC, __VA_ARGS__); \
+  } else {                                                                                                \
+    KILN_WG_RS16("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", DLIST, AREG, DB, SC, __VA_ARGS__);   \
+  }
+template <int kN, Format kFmt>
+__device__ __forceinline__ void wgmma_m64_rs16(float (&d)[kN / 2], const u32 (&a)[4], u64 desc_b, u32 scale_d) {
+  static_assert(kFmt == Format::kBf16 || kFmt == Format::kF16, "wgmma_m64_rs16: bf16 or f16");
+  if constexpr (kN == 64) {
+    KILN_WG_RS16_FMT(64, KILN_WG_D32, "{%32, %33, %34, %35}", "36", "37", KILN_WG_F32(0))
+  } else if constexpr (kN == 96) {
+    KILN_WG_RS16_FMT(96, KILN_WG_D48, "{%48, %49, %50, %51}", "52", "53", KILN_WG_F32(0), KILN_WG_F16(32))
+  } else if constexpr (kN == 112) {
+    KILN_WG_RS16_FMT(112, KILN_WG_D56, "{%56, %57, %58, %59}", "60", "61", KILN_WG_F32(0), KILN_WG_F16(32),
+                     KILN_WG_F4(48), KILN_WG_F4(52))
+  } else if constexpr (kN == 128) {
+    KILN_WG_RS16_FMT(128, KILN_WG_D64, "{%64, %65, %66, %67}", "68", "69", KILN_WG_F64(0))
+  } else if constexpr (kN == 144) {
+    KILN_WG_RS16_FMT(144, KILN_WG_D72, "{%72, %73, %74, %75}", "76", "77", KILN_WG_F64(0), KILN_WG_F4(64),
+                     KILN_WG_F4(68))
+  } else if constexpr (kN == 160) {
+    KILN_WG_RS16_FMT(160, KILN_WG_D80, "{%80, %81, %82, %83}", "84", "85", KILN_WG_F64(0), KILN_WG_F16(64))
+  } else if constexpr (kN == 176) {
+    KILN_WG_RS16_FMT(176, KILN_WG_D88, "{%88, %89, %90, %91}", "92", "93", KILN_WG_F64(0), KILN_WG_F16(64),
+                     KILN_WG_F4(80), KILN_WG_F4(84))
+  } else if constexpr (kN == 192) {
+    KILN_WG_RS16_FMT(192, KILN_WG_D96, "{%96, %97, %98, %99}", "100", "101", KILN_WG_F64(0), KILN_WG_F32(64))
+  } else if constexpr (kN == 208) {
+    KILN_WG_RS16_FMT(208, KILN_WG_D104, "{%104, %105, %106, %107}", "108", "109", KILN_WG_F64(0),
+                     KILN_WG_F32(64), KILN_WG_F4(96), KILN_WG_F4(100))
+  } else {
+    static_assert(kN == 256, "wgmma_m64_rs16: N = 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256");
+    KILN_WG_RS16_FMT(256, KILN_WG_D128, "{%128, %129, %130, %131}", "132", "133", KILN_WG_F128(0))
+  }
+}
+#undef KILN_WG_RS16_FMT
+#undef KILN_WG_RS16
+
 // Pins registers that an asynchronous wgmma reads (its A fragments) until this point.
 template <int kRegs>
 __device__ __forceinline__ void wgmma_fence_regs(u32 (&r)[kRegs]) {
