@@ -163,7 +163,9 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int staging =
       dq ? kDqStg * ((cfg.block_m + cfg.block_n) * (kRowBytes + 16)) + kDqStg * kBarrierBytes + kAlignSlack
          : 0;
-  return cfg.stages * (((dq ? 0 : cfg.block_m) + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
+  // wip/dq-rega: warpgroup tiles of 64 rows take A from registers (no bf16 A stages).
+  const bool rega = dq && cfg.block_m / std::max(1, cfg.warps_m / 4) == 64;
+  return cfg.stages * (((rega ? 0 : cfg.block_m) + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
          group_table + split_flags + out_tile + staging + kAlignSlack;
 }
 

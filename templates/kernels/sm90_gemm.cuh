@@ -236,8 +236,9 @@ struct Gemm {
   static constexpr int kWgsN = Config::kWarpsN;      // consumer warpgroups along N
   static constexpr int kConsumers = kWgsM * kWgsN;
   // DEV (branch wip/dq-rega): A dequantized by the consumers into wgmma's register operand, the
-  // producer converts B only (bf16 ring of B stages), one producer warpgroup.
-  static constexpr bool kDqRegA = kDq;
+  // producer converts B only (bf16 ring of B stages), for warpgroup tiles of 64 rows (others keep the
+  // bf16 A stages).
+  static constexpr bool kDqRegA = kDq && Config::kBlockM / (Config::kWarpsM / 4) == 64;
   static constexpr int kProducerWgs = kDq ? 2 : 1;
   static constexpr int kThreads = 128 * (kProducerWgs + kConsumers);
   static constexpr int kWgTileM = kBlockM / kWgsM;
@@ -1547,22 +1548,17 @@ struct Gemm {
   // fragments of the stage's four k16 steps in the producer's K permutation (k16 step s, a[0] / a[2] =
   // physical bytes 4 s, 4 s + 1 / 4 s + 2, 4 s + 3 of row g; a[1] / a[3] the same of row g + 8). The
   // staging slot is released (every consumer lane) once both halves' A bytes are read; B comes from the
-  // bf16 ring as before. Two register sets of A alternate with the stages: the wgmmas of stage kt read
-  // theirs while stage kt + 1's are converted.
+  // bf16 ring as before. One register set of A, each stage drained before the next is converted (below).
   static __device__ __forceinline__ void mainloop_dq_rega(const Smem& sm, float (&acc)[kMmaM][kAccRegs],
                                                           const KRange& kr, int& stage, u32& phase, int& s8,
                                                           u32& ph8, u32 b_off, int wg_m, int warp, int lane) {
     static_assert(kMmaM == 1, "register-A dequantizing: 64-row warpgroup tiles");
     const int g = lane >> 2, t = lane & 3;
     const int r0 = wg_m * 64 + warp * 16 + g;  // r0 % 8 == g
-    u32 a[2][4][4];
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int st = 0; st < 4; ++st)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) a[h][st][i] = 0u;
-    int prev_stage = 0;
+    // One register set: ptxas serializes every wgmma (C7513) if a wgmma's A registers are written while
+    // any wgmma is in flight, so each stage's batch drains (wait 0) before the next stage's A is
+    // converted; the other consumer warpgroup's wgmmas fill the tensor cores meanwhile.
+    u32 a[4][4];
     for (int kt8 = kr.begin / 2; 2 * kt8 < kr.end; ++kt8) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -1581,8 +1577,8 @@ struct Gemm {
           dq_convert(wv, f, o);
 #pragma unroll
           for (int st = 0; st < 4; ++st) {
-            a[h][st][hr] = o[2 * st];
-            a[h][st][2 + hr] = o[2 * st + 1];
+            a[st][hr] = o[2 * st];
+            a[st][2 + hr] = o[2 * st + 1];
           }
         }
         if (h == 1 || kt + 1 == kr.end) {
@@ -1595,7 +1591,7 @@ struct Gemm {
         mbar_wait(sm.full + 8 * stage, phase);
         const u64 desc_b = wgmma_desc_sw128(sm.b + stage * kTileBytesB + b_off);
 #pragma unroll
-        for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[h][st]);
+        for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[st]);
         fence_all(acc);
         wgmma_fence();
 #pragma unroll
@@ -1605,33 +1601,26 @@ struct Gemm {
             // 512 threads: no instruction may need more than 128 registers (see mma_tile).
             constexpr int kN1 = 2 * kAccRegs == 256 ? 128 : 112;
             constexpr int kN2 = 2 * kAccRegs - kN1;
-            wgmma_m64_rs16<kN1, Format::kBf16>(*reinterpret_cast<float(*)[kN1 / 2]>(&acc[0][0]), a[h][st],
+            wgmma_m64_rs16<kN1, Format::kBf16>(*reinterpret_cast<float(*)[kN1 / 2]>(&acc[0][0]), a[st],
                                                desc_b + u64(2 * st), sd);
-            wgmma_m64_rs16<kN2, Format::kBf16>(*reinterpret_cast<float(*)[kN2 / 2]>(&acc[0][kN1 / 2]), a[h][st],
+            wgmma_m64_rs16<kN2, Format::kBf16>(*reinterpret_cast<float(*)[kN2 / 2]>(&acc[0][kN1 / 2]), a[st],
                                                desc_b + u64(2 * st) + u64((kN1 * kRowBytes) >> 4), sd);
           } else {
-            wgmma_m64_rs16<2 * kAccRegs, Format::kBf16>(acc[0], a[h][st], desc_b + u64(2 * st), sd);
+            wgmma_m64_rs16<2 * kAccRegs, Format::kBf16>(acc[0], a[st], desc_b + u64(2 * st), sd);
           }
         }
         wgmma_commit();
-        wgmma_wait<1>();  // stage kt - 1's wgmmas are done: its B slot and its A registers are free
+        wgmma_wait<0>();
+        fence_all(acc);
 #pragma unroll
-        for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[h ^ 1][st]);
-        if (kt > kr.begin) release(sm, prev_stage, lane);
-        prev_stage = stage;
+        for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[st]);
+        release(sm, stage, lane);
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
       }
     }
-    wgmma_wait<0>();
-    fence_all(acc);
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int st = 0; st < 4; ++st) wgmma_fence_regs(a[h][st]);
-    if (kr.end > kr.begin) release(sm, prev_stage, lane);
   }
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const Smem& sm, const Walk& w,

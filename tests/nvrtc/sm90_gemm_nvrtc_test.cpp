@@ -753,7 +753,7 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
       }
     }
   }
-  EXPECT_EQ(runs.size(), 37u);
+  EXPECT_EQ(runs.size(), 38u);  // wip/dq-rega: no bf16 A stages, one more tile fits
   const TileConfig plain = v4_config(128, 256, 64, 2, 8, 1);
   runs.push_back({"gemm a=mxfp8 b=mxfp8 out=f32", plain});
   runs.push_back({"grouped_gemm[experts=32,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", plain});
