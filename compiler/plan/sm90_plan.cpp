@@ -163,7 +163,7 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int staging =
       dq ? kDqStg * ((cfg.block_m + cfg.block_n) * (kRowBytes + 16)) + kDqStg * kBarrierBytes + kAlignSlack
          : 0;
-  // wip/dq-rega: warpgroup tiles of 64 rows take A from registers (no bf16 A stages).
+  // Warpgroup tiles of 64 rows dequantize A into registers: the bf16 ring holds B only (section 13).
   const bool rega = dq && cfg.block_m / std::max(1, cfg.warps_m / 4) == 64;
   return cfg.stages * (((rega ? 0 : cfg.block_m) + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
          group_table + split_flags + out_tile + staging + kAlignSlack;
@@ -396,9 +396,19 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // accumulation: a promoted partial would need 256 registers); bench/NOTES.md has the measurements.
   // Not in clusters (cluster_m = 1): the clustered variant measured slower so far (bench/NOTES.md,
   // v2: a fence in its remote arrive, since removed but not yet measured on a GPU).
-  // (MXFP8's dequantizing producer, block_k 64, is not planned: with two producer warpgroups its best
-  // tiles run level with the promoted square on the H200 (2.46-2.53 against 2.47 ms at 4096 x 7168 x
-  // 16384, 2.88-2.93 against 2.84 at 8192^3; bench/NOTES.md session 14); only an explicit config runs it.)
+  // MXFP8 at large M and long K: the dequantizing mainloop (block_k 64, the kernel's section 13) with A
+  // in registers, 128 x 256 with 3 stages of B. Measured on the H200 against the promoted square that
+  // this rule replaces (bench/NOTES.md session 15): 2.14 vs 2.47 ms at 4096 x 7168 x 16384, 2.50 vs 2.84
+  // at 8192^3. Shorter K is left to the tuner (its space holds these tiles) until measured. Enough
+  // tiles for two waves, and waves that waste no more than 128 x 128's (within 5%).
+  if (m > 64 && sm90_mx(spec) && sizes.k >= 8192) {
+    TileConfig dq = make(spec, 128, 256, 8, 1);
+    dq.block_k = 64;
+    dq = finish(dq);
+    if (tiles(sizes, dq) >= 2 * kSms && 1.05 * useful(dq) >= useful(make(spec, 128, 128, 8, 1)) &&
+        sm90_check_config(spec, arch, dq).ok())
+      return dq;
+  }
   const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
   // (Block-scaled 128 x 256 promotes in two halves, the kernel's section 14: with f32 scales it measured
   // level with the two-atom 128 x 128 and is left to the tuner; E8M0 scales take it below.)
@@ -571,6 +581,24 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
         c.tma_store = 1;
         c.stages = max_stages(spec, arch, c);
         if (c.stages >= 3 && sm90_check_config(spec, arch, c).ok()) out.push_back(c);
+      }
+    }
+  }
+  // MXFP8 through the dequantizing mainloop (block_k 64, the kernel's section 13) on 64-row warpgroups
+  // (A in registers): 128 x N for the N tiles above, every ring depth that fits, with and without the
+  // TMA store (no clusters, no split-K: check_config refuses them).
+  if (sm90_mx(spec)) {
+    for (int bn : {128, 144, 160, 176, 192, 208, 256}) {
+      for (int tma : {0, 1}) {
+        if (tma && !(spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone)) continue;
+        TileConfig c = make(spec, 128, bn, 8, 1);
+        c.block_k = 64;
+        c.tma_store = tma;
+        const int deepest = max_stages(spec, arch, c);
+        for (int stages = 2; stages <= deepest; ++stages) {
+          c.stages = stages;
+          if (sm90_check_config(spec, arch, c).ok()) out.push_back(c);
+        }
       }
     }
   }

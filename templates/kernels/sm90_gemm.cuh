@@ -151,10 +151,20 @@
 //      j of row r at j ^ (r % 8)), fences the async proxy (only shared-memory accesses outstanding) and
 //      arrives on full[s] (224 arrivals). Seven converting warps instead of three: 3.03 -> 2.53 ms at
 //      4096 x 7168 x 16384 (bench/NOTES.md session 14).
+//    - A in registers (kDqRegA: warpgroup tiles of 64 rows, i.e. warps_m 8 with block_m 128 or warps_m 4
+//      with block_m 64): the consumers dequantize their own A rows from the staging ring straight into
+//      the register fragments of RS wgmmas (mainloop_dq_rega), so the producer converts B only and the
+//      bf16 ring holds B alone (128 x 256: three stages instead of two). The producer stores each B row
+//      in the K order the consumers' fragments take (a permutation inside each 64-K stage). One register
+//      set of A: each stage's wgmmas drain (wait 0) before the next stage's A is converted, since ptxas
+//      serializes every wgmma of a kernel (its note C7513) where A registers are written while a wgmma
+//      is in flight; the other consumer warpgroup keeps the tensor cores busy meanwhile. 128 x 256 at
+//      4096 x 7168 x 16384: 2.53 -> 2.14 ms (bench/NOTES.md session 15). Tiles with 128-row warpgroups
+//      keep the bf16 A stages.
 //    Shared memory: the bf16 ring + the staging ring (2 x (block_m + block_n) x 144 bytes), so 128 x 256
-//    tiles get 2 bf16 stages. 512 threads, so ptxas allows no instruction more than 128 registers: the
-//    m64n256 (m64n208) wgmmas of 256- (208-) column warpgroups run as two, n128 + n128 (n112 + n96)
-//    (mma_tile). Registers: see kProducerRegs.
+//    tiles get 3 bf16 stages of B (2 of A and B without register A). 512 threads, so ptxas allows no
+//    instruction more than 128 registers: the m64n256 (m64n208) wgmmas of 256- (208-) column warpgroups
+//    run as two, n128 + n128 (n112 + n96) (mma_tile, mainloop_dq_rega). Registers: see kProducerRegs.
 // 14. Block scales on 64 x 256 warpgroups (kHalfPart: one atom per stage, 1 or 2 consumer warpgroups,
 //    no split-K; 128 x 256 tiles with warps 8 x 1). 128 accumulators and a full 128-register partial do
 //    not fit the consumers' 232 registers, so each K tile runs as two batches of m64n128 wgmmas (the
@@ -235,9 +245,9 @@ struct Gemm {
   static constexpr int kWgsM = Config::kWarpsM / 4;  // consumer warpgroups along M
   static constexpr int kWgsN = Config::kWarpsN;      // consumer warpgroups along N
   static constexpr int kConsumers = kWgsM * kWgsN;
-  // DEV (branch wip/dq-rega): A dequantized by the consumers into wgmma's register operand, the
-  // producer converts B only (bf16 ring of B stages), for warpgroup tiles of 64 rows (others keep the
-  // bf16 A stages).
+  // Section 13, A in registers: the consumers dequantize A into the RS wgmmas' register fragments and
+  // the producer converts B only (a bf16 ring of B stages), for warpgroup tiles of 64 rows (others keep
+  // the bf16 A stages).
   static constexpr bool kDqRegA = kDq && Config::kBlockM / (Config::kWarpsM / 4) == 64;
   static constexpr int kProducerWgs = kDq ? 2 : 1;
   static constexpr int kThreads = 128 * (kProducerWgs + kConsumers);
@@ -353,8 +363,9 @@ struct Gemm {
   // spilled the consumers of 128 x 176 ... 128 x 208 and 256 x 64 / 96). The nvrtc tier compiles them all.
   static constexpr bool kDqWideProducer =
       kBlockM + kBlockN >= 368 || (kWgsN == 2 && kBlockM + kBlockN >= 320);
-  // wip/dq-rega: the register-A consumers hold 32 more registers: 72 / 184 for 128 accumulators, else
-  // 64 / 192 (compiled without spills on 128 x 256 s3, 128 x 208 s3, 128 x 192 s4 / s3_t, 128 x 128 s4).
+  // Register A: the consumers hold 32 more registers (16 bf16x2 fragments and the staged bytes), so the
+  // split is 72 / 184 for 128 accumulators per thread, else 64 / 192 (each of the 38 valid block_k-64
+  // tiles compiles without spills and without ptxas performance notes: the nvrtc tier).
   static constexpr bool kDqAcc128 = kMmaM * kAccRegs >= 128;
   static constexpr int kProducerRegs = kDq               ? (kDqRegA ? (kDqAcc128 ? 72 : 64) : kDqWideProducer ? 72 : 64)
                                        : kConsumers == 3 ? 32
@@ -1542,7 +1553,7 @@ struct Gemm {
     }
   }
 
-  // DEV (wip/dq-rega): MXFP8 with block_k 64, A dequantized by the consumers. Per 64-K stage kt (half h
+  // Section 13 with A in registers (kDqRegA). Per 64-K stage kt (half h
   // of staging atom kt / 2): each thread loads the 16 staged FP8 bytes 16 t .. 16 t + 15 of half h of its
   // rows g and g + 8 (one E8M0 block each), converts them with the row's scale, and uses them as the A
   // fragments of the stage's four k16 steps in the producer's K permutation (k16 step s, a[0] / a[2] =
@@ -1669,7 +1680,7 @@ struct Gemm {
 
     int stage = 0;
     u32 phase = 0;
-    int s8 = 0;  // wip/dq-rega: the staging ring, read by the consumers too
+    int s8 = 0;  // register A: the staging ring, which the consumers read too
     u32 ph8 = 0;
     for (int u = w.first; u < w.count; u += w.step) {
       const Tile tile = tile_next;
@@ -1884,7 +1895,8 @@ struct Gemm {
 #pragma unroll 1
         for (int s = 0; s < kDqStg; ++s) {
           mbar_init(sm.stg_full + 8 * s, 1 + 32);       // warp 0: expect_tx + its lanes' scale stores
-          mbar_init(sm.stg_full + 8 * (kDqStg + s), kDqConvThreads + (kDqRegA ? 128 * kConsumers : 0));  // stg_empty: every converting thread
+          // stg_empty: every converting thread (and with register A every consumer thread).
+          mbar_init(sm.stg_full + 8 * (kDqStg + s), kDqConvThreads + (kDqRegA ? 128 * kConsumers : 0));
         }
       }
       mbar_fence_init();

@@ -728,12 +728,26 @@ TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
 // The block_k 64 shapes the gpu tier pins (tests/gpu/sm90_gemm_gpu_test.cpp, pins 42-47), dense, grouped
 // (offsets, masked) and with an interleaved gate|up epilogue: bf16 wgmmas, TMA loads of the FP8 atoms,
 // 16-byte shared reads of them, hardware e4m3 -> f16 conversions, 16-byte shared stores and the proxy
-// fence before full[s]; no promotion, no spills, no serialized wgmma. Not planned (bench/NOTES.md
-// session 14: level with the promoted path at best), so neither the default nor the tuner's space holds it.
+// fence before full[s]; no promotion, no spills, no serialized wgmma. With A in registers (64-row
+// warpgroups) the default at large M and K >= 8192 (bench/NOTES.md session 15: 2.14 vs 2.47 ms at
+// 4096 x 7168 x 16384), and the tuner's space holds those tiles; shorter K keeps the promoted default.
 TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
   const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
   EXPECT_FALSE(sm90_mx_dequant(s, default_config(s, sm90a(), {4096, 7168, 7168})));
-  for (const TileConfig& c : sm90_config_space(s, sm90a())) EXPECT_FALSE(sm90_mx_dequant(s, c)) << c.to_string();
+  const TileConfig def = default_config(s, sm90a(), {4096, 7168, 16384});
+  EXPECT_TRUE(sm90_mx_dequant(s, def)) << def.to_string();
+  EXPECT_EQ(def.block_m, 128);
+  EXPECT_EQ(def.block_n, 256);
+  EXPECT_EQ(def.stages, 3);
+  EXPECT_EQ(def.warps_m, 8);
+  EXPECT_FALSE(sm90_mx_dequant(s, default_config(s, sm90a(), {128, 7168, 16384})));  // few tiles: small M
+  int dq_tiles = 0;
+  for (const TileConfig& c : sm90_config_space(s, sm90a())) {
+    if (!sm90_mx_dequant(s, c)) continue;
+    ++dq_tiles;
+    EXPECT_EQ(c.block_m / (c.warps_m / 4), 64) << c.to_string();  // A in registers only
+  }
+  EXPECT_GT(dq_tiles, 7);
   std::vector<std::pair<std::string, TileConfig>> runs;
   // Every tile check_config accepts (the deepest ring that fits), with and without the TMA store: the
   // register split (kProducerRegs) is chosen per tile from what ptxas compiled without spills, so all of
@@ -753,7 +767,7 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
       }
     }
   }
-  EXPECT_EQ(runs.size(), 38u);  // wip/dq-rega: no bf16 A stages, one more tile fits
+  EXPECT_EQ(runs.size(), 38u);  // register A (64-row warpgroups): no bf16 A stages, one more tile fits
   const TileConfig plain = v4_config(128, 256, 64, 2, 8, 1);
   runs.push_back({"gemm a=mxfp8 b=mxfp8 out=f32", plain});
   runs.push_back({"grouped_gemm[experts=32,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", plain});
@@ -778,6 +792,13 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
     EXPECT_THAT(r.ptx, HasSubstr(".maxntid 512")) << what;
     EXPECT_THAT(r.ptx, Not(HasSubstr("m64n256k16"))) << what;
     EXPECT_THAT(r.ptx, Not(HasSubstr("m64n208k16"))) << what;
+    // 64-row warpgroups take A from registers: RS wgmmas (a register list after the accumulators).
+    const bool reg_a = cfg.block_m / (cfg.warps_m / 4) == 64;
+    if (reg_a) {
+      EXPECT_THAT(r.ptx, HasSubstr("}, {%r")) << what;
+    } else {
+      EXPECT_THAT(r.ptx, Not(HasSubstr("}, {%r"))) << what;
+    }
   }
 }
 
@@ -786,8 +807,13 @@ TEST(Sm90MxPlanTest, DequantRulesNameTheReason) {
   const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
   EXPECT_TRUE(sm90_check_config(s, sm90a(), v4_config(128, 256, 64, 2, 8, 1)).ok());
   EXPECT_TRUE(sm90_check_config(s, sm90a(), v4_config(256, 128, 64, 2, 8, 1)).ok());
-  // The bf16 ring beside the FP8 staging ring: 3 stages of 128 x 256 do not fit.
-  EXPECT_EQ(sm90_check_config(s, sm90a(), v4_config(128, 256, 64, 3, 8, 1)).code(), StatusCode::kResourceExhausted);
+  // The bf16 ring beside the FP8 staging ring: 64-row warpgroups take A in registers, so the ring holds
+  // B only and 128 x 256 gets 3 stages (not 4); 256 x 128 (128-row warpgroups) keeps A stages: 2.
+  EXPECT_TRUE(sm90_check_config(s, sm90a(), v4_config(128, 256, 64, 3, 8, 1)).ok());
+  EXPECT_EQ(sm90_check_config(s, sm90a(), v4_config(128, 256, 64, 4, 8, 1)).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(sm90_check_config(s, sm90a(), v4_config(256, 128, 64, 3, 8, 1)).code(),
+            StatusCode::kResourceExhausted);
   Status st = sm90_check_config(s, sm90a(), v4_config(64, 128, 64, 4, 4, 1));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("two consumer warpgroups"));
@@ -799,10 +825,12 @@ TEST(Sm90MxPlanTest, DequantRulesNameTheReason) {
   st = sm90_check_config(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), sm90a(), v4_config(128, 256, 64, 3, 8, 1));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("block_k=64"));
-  // bf16 stages of 64 K (128-byte rows, no scale slot), and the staging ring: 2 x (FP8 atoms + 16 bytes
-  // of scales per row), its barriers, its alignment.
+  // bf16 stages of 64 K (128-byte rows, no scale slot; B rows only with A in registers), and the staging
+  // ring: 2 x (FP8 atoms + 16 bytes of scales per row), its barriers, its alignment.
   EXPECT_EQ(sm90_smem_bytes(s, v4_config(128, 256, 64, 2, 8, 1)),
-            2 * (128 + 256) * 128 + 16 * 2 + 2 * (128 + 256) * 144 + 32 + 1024 + 1024);
+            2 * 256 * 128 + 16 * 2 + 2 * (128 + 256) * 144 + 32 + 1024 + 1024);
+  EXPECT_EQ(sm90_smem_bytes(s, v4_config(256, 128, 64, 2, 8, 1)),
+            2 * (256 + 128) * 128 + 16 * 2 + 2 * (256 + 128) * 144 + 32 + 1024 + 1024);
 }
 
 TEST(Sm90MxPlanTest, ConfigRulesNameTheReason) {
