@@ -139,7 +139,7 @@ TEST_F(CliTest, RunChecksOnGpuAndCompilesWithout) {
 
 // --config pins one tile config: names as kiln prints them or JSON, refused with the rule they break
 // (exit 2), compiled as given even where the plan would choose another (here MXFP8's dequantizing
-// producer, block_k 64, which the planner does not pick), and with an sm_90 GPU run and checked.
+// mainloop, block_k 64, with 2 stages where the plan takes 3), and with an sm_90 GPU run and checked.
 TEST_F(CliTest, ConfigPinsOneTileConfig) {
   const std::string mx = "'gemm a=mxfp8 b=mxfp8 out=bf16'";
   Result r = kiln("compile 'gemm a=bf16 b=bf16 out=bf16' --arch sm_90a --config bm128_bn256_bk64_s3_w8x1");

@@ -692,7 +692,8 @@ TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
   const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
   ASSERT_TRUE(sm90_mx(s));
   ASSERT_TRUE(sm90_supports(s, sm90a()));
-  TileConfig def = default_config(s, sm90a(), {4096, 7168, 7168});
+  // (K < 4096: the promoted square; longer K takes the dequantizing 128 x 256, tested below.)
+  TileConfig def = default_config(s, sm90a(), {4096, 7168, 2048});
   EXPECT_EQ(def.tma_store, 1);  // dense problems of M >= 256 store through TMA (section 12)
   def.tma_store = 0;            // the grouped and GLU runs below take the direct epilogue
   def.stages = 6;
@@ -729,11 +730,11 @@ TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
 // (offsets, masked) and with an interleaved gate|up epilogue: bf16 wgmmas, TMA loads of the FP8 atoms,
 // 16-byte shared reads of them, hardware e4m3 -> f16 conversions, 16-byte shared stores and the proxy
 // fence before full[s]; no promotion, no spills, no serialized wgmma. With A in registers (64-row
-// warpgroups) the default at large M and K >= 8192 (bench/NOTES.md session 15: 2.14 vs 2.47 ms at
+// warpgroups) the default at large M and K >= 4096 (bench/NOTES.md session 15: 2.14 vs 2.47 ms at
 // 4096 x 7168 x 16384), and the tuner's space holds those tiles; shorter K keeps the promoted default.
 TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
   const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
-  EXPECT_FALSE(sm90_mx_dequant(s, default_config(s, sm90a(), {4096, 7168, 7168})));
+  EXPECT_FALSE(sm90_mx_dequant(s, default_config(s, sm90a(), {4096, 7168, 2048})));
   const TileConfig def = default_config(s, sm90a(), {4096, 7168, 16384});
   EXPECT_TRUE(sm90_mx_dequant(s, def)) << def.to_string();
   EXPECT_EQ(def.block_m, 128);
