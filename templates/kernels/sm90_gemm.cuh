@@ -172,6 +172,15 @@
 //    each drained and promoted into its half of the accumulators (b's scale block h for half h; the
 //    warpgroup starts on a 256-column edge). Why: the 128 x 128 tile, promoted or not, stops near 0.70 ms
 //    at 4096 x 7168 x 16384 where 128 x 256 runs 0.62 (bench/NOTES.md session 13).
+// 15. Programmatic dependent launch (ptx/griddepcontrol.cuh; always compiled in). The runtime launches
+//    with programmatic stream serialization (runtime/sm90_launch.cpp), so this kernel's CTAs may start
+//    while the previous kernel on the stream still runs. Before any global-memory access (build_groups
+//    reads the expert offsets) every thread executes griddepcontrol.wait: only the mbarrier inits and
+//    the prefetch of the tensor maps (kernel parameters) overlap the predecessor. Then each CTA issues
+//    griddepcontrol.launch_dependents, so the next kernel's launch and setup overlap this one's tail.
+//    Why: at small M (64..128 rows, ~10 us kernels) that fixed cost between back-to-back kernels is an
+//    estimated 3-4 us per kernel (not yet measured with against without).
+//    Without a programmatic dependency (KILN_PDL=0, another launcher) the wait returns at once.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -193,10 +202,10 @@
 // compiler/plan/sm90_plan.cpp).
 #pragma once
 
+#include "common/fp8_to_bf16.cuh"
 #include "common/gemm_params.cuh"
 #include "common/raster.cuh"
 #include "common/sm90_tma_desc.cuh"
-#include "common/fp8_to_bf16.cuh"
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
 #include "epilogue/config.cuh"
@@ -206,10 +215,11 @@
 #include "ptx/cluster.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/cvt.cuh"
+#include "ptx/griddepcontrol.cuh"
 #include "ptx/ld.cuh"
 #include "ptx/mbarrier.cuh"
-#include "ptx/tma.cuh"
 #include "ptx/sync.cuh"
+#include "ptx/tma.cuh"
 #include "ptx/warp.cuh"
 #include "ptx/wgmma.cuh"
 #include "scheduler/group_tile.cuh"
@@ -636,10 +646,6 @@ struct Gemm {
   // on full[s].
   static __device__ __forceinline__ void produce(const TmaDesc* tma_a, const TmaDesc* tma_b, const Smem& sm,
                                                  const Walk& w, int k_tiles, const GemmParams& p, int lane) {
-    if (lane == 0) {
-      tma_prefetch_desc(tma_a);
-      tma_prefetch_desc(tma_b);
-    }
     const bool async = scales_async(p, k_tiles);
     const int k_blocks = p.k <= 0 ? 0 : (p.k + 31) / 32;  // MXFP8: scale blocks along K
     const bool mx_aligned = kMxPromoted && mx_words_aligned(p);
@@ -713,10 +719,6 @@ struct Gemm {
   // global loads are never waited for by one.
   static __device__ __forceinline__ void dq_stage(const TmaDesc* tma_a, const TmaDesc* tma_b, const Smem& sm,
                                                   const Walk& w, const GemmParams& p, int lane) {
-    if (lane == 0) {
-      tma_prefetch_desc(tma_a);
-      tma_prefetch_desc(tma_b);
-    }
     const int k8 = p.k <= 0 ? 0 : (p.k + 127) / 128;
     const int k_blocks = p.k <= 0 ? 0 : (p.k + 31) / 32;
     const bool aligned = mx_words_aligned(p);
@@ -1885,6 +1887,10 @@ struct Gemm {
     const int k_tiles = p.k <= 0 ? 0 : (p.k - 1) / kAtomK + 1;  // atoms of K (block scales: K blocks)
 
     if (threadIdx.x == 0) {
+      // The maps are kernel parameters (nothing a predecessor writes): fetched while it may still run.
+      // Thread 0 is the thread that issues the copies (produce, dq_stage).
+      tma_prefetch_desc(&tma_a);
+      tma_prefetch_desc(&tma_b);
 #pragma unroll 1
       for (int s = 0; s < kStages; ++s) {
         // TMA thread (+ the scale warp's lanes); section 13: every converting thread (warps 1-7).
@@ -1901,6 +1907,12 @@ struct Gemm {
       }
       mbar_fence_init();
     }
+    // Section 15 (PDL): only what is above (shared memory, this launch's parameters) may overlap the
+    // previous kernel on the stream; every thread waits for it before its first global access
+    // (build_groups reads the expert offsets). The trigger fires once every CTA of this grid has issued
+    // it, so the next kernel's CTAs never take an SM one of ours still needs.
+    griddep_wait();
+    griddep_launch_dependents();
     if constexpr (kGrouped) {
       if (threadIdx.x < 32) build_groups(p, sm, tiles_n, int(threadIdx.x));
     }

@@ -937,5 +937,46 @@ TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
     EXPECT_EQ(x.tma_store, 0);
 }
 
+// ---- programmatic dependent launch (the kernel's section 15) ----------------------------------------
+
+// Every variant of the kernel waits for the previous grid on its stream (griddepcontrol.wait) and lets
+// the next one launch (griddepcontrol.launch_dependents): dense and grouped, clusters, split-K (the
+// small-M defaults), TMA stores, block scales (staged too), MXFP8 promoted and through the dequantizing
+// producer. In the PTX the tensor-map
+// prefetch (kernel parameters only) comes before the wait, and no global load, store, atomic or TMA
+// copy before it: build_groups' reads of the expert offsets included.
+TEST(Sm90PdlNvrtcTest, EveryVariantWaitsForThePreviousGridBeforeTouchingGlobalMemory) {
+  std::vector<std::pair<std::string, TileConfig>> runs;
+  auto add_default = [&](const std::string& text, ProblemSizes sz) {
+    runs.push_back({text, default_config(spec_of(text), sm90a(), sz)});
+  };
+  add_default("gemm a=bf16 b=bf16 out=bf16", {64, 2112, 7168});
+  add_default("gemm a=bf16 b=bf16 out=bf16", {4096, 7168, 16384});
+  add_default("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", {64, 2112, 7168});
+  add_default("gemm a=mxfp8 b=mxfp8 out=bf16", {4096, 7168, 16384});
+  add_default("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", {512, 5760, 2880});
+  add_default("grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+              {256, 2048, 2048});
+  TileConfig clustered = default_config(spec_of("gemm a=bf16 b=bf16 out=bf16"), sm90a(), {4096, 7168, 7168});
+  clustered.cluster_m = 2;
+  runs.push_back({"gemm a=bf16 b=bf16 out=bf16", clustered});
+  // Staged block scales (section 8): the producer's whole warp walks along and copies scales.
+  runs.push_back({"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", v4_config(128, 128, 256, 3, 8, 1)});
+  runs.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", v4_config(128, 256, 64, 2, 8, 1)});  // section 13
+  for (const auto& [text, cfg] : runs) {
+    const std::string what = text + " " + cfg.to_string();
+    const CompileResult r = compile_checked(text, cfg);
+    const size_t wait = r.ptx.find("griddepcontrol.wait;");
+    ASSERT_NE(wait, std::string::npos) << what;
+    EXPECT_THAT(r.ptx, HasSubstr("griddepcontrol.launch_dependents;")) << what;
+    EXPECT_LT(r.ptx.find("griddepcontrol.launch_dependents;"), r.ptx.find("setmaxnreg")) << what;
+    const size_t prefetch = r.ptx.find("prefetch.tensormap");
+    ASSERT_NE(prefetch, std::string::npos) << what;
+    EXPECT_LT(prefetch, wait) << what << ": the tensor maps are prefetched before the wait";
+    for (const char* global : {"ld.global", "st.global", "atom.global", "red.global", "cp.async.bulk.tensor"})
+      EXPECT_GT(r.ptx.find(global), wait) << what << ": " << global << " before griddepcontrol.wait";
+  }
+}
+
 }  // namespace
 }  // namespace kiln
