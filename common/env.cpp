@@ -17,4 +17,10 @@ bool flag(const char* name) {
   return *v == "1" || *v == "true" || *v == "yes" || *v == "on";
 }
 
+bool flag_off(const char* name) {
+  auto v = get(name);
+  if (!v) return false;
+  return *v == "0" || *v == "false" || *v == "no" || *v == "off";
+}
+
 }  // namespace kiln::env

@@ -17,6 +17,8 @@
 //   KILN_NVRTC_FULL     "1": the nvrtc test tier compiles the full format x arch matrix, not CI's sample
 //   KILN_FAMILY         "sm80": plan the portable sm80 family even where a faster one applies (sm_90a);
 //                       unset or "auto": the fastest family for the arch
+//   KILN_PDL            "0": launch the sm90 family without programmatic dependent launch (no overlap
+//                       with the previous kernel on the stream); unset or anything else: with it
 #pragma once
 
 #include <optional>
@@ -35,9 +37,11 @@ inline constexpr const char* kRecordUntuned = "KILN_RECORD_UNTUNED";
 inline constexpr const char* kTuningDevice = "KILN_TUNING_DEVICE";
 inline constexpr const char* kNvrtcFull = "KILN_NVRTC_FULL";
 inline constexpr const char* kFamily = "KILN_FAMILY";
+inline constexpr const char* kPdl = "KILN_PDL";
 
 // The variable's value, or nullopt when unset or empty.
 std::optional<std::string> get(const char* name);
-bool flag(const char* name);  // set to 1/true/yes/on
+bool flag(const char* name);      // set to 1/true/yes/on
+bool flag_off(const char* name);  // set to 0/false/no/off (unset is neither on nor off)
 
 }  // namespace kiln::env

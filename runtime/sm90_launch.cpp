@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "common/env.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "templates/common/sm90_tma_desc.cuh"
 
@@ -114,6 +115,11 @@ StatusOr<int> sm90_sm_count(const Driver& d, int device) {
   return sms;
 }
 
+bool sm90_pdl_enabled() {
+  static const bool enabled = !env::flag_off(env::kPdl);
+  return enabled;
+}
+
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
                    const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace) {
   if (cfg.split_k > 1 && workspace == nullptr)
@@ -195,12 +201,26 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     }
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(clusters * cfg.cluster_m));
   }
-  // cuLaunchKernel copies the arguments during the call: the cached maps and gp are passed as they are.
+  // The launch copies the arguments during the call: the cached maps and gp are passed as they are.
   void* args[] = {&cache.map_a, &cache.map_b, const_cast<kiln_dev::GemmParams*>(&gp), &workspace, &cache.map_out,
                   &cache.out_tma};  // the last two only for TMA-store kernels (their signature)
-  return d.check(d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, 1, 1, ls.block_x, 1, 1,
-                                  ls.dynamic_smem, stream, args, nullptr),
-                 "cuLaunchKernel(sm90_gemm)");
+  // Programmatic stream serialization: the kernel may start before the previous kernel on the stream
+  // has finished (it waits for it before touching global memory: the kernel's section 15). The cluster
+  // shape is compiled in (__cluster_dims__), so it takes no attribute. Local, not static: reentrant.
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig lc{};
+  lc.gridDimX = ls.grid_x;
+  lc.gridDimY = lc.gridDimZ = 1;
+  lc.blockDimX = ls.block_x;
+  lc.blockDimY = lc.blockDimZ = 1;
+  lc.sharedMemBytes = static_cast<unsigned>(ls.dynamic_smem);
+  lc.hStream = stream;
+  lc.attrs = &attr;
+  lc.numAttrs = sm90_pdl_enabled() ? 1 : 0;
+  return d.check(d.cuLaunchKernelEx(&lc, reinterpret_cast<CUfunction>(k.kernel), args, nullptr),
+                 "cuLaunchKernelEx(sm90_gemm)");
 }
 
 }  // namespace kiln

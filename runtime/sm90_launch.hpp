@@ -4,10 +4,13 @@
 // They encode the run's base pointers and strides, so they are built on the host for every run
 // (cuTensorMapEncodeTiled: a pure host call, no device round trip, no allocation) and passed by value
 // as `const __grid_constant__` parameters: graph capture records them with the launch.
-// Maps: A = X [M, K], B = W [N, K] (grouped: W [E, N, K] as a 3-D map), row-major with K contiguous; box = {block_k, block_m | block_n}
-// (128 bytes of K by a tile of rows), 128-byte swizzle, 256-byte L2 promotion, out-of-bounds
-// elements read as zeros (FLOAT_OOB_FILL_NONE; the kernel relies on it for M/N/K tails).
-// The grid is min(tiles, SMs of the device): the kernel walks its tiles persistently.
+// Maps: A = X [M, K], B = W [N, K] (grouped: W [E, N, K] as a 3-D map), row-major with K contiguous; box =
+// {block_k, block_m | block_n} (128 bytes of K by a tile of rows), 128-byte swizzle, 256-byte L2 promotion,
+// out-of-bounds elements read as zeros (FLOAT_OOB_FILL_NONE; the kernel relies on it for M/N/K tails). The
+// grid is min(tiles, SMs of the device): the kernel walks its tiles persistently. The launch
+// (cuLaunchKernelEx) allows programmatic stream serialization (PDL): the kernel may start while the previous
+// kernel on the stream finishes, and waits for it (griddepcontrol.wait) before its first global-memory access
+// (templates/kernels/sm90_gemm.cuh section 15). KILN_PDL=0 launches without.
 //
 //   // in Plan::run, for KernelFamily::kSm90Gemm:
 //   return sm90_launch(*d, *k, spec, cfg, gp, device, stream);
@@ -30,6 +33,8 @@ Status sm90_encode_operand(const Driver& d, const char* name, Format format, con
                            int experts = 0, int64_t expert_stride = 0, bool swizzle128 = true);
 // The device's multiprocessor count (cached per device ordinal).
 StatusOr<int> sm90_sm_count(const Driver& d, int device);
+// Whether sm90 launches allow programmatic dependent launch: KILN_PDL (common/env.hpp), read once.
+bool sm90_pdl_enabled();
 // Launches the loaded sm90 kernel `k` for gp on stream. workspace: sm90_workspace_bytes(spec, cfg,
 // sizes) bytes of device memory whose split-K counters are zero (null when that is 0).
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,

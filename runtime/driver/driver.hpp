@@ -17,6 +17,7 @@
 
 namespace kiln {
 
+// clang-format off
 #define KILN_DRIVER_FUNCTIONS(X)                                                               \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute)    \
   X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) \
@@ -27,8 +28,13 @@ namespace kiln {
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamCreate) X(cuStreamDestroy)            \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
   X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetInfo)                                        \
-  /* Hopper issue: TMA tensor maps and cluster occupancy for the sm90 family (sm90_launch.cpp). */ \
-  X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters)
+  /* Hopper issue: TMA tensor maps and cluster occupancy for the sm90 family (sm90_launch.cpp); */ \
+  /* its launch with programmatic dependent launch (a launch attribute: cuLaunchKernelEx). */      \
+  X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx)                  \
+  /* Stream capture into CUDA graphs (the gpu tier's PDL chain replays one). */                   \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)   \
+  X(cuGraphExecDestroy) X(cuGraphDestroy)
+// clang-format on
 
 // Minimum driver: NVRTC 13.0 emits cubins for the CUDA 13.0 ABI.
 inline constexpr int kMinDriverVersion = 13000;

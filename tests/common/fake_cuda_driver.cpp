@@ -5,7 +5,7 @@
 // out fakes: one device (compute capability 9.0, 132 SMs), primary contexts with a per-thread
 // current-context stack, libraries and kernels as opaque handles, "device" memory that is host
 // memory (malloc, memcpy, memset), and launches that do nothing but count: nothing here runs a
-// kernel, and events are unsupported (CUDA_ERROR_NOT_SUPPORTED). Every call is counted per entry
+// kernel, and events and graphs are unsupported (CUDA_ERROR_NOT_SUPPORTED). Every call is counted per entry
 // point, so a test can check how many driver calls one Plan::run makes, and time kiln's own host
 // work with the driver's taken out.
 //
@@ -22,6 +22,7 @@
 namespace {
 
 // The entry points kiln resolves (runtime/driver/driver.hpp KILN_DRIVER_FUNCTIONS), by base name.
+// clang-format off
 #define FAKE_ENTRY_POINTS(X)                                                                              \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute)               \
   X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent)            \
@@ -29,9 +30,12 @@ namespace {
   X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuKernelSetAttribute)                     \
   X(cuKernelGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)       \
   X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuPointerGetAttribute) X(cuStreamSynchronize)              \
-  X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)          \
-  X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetInfo) X(cuTensorMapEncodeTiled)    \
-  X(cuOccupancyMaxActiveClusters)
+  X(cuStreamIsCapturing) X(cuStreamCreate) X(cuStreamDestroy) X(cuEventCreate) X(cuEventDestroy)           \
+  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString)        \
+  X(cuMemGetInfo) X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx)            \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)            \
+  X(cuGraphExecDestroy) X(cuGraphDestroy)
+// clang-format on
 
 enum Entry {
 #define FAKE_ENUM(name) k_##name,
@@ -162,6 +166,25 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, uns
   if (t_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
   return CUDA_SUCCESS;
 }
+// cuLaunchKernelEx launches that carried CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION with a
+// non-zero value (kiln_fake_cuda_programmatic_launches).
+std::atomic<long long> g_programmatic_launches{0};
+CUresult fake_cuLaunchKernelEx(const CUlaunchConfig* cfg, CUfunction f, void** params, void**) {
+  count(k_cuLaunchKernelEx);
+  if (cfg == nullptr || f == nullptr || params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (cfg->gridDimX * cfg->gridDimY * cfg->gridDimZ == 0 ||
+      cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (cfg->numAttrs > 0 && cfg->attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (t_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  for (unsigned i = 0; i < cfg->numAttrs; ++i) {
+    const CUlaunchAttribute& a = cfg->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+        a.value.programmaticStreamSerializationAllowed)
+      g_programmatic_launches.fetch_add(1, std::memory_order_relaxed);
+  }
+  return CUDA_SUCCESS;
+}
 void* host(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
 CUresult fake_cuMemAlloc(CUdeviceptr* p, size_t bytes) {
   count(k_cuMemAlloc);
@@ -198,6 +221,31 @@ CUresult fake_cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* s) {
   *s = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
+// Streams are opaque handles that nothing waits on (the fake runs no work).
+char g_streams[1];
+CUresult fake_cuStreamCreate(CUstream* s, unsigned int) {
+  count(k_cuStreamCreate);
+  *s = reinterpret_cast<CUstream>(&g_streams[0]);
+  return CUDA_SUCCESS;
+}
+CUresult fake_cuStreamDestroy(CUstream) { return count(k_cuStreamDestroy), CUDA_SUCCESS; }
+// Graphs are unsupported: nothing here captures or replays.
+CUresult fake_cuStreamBeginCapture(CUstream, CUstreamCaptureMode) {
+  return count(k_cuStreamBeginCapture), CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult fake_cuStreamEndCapture(CUstream, CUgraph*) {
+  return count(k_cuStreamEndCapture), CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long) {
+  return count(k_cuGraphInstantiateWithFlags), CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult fake_cuGraphLaunch(CUgraphExec, CUstream) {
+  return count(k_cuGraphLaunch), CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult fake_cuGraphExecDestroy(CUgraphExec) {
+  return count(k_cuGraphExecDestroy), CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult fake_cuGraphDestroy(CUgraph) { return count(k_cuGraphDestroy), CUDA_ERROR_NOT_SUPPORTED; }
 CUresult fake_cuEventCreate(CUevent*, unsigned int) { return count(k_cuEventCreate), CUDA_ERROR_NOT_SUPPORTED; }
 CUresult fake_cuEventDestroy(CUevent) { return count(k_cuEventDestroy), CUDA_ERROR_NOT_SUPPORTED; }
 CUresult fake_cuEventRecord(CUevent, CUstream) { return count(k_cuEventRecord), CUDA_ERROR_NOT_SUPPORTED; }
@@ -262,6 +310,11 @@ __attribute__((visibility("default"))) long long kiln_fake_cuda_calls(const char
     if (std::strcmp(name, kEntryNames[i]) == 0) return g_calls[i].load(std::memory_order_relaxed);
   }
   return -1;
+}
+
+// cuLaunchKernelEx launches so far that allowed programmatic stream serialization (PDL).
+__attribute__((visibility("default"))) long long kiln_fake_cuda_programmatic_launches() {
+  return g_programmatic_launches.load(std::memory_order_relaxed);
 }
 
 }  // extern "C"

@@ -285,6 +285,7 @@ struct BareLaunch {
   kiln_dev::GemmParams gp{};
   CUtensorMap map_a{}, map_b{};  // sm90 family only
   void* workspace = nullptr;     // sm90 family only: what Plan::run was given
+  bool ex = false;               // sm90 family: cuLaunchKernelEx, with PDL's attribute as sm90_launch sets it
   std::vector<void*> args;
 };
 
@@ -332,11 +333,13 @@ Status bare_launch_of(Runtime& rt, const Plan& plan, const Operands& ops, void* 
   // the kernel); a kernel without that parameter reads the first three only.
   out.workspace = workspace;
   out.args = {&out.map_a, &out.map_b, &out.gp, &out.workspace};
+  out.ex = true;
   return Status::Ok();
 }
 
 // Host cost of dispatching a prepared plan (operand checks + bucket lookup + cuLaunchKernel) next to
-// a bare cuLaunchKernel of the same kernel with the same arguments, so that kiln's own share shows.
+// a bare cuLaunchKernel of the same kernel with the same arguments, so that kiln's own share shows (the
+// sm90 family: cuLaunchKernelEx with the PDL attribute on both sides, as runtime/sm90_launch.cpp launches).
 // Target (tuner issue): Plan::run <= 3 us. Host time only: bursts of 200 launches (well under the
 // launch queue's depth, so cuLaunchKernel never waits for the GPU), timed without the synchronize
 // that drains each burst; the variants' bursts interleave so that clock and queue drift hit them
@@ -403,9 +406,24 @@ void dispatch_cost(bool portable) {
   // CUkernel handle Plan::run passes: shows what the driver's per-launch handle lookup costs.
   CUfunction fn = nullptr;
   ASSERT_TRUE(d->check(d->cuKernelGetFunction(&fn, reinterpret_cast<CUkernel>(bare.f)), "cuKernelGetFunction").ok());
+  CUlaunchAttribute pdl{};
+  pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  pdl.value.programmaticStreamSerializationAllowed = 1;
   auto launch_bare = [&](CUfunction f, CUstream s = nullptr) {
-    return d->cuLaunchKernel(f, bare.ls.grid_x, bare.ls.grid_y, bare.ls.grid_z, bare.ls.block_x, 1, 1,
-                             static_cast<unsigned>(bare.ls.dynamic_smem), s, bare.args.data(), nullptr);
+    if (!bare.ex)
+      return d->cuLaunchKernel(f, bare.ls.grid_x, bare.ls.grid_y, bare.ls.grid_z, bare.ls.block_x, 1, 1,
+                               static_cast<unsigned>(bare.ls.dynamic_smem), s, bare.args.data(), nullptr);
+    CUlaunchConfig lc{};
+    lc.gridDimX = bare.ls.grid_x;
+    lc.gridDimY = bare.ls.grid_y;
+    lc.gridDimZ = bare.ls.grid_z;
+    lc.blockDimX = bare.ls.block_x;
+    lc.blockDimY = lc.blockDimZ = 1;
+    lc.sharedMemBytes = static_cast<unsigned>(bare.ls.dynamic_smem);
+    lc.hStream = s;
+    lc.attrs = &pdl;
+    lc.numAttrs = sm90_pdl_enabled() ? 1 : 0;
+    return d->cuLaunchKernelEx(&lc, f, bare.args.data(), nullptr);
   };
   ASSERT_EQ(launch_bare(bare.f), CUDA_SUCCESS);
   ASSERT_EQ(launch_bare(fn), CUDA_SUCCESS);

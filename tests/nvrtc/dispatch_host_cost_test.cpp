@@ -4,11 +4,13 @@
 // compiled for real by NVRTC and "loaded" into it. No GPU needed.
 //
 // Two things per family:
-// - the driver calls one run makes, asserted exactly (one cuLaunchKernel, one cuCtxGetCurrent, no
-//   push/pop while the device's primary context is current, no stream-capture query, no attribute
-//   or occupancy query, no tensor-map encode when the operands repeat), and no heap allocation
-//   (runtime/runtime_impl.hpp's invariant; the global operator new is replaced for this binary);
-// - the host time per run, printed as `[ figures ]` next to the fake cuLaunchKernel's own time (what
+// - the driver calls one run makes, asserted exactly (one launch: cuLaunchKernel for the portable
+//   family, cuLaunchKernelEx allowing programmatic dependent launch for the sm90 family unless
+//   KILN_PDL=0; one cuCtxGetCurrent, no push/pop while the device's primary context is current, no
+//   stream-capture query, no attribute or occupancy query, no tensor-map encode when the operands
+//   repeat), and no heap allocation (runtime/runtime_impl.hpp's invariant; the global operator new is
+//   replaced for this binary);
+// - the host time per run, printed as `[ figures ]` next to the fake launch call's own time (what
 //   is left is kiln's). Nothing asserts on time: a loaded machine must not fail this.
 // The gpu tier times the same path with the real driver (tests/gpu/sm80_gemm_gpu_test.cpp,
 // DispatchCostGpuTest).
@@ -27,6 +29,7 @@
 
 #include "kiln/kiln.hpp"
 #include "runtime/driver/driver.hpp"
+#include "runtime/sm90_launch.hpp"
 
 #ifndef KILN_FAKE_CUDA_PATH
 #define KILN_FAKE_CUDA_PATH ""
@@ -52,13 +55,15 @@ std::string fake_driver_path() {
 }
 
 using CallsFn = long long (*)(const char*);
+using ProgrammaticFn = long long (*)();
 
-// bf16 [16, 256] x [256, 256] at made-up device addresses (the fake never touches them).
+// bf16 [m, 256] x [256, 256] at made-up device addresses (the fake never touches them).
 struct Bf16Problem {
   int64_t sa[2] = {16, 256}, sb[2] = {256, 256}, so[2] = {16, 256};
   DLTensor a{}, b{}, out{};
   Operands ops;
-  Bf16Problem() {
+  explicit Bf16Problem(int64_t m = 16) {
+    sa[0] = so[0] = m;
     a.device = b.device = out.device = {kDLCUDA, 0};
     a.ndim = b.ndim = out.ndim = 2;
     a.dtype = b.dtype = out.dtype = {kDLBfloat, 16, 1};
@@ -100,11 +105,14 @@ class DispatchHostCostTest : public testing::Test {
     if (!d.ok()) return;
     // The same library kiln loaded (dlopen of one path returns the one handle).
     void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-    if (lib != nullptr) calls_ = reinterpret_cast<CallsFn>(dlsym(lib, "kiln_fake_cuda_calls"));
+    if (lib != nullptr) {
+      calls_ = reinterpret_cast<CallsFn>(dlsym(lib, "kiln_fake_cuda_calls"));
+      programmatic_ = reinterpret_cast<ProgrammaticFn>(dlsym(lib, "kiln_fake_cuda_programmatic_launches"));
+    }
   }
 
   void SetUp() override {
-    if (calls_ == nullptr)
+    if (calls_ == nullptr || programmatic_ == nullptr)
       GTEST_SKIP() << "the fake CUDA driver (libkiln_fake_cuda.so) is not loadable, or a driver was "
                       "loaded before it: "
                    << (Driver::get().ok() ? std::string("driver loaded") : Driver::get().status().to_string());
@@ -116,19 +124,23 @@ class DispatchHostCostTest : public testing::Test {
     return m;
   }
 
-  // Plans bf16 16x256x256 for arch (it must plan `family`), checks the driver calls of one run and
+  // Plans bf16 m x 256 x 256 for arch (it must plan `family`), checks the driver calls of one run and
   // prints the host time per run.
-  void check_and_time(const char* arch_name, KernelFamily family);
+  void check_and_time(const char* arch_name, KernelFamily family, int64_t m = 16);
 
-  static constexpr const char* kWatched[] = {
-      "cuLaunchKernel",        "cuCtxGetCurrent",      "cuCtxPushCurrent",           "cuCtxPopCurrent",
-      "cuCtxSetCurrent",       "cuCtxGetDevice",       "cuDeviceGet",                "cuDeviceGetAttribute",
-      "cuPointerGetAttribute", "cuStreamIsCapturing",  "cuKernelSetAttribute",       "cuKernelGetFunction",
-      "cuLibraryLoadData",     "cuTensorMapEncodeTiled", "cuOccupancyMaxActiveClusters"};
+  static constexpr const char* kWatched[] = {"cuLaunchKernel",         "cuLaunchKernelEx",
+                                             "cuCtxGetCurrent",        "cuCtxPushCurrent",
+                                             "cuCtxPopCurrent",        "cuCtxSetCurrent",
+                                             "cuCtxGetDevice",         "cuDeviceGet",
+                                             "cuDeviceGetAttribute",   "cuPointerGetAttribute",
+                                             "cuStreamIsCapturing",    "cuKernelSetAttribute",
+                                             "cuKernelGetFunction",    "cuLibraryLoadData",
+                                             "cuTensorMapEncodeTiled", "cuOccupancyMaxActiveClusters"};
   static inline CallsFn calls_ = nullptr;
+  static inline ProgrammaticFn programmatic_ = nullptr;
 };
 
-void DispatchHostCostTest::check_and_time(const char* arch_name, KernelFamily want_family) {
+void DispatchHostCostTest::check_and_time(const char* arch_name, KernelFamily want_family, int64_t m) {
   RuntimeOptions o;
   o.disable_cache = true;
   auto rt = Runtime::create(o);
@@ -137,11 +149,18 @@ void DispatchHostCostTest::check_and_time(const char* arch_name, KernelFamily wa
   ASSERT_TRUE(spec.ok());
   auto arch = parse_arch(arch_name);
   ASSERT_TRUE(arch.ok());
-  auto plan = (*rt)->plan(*spec, {16, 256, 256}, *arch);
+  auto plan = (*rt)->plan(*spec, {m, 256, 256}, *arch);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   ASSERT_EQ(plan->family(), want_family);
   const Driver* d = *Driver::get();
-  Bf16Problem p;
+  Bf16Problem p(m);
+  // The sm90 family launches with cuLaunchKernelEx (a launch attribute: programmatic dependent launch,
+  // unless KILN_PDL=0), the portable family with cuLaunchKernel; an sm90 plan runs its buckets of <= 16
+  // rows on the portable decode kernel.
+  const KernelFamily family = plan->family_for(m);
+  const bool sm90 = family == KernelFamily::kSm90Gemm;
+  const std::string launch_entry = sm90 ? "cuLaunchKernelEx" : "cuLaunchKernel";
+  const long long want_programmatic = sm90 && sm90_pdl_enabled() ? 1 : 0;
 
   // The caller's context is the device's primary one, as under PyTorch: no push / pop per run.
   {
@@ -153,39 +172,56 @@ void DispatchHostCostTest::check_and_time(const char* arch_name, KernelFamily wa
 
     const int kRuns = 1000;
     const auto before = snapshot();
+    const long long programmatic_before = programmatic_();
     const long long allocations = kiln::test::t_allocations;
     for (int i = 0; i < kRuns; ++i) ASSERT_TRUE(plan->run(p.ops, nullptr, 0, nullptr).ok());
     EXPECT_EQ(kiln::test::t_allocations - allocations, 0) << "Plan::run allocates";
     const auto after = snapshot();
+    EXPECT_EQ(programmatic_() - programmatic_before, want_programmatic * kRuns)
+        << "launches allowing programmatic stream serialization (KILN_PDL="
+        << (std::getenv("KILN_PDL") ? std::getenv("KILN_PDL") : "unset") << ")";
     std::string per_run;
     for (const auto& [name, n] : after) {
       const long long delta = n - before.at(name);
       if (delta != 0) per_run += " " + name + "=" + std::to_string(static_cast<double>(delta) / kRuns).substr(0, 4);
-      if (name == "cuLaunchKernel") {
-        EXPECT_EQ(delta, kRuns) << "one launch per run";
+      if (name == launch_entry) {
+        EXPECT_EQ(delta, kRuns) << "one " << launch_entry << " per run";
       } else if (name == "cuCtxGetCurrent") {
         EXPECT_EQ(delta, kRuns) << "one current-context query per run";
       } else {
         EXPECT_EQ(delta, 0) << name << " on the hot path of a loaded plan";
       }
     }
-    std::printf("[ figures ] driver calls per Plan::run (%s, context current):%s\n", family_name(plan->family()),
-                per_run.c_str());
+    std::printf("[ figures ] driver calls per Plan::run (%s, M=%lld, context current):%s\n",
+                family_name(family), static_cast<long long>(m), per_run.c_str());
 
     const double run_us = median_burst_us([&] {
       Status s = plan->run(p.ops, nullptr, 0, nullptr);
       if (!s.ok()) std::abort();
     });
-    // The fake cuLaunchKernel alone, with the argument count the family passes.
+    // The fake launch call alone, with the argument count the family passes.
     char params[1024] = {};
     void* args[] = {params, params, params};
     CUfunction f = reinterpret_cast<CUfunction>(params);
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig lc{};
+    lc.gridDimX = lc.gridDimY = lc.gridDimZ = 1;
+    lc.blockDimX = 128;
+    lc.blockDimY = lc.blockDimZ = 1;
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
     const double launch_us = median_burst_us([&] {
-      if (d->cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr) != CUDA_SUCCESS) std::abort();
+      const CUresult r = sm90 ? d->cuLaunchKernelEx(&lc, f, args, nullptr)
+                              : d->cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr);
+      if (r != CUDA_SUCCESS) std::abort();
     });
-    std::printf("[ figures ] Plan::run host time with the driver stubbed: %.3f us per call; the fake cuLaunchKernel "
-                "alone %.3f us; kiln's own %.3f us (%s, bf16 16x256x256, context current)\n",
-                run_us, launch_us, run_us - launch_us, family_name(plan->family()));
+    std::printf(
+        "[ figures ] Plan::run host time with the driver stubbed: %.3f us per call; the fake %s "
+        "alone %.3f us; kiln's own %.3f us (%s, bf16 %lldx256x256, context current)\n",
+        run_us, launch_entry.c_str(), launch_us, run_us - launch_us, family_name(family),
+        static_cast<long long>(m));
   }
 
   // No context current (a fresh thread): kiln pushes the primary context and pops it per run.
@@ -194,14 +230,15 @@ void DispatchHostCostTest::check_and_time(const char* arch_name, KernelFamily wa
   const auto after = snapshot();
   EXPECT_EQ(after.at("cuCtxPushCurrent") - before.at("cuCtxPushCurrent"), 1);
   EXPECT_EQ(after.at("cuCtxPopCurrent") - before.at("cuCtxPopCurrent"), 1);
-  EXPECT_EQ(after.at("cuLaunchKernel") - before.at("cuLaunchKernel"), 1);
+  EXPECT_EQ(after.at(launch_entry) - before.at(launch_entry), 1);
   const double push_us = median_burst_us([&] {
     Status s = plan->run(p.ops, nullptr, 0, nullptr);
     if (!s.ok()) std::abort();
   });
-  std::printf("[ figures ] Plan::run host time with the driver stubbed: %.3f us per call (%s, no context current: "
-              "push + pop per run)\n",
-              push_us, family_name(plan->family()));
+  std::printf(
+      "[ figures ] Plan::run host time with the driver stubbed: %.3f us per call (%s, no context current: "
+      "push + pop per run)\n",
+      push_us, family_name(family));
 }
 
 TEST_F(DispatchHostCostTest, PortableFamilyMakesOneLaunchAndNoOtherDriverCallsPerRun) {
@@ -210,6 +247,11 @@ TEST_F(DispatchHostCostTest, PortableFamilyMakesOneLaunchAndNoOtherDriverCallsPe
 
 TEST_F(DispatchHostCostTest, Sm90FamilyMakesOneLaunchAndNoOtherDriverCallsPerRun) {
   check_and_time("sm_90a", KernelFamily::kSm90Gemm);
+}
+
+// M = 64: the sm90 kernel itself (cuLaunchKernelEx, with programmatic dependent launch unless KILN_PDL=0).
+TEST_F(DispatchHostCostTest, Sm90KernelLaunchesOnceWithProgrammaticDependentLaunch) {
+  check_and_time("sm_90a", KernelFamily::kSm90Gemm, 64);
 }
 
 TEST_F(DispatchHostCostTest, BadDeviceOrdinalIsAnErrorNotACrash) {
