@@ -33,7 +33,8 @@ Status sm90_encode_operand(const Driver& d, const char* name, Format format, con
                            int experts = 0, int64_t expert_stride = 0, bool swizzle128 = true);
 // The device's multiprocessor count (cached per device ordinal).
 StatusOr<int> sm90_sm_count(const Driver& d, int device);
-// Whether sm90 launches allow programmatic dependent launch: KILN_PDL (common/env.hpp), read once.
+// Whether launches of sm_90+ kernels (either family) allow programmatic dependent launch: KILN_PDL
+// (common/env.hpp), read once.
 bool sm90_pdl_enabled();
 // Launches the loaded sm90 kernel `k` for gp on stream. workspace: sm90_workspace_bytes(spec, cfg,
 // sizes) bytes of device memory whose split-K counters are zero (null when that is 0).

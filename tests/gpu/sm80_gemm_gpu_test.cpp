@@ -285,7 +285,8 @@ struct BareLaunch {
   kiln_dev::GemmParams gp{};
   CUtensorMap map_a{}, map_b{};  // sm90 family only
   void* workspace = nullptr;     // sm90 family only: what Plan::run was given
-  bool ex = false;               // sm90 family: cuLaunchKernelEx, with PDL's attribute as sm90_launch sets it
+  bool ex = false;               // cuLaunchKernelEx, with PDL's attribute as the runtime sets it
+  bool pdl = true;               // the kernel was compiled for sm_90+ (its entry waits: PDL allowed)
   std::vector<void*> args;
 };
 
@@ -303,6 +304,8 @@ Status bare_launch_of(Runtime& rt, const Plan& plan, const Operands& ops, void* 
   if (family != KernelFamily::kSm90Gemm) {
     out.ls = launch_shape(plan.spec(), family, cfg, sizes);
     out.args = {&out.gp};
+    out.ex = true;  // runtime.cpp launches the portable family with cuLaunchKernelEx too
+    out.pdl = plan.arch().sm() >= 90;
     return Status::Ok();
   }
   // The sm90 family, as runtime/sm90_launch.cpp launches it: two TMA maps, then a persistent grid.
@@ -422,7 +425,7 @@ void dispatch_cost(bool portable) {
     lc.sharedMemBytes = static_cast<unsigned>(bare.ls.dynamic_smem);
     lc.hStream = s;
     lc.attrs = &pdl;
-    lc.numAttrs = sm90_pdl_enabled() ? 1 : 0;
+    lc.numAttrs = bare.pdl && sm90_pdl_enabled() ? 1 : 0;
     return d->cuLaunchKernelEx(&lc, f, bare.args.data(), nullptr);
   };
   ASSERT_EQ(launch_bare(bare.f), CUDA_SUCCESS);

@@ -160,5 +160,23 @@ TEST(DecodeNvrtcTest, NativeFp8MmaOnSm89AndBf16OnSm80) {
   EXPECT_THAT(k.status().message(), HasSubstr("tiled mainloop (decode 0)"));
 }
 
+// Programmatic dependent launch (runtime/runtime.cpp launches the portable family with it on sm_90+):
+// the generated entry waits for the previous kernel before the kernel body's first global access and
+// then lets the next one launch, on sm_90a; on sm_89 neither instruction exists (the runtime never
+// sets the attribute there).
+TEST(DecodeNvrtcTest, EntryWaitsForThePreviousKernelOnSm90Only) {
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  const TileConfig cfg = decode_cfg(fp8, 16, 16, 2, 4);
+  const CompileResult hopper = compile_ok(fp8, cfg, *parse_arch("sm_90a"), true);
+  const size_t wait = hopper.ptx.find("griddepcontrol.wait;");
+  ASSERT_NE(wait, std::string::npos);
+  EXPECT_THAT(hopper.ptx, HasSubstr("griddepcontrol.launch_dependents;"));
+  for (const char* global :
+       {"ld.global", "st.global", "cp.async.cg.shared.global", "cp.async.ca.shared.global"})
+    EXPECT_GT(hopper.ptx.find(global), wait) << global << " before griddepcontrol.wait";
+  const CompileResult ada = compile_ok(fp8, cfg, *parse_arch("sm_89"), true);
+  EXPECT_THAT(ada.ptx, Not(HasSubstr("griddepcontrol")));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -4,8 +4,8 @@
 // compiled for real by NVRTC and "loaded" into it. No GPU needed.
 //
 // Two things per family:
-// - the driver calls one run makes, asserted exactly (one launch: cuLaunchKernel for the portable
-//   family, cuLaunchKernelEx allowing programmatic dependent launch for the sm90 family unless
+// - the driver calls one run makes, asserted exactly (one launch: cuLaunchKernelEx, allowing
+//   programmatic dependent launch for kernels compiled for sm_90+ unless
 //   KILN_PDL=0; one cuCtxGetCurrent, no push/pop while the device's primary context is current, no
 //   stream-capture query, no attribute or occupancy query, no tensor-map encode when the operands
 //   repeat), and no heap allocation (runtime/runtime_impl.hpp's invariant; the global operator new is
@@ -154,13 +154,12 @@ void DispatchHostCostTest::check_and_time(const char* arch_name, KernelFamily wa
   ASSERT_EQ(plan->family(), want_family);
   const Driver* d = *Driver::get();
   Bf16Problem p(m);
-  // The sm90 family launches with cuLaunchKernelEx (a launch attribute: programmatic dependent launch,
-  // unless KILN_PDL=0), the portable family with cuLaunchKernel; an sm90 plan runs its buckets of <= 16
-  // rows on the portable decode kernel.
+  // Both families launch with cuLaunchKernelEx: with a launch attribute (programmatic dependent launch)
+  // for kernels compiled for sm_90+, unless KILN_PDL=0; an sm90 plan runs its buckets of <= 16 rows on
+  // the portable decode kernel.
   const KernelFamily family = plan->family_for(m);
-  const bool sm90 = family == KernelFamily::kSm90Gemm;
-  const std::string launch_entry = sm90 ? "cuLaunchKernelEx" : "cuLaunchKernel";
-  const long long want_programmatic = sm90 && sm90_pdl_enabled() ? 1 : 0;
+  const std::string launch_entry = "cuLaunchKernelEx";
+  const long long want_programmatic = arch->sm() >= 90 && sm90_pdl_enabled() ? 1 : 0;
 
   // The caller's context is the device's primary one, as under PyTorch: no push / pop per run.
   {
@@ -213,9 +212,7 @@ void DispatchHostCostTest::check_and_time(const char* arch_name, KernelFamily wa
     lc.attrs = &attr;
     lc.numAttrs = 1;
     const double launch_us = median_burst_us([&] {
-      const CUresult r = sm90 ? d->cuLaunchKernelEx(&lc, f, args, nullptr)
-                              : d->cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr);
-      if (r != CUDA_SUCCESS) std::abort();
+      if (d->cuLaunchKernelEx(&lc, f, args, nullptr) != CUDA_SUCCESS) std::abort();
     });
     std::printf(
         "[ figures ] Plan::run host time with the driver stubbed: %.3f us per call; the fake %s "
