@@ -1926,7 +1926,9 @@ struct Gemm {
     const Walk w = make_walk(tiles_m, tiles_n, sm);
 
     // Each warpgroup's role is one branch of a single if/else (setmaxnreg is warpgroup-wide).
-    const int wg = threadIdx.x / 128;
+    // Warp-uniform by construction; through shfl the compiler knows it too, so values derived from it
+    // (the warpgroup's shared-memory offsets, the wgmma descriptors) can live in uniform registers.
+    const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
     if (wg < kProducerWgs) {
       setmaxnreg_dec<kProducerRegs>();
       // Thread 0 issues the TMA copies; with staged block scales (section 8) its whole warp walks along
