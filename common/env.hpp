@@ -17,8 +17,9 @@
 //   KILN_NVRTC_FULL     "1": the nvrtc test tier compiles the full format x arch matrix, not CI's sample
 //   KILN_FAMILY         "sm80": plan the portable sm80 family even where a faster one applies (sm_90a);
 //                       unset or "auto": the fastest family for the arch
-//   KILN_PDL            "0": launch sm_90+ kernels without programmatic dependent launch (no overlap
-//                       with the previous kernel on the stream); unset or anything else: with it
+//   KILN_PDL            "0" (or false / no / off): launch sm_90+ kernels without programmatic dependent
+//                       launch (no overlap with the previous kernel on the stream); unset or anything
+//                       else: with it
 #pragma once
 
 #include <optional>

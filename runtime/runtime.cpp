@@ -283,7 +283,7 @@ Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream)
 
 // The hot path (tuner issue: dispatch of a prepared plan <= 3 us host time). With the kernel loaded:
 // the operand checks (no allocation, messages built on errors only), one atomic load each for the
-// retained context and the bucket's kernel, one cuCtxGetCurrent, one cuLaunchKernel; no lock.
+// retained context and the bucket's kernel, one cuCtxGetCurrent, one cuLaunchKernelEx; no lock.
 Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const {
   const PlanImpl& p = *impl_;
   if (p.family == KernelFamily::kQuantize) return run_quantize(p, ops, stream);

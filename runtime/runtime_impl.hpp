@@ -6,7 +6,7 @@
 // - A Plan is immutable after creation except for its per-bucket kernel pointers, which are set
 //   once (atomically) and point into the Runtime's store, which outlives every Plan (shared_ptr).
 // - Plan::run does no allocation, no SQLite and no compile when its kernel is loaded: an atomic
-//   load per bucket, operand checks, one cuLaunchKernel.
+//   load per bucket, operand checks, one cuLaunchKernelEx.
 #pragma once
 
 #include <array>

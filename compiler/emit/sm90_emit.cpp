@@ -111,7 +111,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   if (!functor.empty()) s += functor + "\n";
   s += "struct KilnConfig {\n" + body + "};\n\n";
   // minBlocksPerMultiprocessor = 1: the register cap at entry that setmaxnreg needs (HOPPER.md).
-  // Clusters are compile-time (__cluster_dims__), so a plain cuLaunchKernel launches them.
+  // Clusters are compile-time (__cluster_dims__), so the launch needs no cluster attribute.
   const string cluster =
       cfg.cluster_m > 1 ? "__cluster_dims__(" + to_string(cfg.cluster_m) + ", 1, 1) " : string();
   s += "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" + to_string(k.threads) + ", 1) " +

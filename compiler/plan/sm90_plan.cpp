@@ -399,10 +399,12 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // MXFP8 at large M and long K: the dequantizing mainloop (block_k 64, the kernel's section 13) with A
   // in registers, 128 x 256 with 3 stages of B. Measured on the H200 against the promoted square that
   // this rule replaces (bench/NOTES.md session 15): 2.14 vs 2.47 ms at 4096 x 7168 x 16384, 2.50 vs 2.84
-  // at 8192^3, 0.553 vs 0.614 at 4096 x 4096 x 7168. Shorter K is left to the tuner (its space holds
-  // these tiles; at K = 512 .. 2048 it chose 128 x 160 / 192 with TMA stores, 1.10-1.20x the square).
+  // at 8192^3, 553 vs 614 us at 4096 x 4096 x 7168 (run 2's tune log). Shorter K is left to the tuner
+  // (its space holds these tiles; at K = 512 .. 2048 it chose 128 x 160 / 192 with TMA stores, 1.09-1.20x
+  // the square). Dense problems without gate|up only: grouped and GLU MXFP8 were not measured with it.
   // Enough tiles for two waves, and waves that waste no more than 128 x 128's (within 5%).
-  if (m > 64 && sm90_mx(spec) && sizes.k >= 4096) {
+  if (m > 64 && sm90_mx(spec) && sizes.k >= 4096 && spec.layout == GroupLayout::kDense &&
+      spec.gate_up == GateUp::kNone) {
     TileConfig dq = make(spec, 128, 256, 8, 1);
     dq.block_k = 64;
     dq = finish(dq);

@@ -180,8 +180,9 @@
 //    griddepcontrol.launch_dependents, so the next kernel's launch and setup overlap this one's tail.
 //    Measured on the H200 (bench/NOTES.md session 15): a chain of dependent bf16 GEMMs at M = 64,
 //    N = K = 2048 runs 6.50-6.52 us per GEMM against 7.68-8.12 without PDL (M = 128: 13.09-13.19 against
-//    14.69-15.17); the benchmark's small-M rows gain 0-12%. Prefetching the first B boxes into L2 before
-//    the wait measured slower (2.8% median, up to 10%) and is not done.
+//    14.69-15.17); the benchmark's small-M rows, each call on its own inputs, gain a median 1-2% (per row
+//    -11% .. +12%, mostly noise). Prefetching the first B boxes into L2 before the wait measured slower
+//    (2.8% median, up to 10%) and is not done.
 //    Without a programmatic dependency (KILN_PDL=0, another launcher) the wait returns at once.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
@@ -243,7 +244,8 @@ struct ConfigTmaStore<Config, typename VoidOf<decltype(Config::kTmaStore)>::type
 template <class Config>
 struct Gemm {
   // MXFP8 (section 11) elements are e4m3: TMA and wgmma see e4m3 bytes. With block_k = 64 (section 13)
-  // the producer warpgroup dequantizes them into bf16 stages instead: wgmma sees bf16.
+  // they are dequantized to bf16 instead (B by the producer warpgroups into bf16 stages, A the same way
+  // or, for 64-row warpgroups, by the consumers into wgmma registers): wgmma sees bf16.
   static constexpr bool kMx = Config::kA == Format::kMxfp8;
   static constexpr bool kDq = kMx && Config::kBlockK == 64;
   static constexpr bool kMxPromoted = kMx && !kDq;  // section 11's mainloop
@@ -466,10 +468,11 @@ struct Gemm {
                 "MXFP8 promotes every k-step (section 11): one atom per stage, warpgroup tiles of at most 64 "
                 "accumulators per thread (accumulators + partial + a k-step's column scales fit 232 "
                 "registers), 1 or 2 consumer warpgroups");
-  static_assert(!kDq || (!kPromote && kAtoms == 1 && kConsumers == 2 && kCluster == 1 && !kSplit &&
-                         kMmaM * kAccRegs <= 128),
-                "MXFP8 with block_k 64 (section 13): the producer dequantizes into bf16 stages of one 64-K atom; "
-                "two consumer warpgroups accumulate unpromoted, no clusters, no split-K");
+  static_assert(
+      !kDq || (!kPromote && kAtoms == 1 && kConsumers == 2 && kCluster == 1 && !kSplit &&
+               kMmaM * kAccRegs <= 128),
+      "MXFP8 with block_k 64 (section 13): the operands are dequantized to bf16 (stages of one 64-K atom); "
+      "two consumer warpgroups accumulate unpromoted, no clusters, no split-K");
   static_assert(!kBlockScaled || kPromote,
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
@@ -1865,7 +1868,9 @@ struct Gemm {
                                              const GemmParams& p, void* ws, const TmaDesc* tma_out = nullptr,
                                              bool out_tma = false) {
     extern __shared__ __align__(1024) u8 smem[];
-    if (p.m <= 0 || p.n <= 0) return;  // uniform: before any barrier
+    // Uniform, before any barrier and any memory access. (Plan::run launches nothing for M = 0 and plans
+    // need N >= 1, so a launched grid never takes it: no grid exits without the PDL wait below.)
+    if (p.m <= 0 || p.n <= 0) return;
 
     Smem sm;
     sm.a = (smem_u32(smem) + 1023u) & ~1023u;
@@ -1927,8 +1932,10 @@ struct Gemm {
 
     // Each warpgroup's role is one branch of a single if/else (setmaxnreg is warpgroup-wide).
     // Warp-uniform by construction; through shfl the compiler knows it too, so values derived from it
-    // (the warpgroup's shared-memory offsets, the wgmma descriptors) can live in uniform registers.
-    const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
+    // (the warpgroup's shared-memory offsets, the wgmma descriptors) can live in uniform registers (FP8
+    // block 128 x 256: 0.835 -> 0.782 ms, bench/NOTES.md session 15). Not for section 13: there it made
+    // nine of the 38 block_k-64 tiles spill.
+    const int wg = kDq ? int(threadIdx.x) / 128 : __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
     if (wg < kProducerWgs) {
       setmaxnreg_dec<kProducerRegs>();
       // Thread 0 issues the TMA copies; with staged block scales (section 8) its whole warp walks along

@@ -242,6 +242,12 @@ TEST_F(DispatchHostCostTest, PortableFamilyMakesOneLaunchAndNoOtherDriverCallsPe
   check_and_time("sm_90", KernelFamily::kSm80Gemm);
 }
 
+// Below sm_90 the kernels have no griddepcontrol.wait (the generated entry's #if), so their launches must
+// not allow programmatic dependent launch: check_and_time expects 0 such launches for sm_80.
+TEST_F(DispatchHostCostTest, PortableFamilyBelowSm90LaunchesWithoutProgrammaticDependentLaunch) {
+  check_and_time("sm_80", KernelFamily::kSm80Gemm);
+}
+
 TEST_F(DispatchHostCostTest, Sm90FamilyMakesOneLaunchAndNoOtherDriverCallsPerRun) {
   check_and_time("sm_90a", KernelFamily::kSm90Gemm);
 }
