@@ -329,22 +329,9 @@ Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, C
   LaunchShape ls = launch_shape(p.spec, p.families[bucket], p.configs[bucket], run_sizes);
   void* args[] = {&gp};
   // Programmatic dependent launch where the kernel was compiled for sm_90+ (its entry waits for the
-  // previous kernel before touching global memory: compiler/emit/emit.cpp), unless KILN_PDL=0.
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig lc{};
-  lc.gridDimX = ls.grid_x;
-  lc.gridDimY = ls.grid_y;
-  lc.gridDimZ = ls.grid_z;
-  lc.blockDimX = ls.block_x;
-  lc.blockDimY = lc.blockDimZ = 1;
-  lc.sharedMemBytes = static_cast<unsigned>(ls.dynamic_smem);
-  lc.hStream = reinterpret_cast<CUstream>(stream);
-  lc.attrs = &attr;
-  lc.numAttrs = p.arch.sm() >= 90 && sm90_pdl_enabled() ? 1 : 0;
-  return d->check(d->cuLaunchKernelEx(&lc, reinterpret_cast<CUfunction>(k->kernel), args, nullptr),
-                  "cuLaunchKernelEx");
+  // previous kernel before touching global memory: compiler/emit/emit.cpp).
+  return launch_kernel(*d, reinterpret_cast<CUfunction>(k->kernel), ls, reinterpret_cast<CUstream>(stream),
+                       args, p.arch.sm() >= 90, "cuLaunchKernelEx");
 }
 
 std::string Plan::describe_json() const {

@@ -120,6 +120,26 @@ bool sm90_pdl_enabled() {
   return enabled;
 }
 
+Status launch_kernel(const Driver& d, CUfunction f, const LaunchShape& ls, CUstream stream, void** args,
+                     bool pdl, const char* what) {
+  // Local, not static: reentrant. The cluster shape of sm90 kernels is compiled in (__cluster_dims__),
+  // so it takes no attribute.
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig lc{};
+  lc.gridDimX = ls.grid_x;
+  lc.gridDimY = ls.grid_y;
+  lc.gridDimZ = ls.grid_z;
+  lc.blockDimX = ls.block_x;
+  lc.blockDimY = lc.blockDimZ = 1;
+  lc.sharedMemBytes = static_cast<unsigned>(ls.dynamic_smem);
+  lc.hStream = stream;
+  lc.attrs = &attr;
+  lc.numAttrs = pdl && sm90_pdl_enabled() ? 1 : 0;
+  return d.check(d.cuLaunchKernelEx(&lc, f, args, nullptr), what);
+}
+
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
                    const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace) {
   if (cfg.split_k > 1 && workspace == nullptr)
@@ -204,23 +224,10 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
   // The launch copies the arguments during the call: the cached maps and gp are passed as they are.
   void* args[] = {&cache.map_a, &cache.map_b, const_cast<kiln_dev::GemmParams*>(&gp), &workspace, &cache.map_out,
                   &cache.out_tma};  // the last two only for TMA-store kernels (their signature)
-  // Programmatic stream serialization: the kernel may start before the previous kernel on the stream
-  // has finished (it waits for it before touching global memory: the kernel's section 15). The cluster
-  // shape is compiled in (__cluster_dims__), so it takes no attribute. Local, not static: reentrant.
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig lc{};
-  lc.gridDimX = ls.grid_x;
-  lc.gridDimY = lc.gridDimZ = 1;
-  lc.blockDimX = ls.block_x;
-  lc.blockDimY = lc.blockDimZ = 1;
-  lc.sharedMemBytes = static_cast<unsigned>(ls.dynamic_smem);
-  lc.hStream = stream;
-  lc.attrs = &attr;
-  lc.numAttrs = sm90_pdl_enabled() ? 1 : 0;
-  return d.check(d.cuLaunchKernelEx(&lc, reinterpret_cast<CUfunction>(k.kernel), args, nullptr),
-                 "cuLaunchKernelEx(sm90_gemm)");
+  // The kernel may start before the previous kernel on the stream has finished: it waits for it before
+  // touching global memory (the kernel's section 15).
+  return launch_kernel(d, reinterpret_cast<CUfunction>(k.kernel), ls, stream, args, /*pdl=*/true,
+                       "cuLaunchKernelEx(sm90_gemm)");
 }
 
 }  // namespace kiln

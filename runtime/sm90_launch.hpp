@@ -36,6 +36,11 @@ StatusOr<int> sm90_sm_count(const Driver& d, int device);
 // Whether launches of sm_90+ kernels (either family) allow programmatic dependent launch: KILN_PDL
 // (common/env.hpp), read once.
 bool sm90_pdl_enabled();
+// Launches f with ls on stream (cuLaunchKernelEx, both families). pdl: the kernel waits for the previous
+// kernel on the stream before touching global memory (compiled for sm_90+), so the launch allows
+// programmatic stream serialization unless KILN_PDL=0. `what` names the call in an error.
+Status launch_kernel(const Driver& d, CUfunction f, const LaunchShape& ls, CUstream stream, void** args,
+                     bool pdl, const char* what);
 // Launches the loaded sm90 kernel `k` for gp on stream. workspace: sm90_workspace_bytes(spec, cfg,
 // sizes) bytes of device memory whose split-K counters are zero (null when that is 0).
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,

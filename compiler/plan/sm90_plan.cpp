@@ -123,6 +123,10 @@ bool sm90_mx(const KernelSpec& spec) {
 
 bool sm90_mx_dequant(const KernelSpec& spec, const TileConfig& cfg) { return sm90_mx(spec) && cfg.block_k == 64; }
 
+bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg) {
+  return sm90_mx_dequant(spec, cfg) && cfg.block_m / std::max(1, cfg.warps_m / 4) == 64;
+}
+
 bool sm90_block_scaled(const KernelSpec& spec) {
   return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
 }
@@ -164,7 +168,7 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
       dq ? kDqStg * ((cfg.block_m + cfg.block_n) * (kRowBytes + 16)) + kDqStg * kBarrierBytes + kAlignSlack
          : 0;
   // Warpgroup tiles of 64 rows dequantize A into registers: the bf16 ring holds B only (section 13).
-  const bool rega = dq && cfg.block_m / std::max(1, cfg.warps_m / 4) == 64;
+  const bool rega = sm90_mx_reg_a(spec, cfg);
   return cfg.stages * (((rega ? 0 : cfg.block_m) + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
          group_table + split_flags + out_tile + staging + kAlignSlack;
 }

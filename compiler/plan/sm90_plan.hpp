@@ -54,6 +54,9 @@ bool sm90_mx(const KernelSpec& spec);
 // the producer warpgroup converts both operands to bf16 with their E8M0 scales folded in, and the
 // consumers accumulate bf16 wgmmas unpromoted.
 bool sm90_mx_dequant(const KernelSpec& spec, const TileConfig& cfg);
+// ... and dequantizes A into the consumers' wgmma registers: warpgroup tiles of 64 rows (the kernel's
+// kDqRegA); the bf16 ring then holds B only.
+bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg);
 // Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
 // each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).
 bool sm90_block_scaled(const KernelSpec& spec);

@@ -209,20 +209,26 @@ __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 de
 // per warp, §9.7.15.5.1.1): a[0] = row g, k bytes 4t..4t+3; a[1] = row g + 8, same k; a[2] = row g, k
 // 16 + 4t..; a[3] = row g + 8, k 16 + 4t... The registers are read asynchronously: the caller keeps
 // them (and d) unchanged until wgmma_wait returns (wgmma_fence_regs pins them for the compiler).
-#define KILN_WG_RS(OP, DLIST, AREG, DB, SC, ...)                                                 \
+// TAIL: the immediates after scale-d (KILN_WG_T8 for FP8; KILN_WG_RS_T16 for 16-bit operands).
+#define KILN_WG_RS(OP, DLIST, AREG, DB, SC, TAIL, ...)                                             \
   asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" SC ", 0;\n " OP " " DLIST ", " AREG ", %" DB \
-               ", p, 1, 1;\n}\n"                                                                \
-               : __VA_ARGS__                                                                     \
+               ", p, " TAIL ";\n}\n"                                                               \
+               : __VA_ARGS__                                                                       \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
-#define KILN_WG_RS_ALL(N, DLIST, AREG, DB, SC, ...)                                                              \
-  if constexpr (kReg == Format::kE4m3 && kDesc == Format::kE4m3) {                                                    \
-    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3", DLIST, AREG, DB, SC, __VA_ARGS__);    \
-  } else if constexpr (kReg == Format::kE4m3 && kDesc == Format::kE5m2) {                                             \
-    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e5m2", DLIST, AREG, DB, SC, __VA_ARGS__);    \
-  } else if constexpr (kReg == Format::kE5m2 && kDesc == Format::kE4m3) {                                             \
-    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e4m3", DLIST, AREG, DB, SC, __VA_ARGS__);    \
-  } else {                                                                                                       \
-    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e5m2", DLIST, AREG, DB, SC, __VA_ARGS__);    \
+#define KILN_WG_RS_T16 "1, 1, 0" /* scale-a, scale-b = +1; trans-b = 0 (K-major B) */
+#define KILN_WG_RS_ALL(N, DLIST, AREG, DB, SC, ...)                                                         \
+  if constexpr (kReg == Format::kE4m3 && kDesc == Format::kE4m3) {                                          \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3", DLIST, AREG, DB, SC, KILN_WG_T8, \
+               __VA_ARGS__);                                                                                \
+  } else if constexpr (kReg == Format::kE4m3 && kDesc == Format::kE5m2) {                                   \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e5m2", DLIST, AREG, DB, SC, KILN_WG_T8, \
+               __VA_ARGS__);                                                                                \
+  } else if constexpr (kReg == Format::kE5m2 && kDesc == Format::kE4m3) {                                   \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e4m3", DLIST, AREG, DB, SC, KILN_WG_T8, \
+               __VA_ARGS__);                                                                                \
+  } else {                                                                                                  \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e5m2.e5m2", DLIST, AREG, DB, SC, KILN_WG_T8, \
+               __VA_ARGS__);                                                                                \
   }
 // kReg: the register operand's format (A), kDesc: the descriptor operand's (B); scale_d = 0 ignores d.
 template <int kN, Format kReg, Format kDesc>
@@ -241,16 +247,13 @@ __device__ __forceinline__ void wgmma_m64_rs(float (&d)[kN / 2], const u32 (&a)[
 // dequantizing mainloop): the m16n8k16 A layout per warp (PTX ISA wgmma register fragments):
 // a[0] = row g, k 2t..2t+1; a[1] = row g + 8, same k; a[2] = row g, k 2t+8..2t+9; a[3] = row g + 8, same.
 // B is K-major in shared memory (trans-b 0). The registers are read asynchronously (wgmma_fence_regs).
-#define KILN_WG_RS16(OP, DLIST, AREG, DB, SC, ...)                                                \
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" SC ", 0;\n " OP " " DLIST ", " AREG ", %" DB \
-               ", p, 1, 1, 0;\n}\n"                                                               \
-               : __VA_ARGS__                                                                      \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
-#define KILN_WG_RS16_FMT(N, DLIST, AREG, DB, SC, ...)                                                      \
-  if constexpr (kFmt == Format::kBf16) {                                                                  \
-    KILN_WG_RS16("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", DLIST, AREG, DB, SC, __VA_ARGS__); \
-  } else {                                                                                                \
-    KILN_WG_RS16("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", DLIST, AREG, DB, SC, __VA_ARGS__);   \
+#define KILN_WG_RS16_FMT(N, DLIST, AREG, DB, SC, ...)                                           \
+  if constexpr (kFmt == Format::kBf16) {                                                        \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", DLIST, AREG, DB, SC, \
+               KILN_WG_RS_T16, __VA_ARGS__);                                                    \
+  } else {                                                                                      \
+    KILN_WG_RS("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", DLIST, AREG, DB, SC,   \
+               KILN_WG_RS_T16, __VA_ARGS__);                                                    \
   }
 template <int kN, Format kFmt>
 __device__ __forceinline__ void wgmma_m64_rs16(float (&d)[kN / 2], const u32 (&a)[4], u64 desc_b, u32 scale_d) {
@@ -283,7 +286,6 @@ __device__ __forceinline__ void wgmma_m64_rs16(float (&d)[kN / 2], const u32 (&a
   }
 }
 #undef KILN_WG_RS16_FMT
-#undef KILN_WG_RS16
 
 // Pins registers that an asynchronous wgmma reads (its A fragments) until this point.
 template <int kRegs>
@@ -294,6 +296,7 @@ __device__ __forceinline__ void wgmma_fence_regs(u32 (&r)[kRegs]) {
 
 #undef KILN_WG_RS_ALL
 #undef KILN_WG_RS
+#undef KILN_WG_RS_T16
 #undef KILN_WG_ALL
 #undef KILN_WG_T8
 #undef KILN_WG_T16

@@ -746,7 +746,7 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
   for (const TileConfig& c : sm90_config_space(s, sm90a())) {
     if (!sm90_mx_dequant(s, c)) continue;
     ++dq_tiles;
-    EXPECT_EQ(c.block_m / (c.warps_m / 4), 64) << c.to_string();  // A in registers only
+    EXPECT_TRUE(sm90_mx_reg_a(s, c)) << c.to_string();  // A in registers only
   }
   EXPECT_GT(dq_tiles, 7);
   std::vector<std::pair<std::string, TileConfig>> runs;
@@ -794,8 +794,7 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
     EXPECT_THAT(r.ptx, Not(HasSubstr("m64n256k16"))) << what;
     EXPECT_THAT(r.ptx, Not(HasSubstr("m64n208k16"))) << what;
     // 64-row warpgroups take A from registers: RS wgmmas (a register list after the accumulators).
-    const bool reg_a = cfg.block_m / (cfg.warps_m / 4) == 64;
-    if (reg_a) {
+    if (sm90_mx_reg_a(spec_of(text), cfg)) {
       EXPECT_THAT(r.ptx, HasSubstr("}, {%r")) << what;
     } else {
       EXPECT_THAT(r.ptx, Not(HasSubstr("}, {%r"))) << what;
