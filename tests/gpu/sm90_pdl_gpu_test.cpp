@@ -1,13 +1,17 @@
 // gpu tier: programmatic dependent launch of the sm90 family (templates/kernels/sm90_gemm.cuh section 15,
-// runtime/sm90_launch.cpp). A chain of dependent bf16 GEMMs is launched back to back on one stream with
-// no synchronization between them,
-//   Y0 = X . W0^T,   Y(i) = Y(i-1) . W(i % 2)^T,
+// runtime/sm90_launch.cpp) and of the portable family's decode kernel on sm_90 (its generated entry,
+// compiler/emit/emit.cpp). A chain of dependent bf16 GEMMs is launched back to back on one stream with
+// no synchronization between them, alternating between two output buffers P and Q:
+//   P = X . W0^T,   Q = P . W1^T,   P = Q . W0^T,   Q = P . W1^T, ...
 // each GEMM reading the previous one's output as its A operand while PDL lets it start before that one
-// has finished. Every output is poisoned (0xFFFF: NaN) before each chain, so a GEMM that read its input
-// before its predecessor wrote it would propagate NaNs. Each chain's outputs must be bitwise those of the
-// same GEMMs run one at a time with a stream synchronize after each (the kernel is deterministic), and
-// those match a CPU reference step by step. Small-M shapes (M = 64 and 128; N = K = 2048), dense and
-// grouped (offsets, an empty expert), and the chain captured into a CUDA graph and replayed.
+// has finished. Step i + 1 overwrites the buffer step i reads, so both orders are checked: a GEMM that
+// read its input before its predecessor wrote it (read-after-write), and one that stored its output
+// before its predecessor had finished reading that buffer (write-after-read: a store issued before
+// griddepcontrol.wait). Both buffers are poisoned (0xFFFF: NaN) before each chain. The two final
+// buffers must be bitwise those of the same GEMMs run one at a time with a stream synchronize after each
+// (the kernels are deterministic), and those steps match a CPU reference one by one. Small-M shapes
+// (M = 64 and 128; N = K = 2048), dense and grouped (offsets, an empty expert), the chain captured into
+// a CUDA graph and replayed, and a chain at M = 16 that the plan runs on the decode kernel.
 // Skips without a device or on anything but sm_90. KILN_PDL=0 runs the same chains without the launch
 // attribute; Sm90PdlGpuTest.PrintsChainTimePerGemm prints the time per GEMM to set the two side by side.
 #include <gtest/gtest.h>
@@ -90,7 +94,7 @@ class Chain {
       KILN_ASSIGN_OR_RETURN(w_[i], DeviceBuffer::alloc(host_w_[i].size() * 2));
       KILN_RETURN_IF_ERROR(w_[i].upload(host_w_[i].data(), host_w_[i].size() * 2));
     }
-    for (int s = 0; s < steps_; ++s) {
+    for (int b = 0; b < buffers(); ++b) {
       KILN_ASSIGN_OR_RETURN(DeviceBuffer y, DeviceBuffer::alloc(act));
       y_.push_back(std::move(y));
     }
@@ -107,7 +111,7 @@ class Chain {
     const int64_t* w_shape = experts_ > 0 ? shape_w_ : shape_w_ + 1;
     a_.push_back(tensor_of(x_.data(), shape_act_, 2, kBf16));
     for (int s = 0; s < steps_; ++s) {
-      out_.push_back(tensor_of(y_[s].data(), shape_act_, 2, kBf16));
+      out_.push_back(tensor_of(y_[static_cast<size_t>(s % buffers())].data(), shape_act_, 2, kBf16));
       if (s + 1 < steps_) a_.push_back(out_.back());
     }
     for (int i = 0; i < 2; ++i) b_[i] = tensor_of(w_[i].data(), w_shape, w_ndim, kBf16);
@@ -115,7 +119,7 @@ class Chain {
     return Status::Ok();
   }
 
-  // The operands of step s: A = X or Y(s - 1), B = W(s % 2), out = Y(s).
+  // The operands of step s: A = X or step s - 1's output, B = W(s % 2), out = buffer s % 2.
   Operands operands(int s) {
     Operands ops;
     ops.a = &a_[static_cast<size_t>(s)];
@@ -125,18 +129,25 @@ class Chain {
     return ops;
   }
 
-  // Every output set to NaN; returns once the memsets are done (they run on the legacy stream, which a
+  // Both output buffers set to NaN; returns once the memsets are done (they run on the legacy stream, which a
   // non-blocking stream does not wait for).
   Status poison(const Driver& d) {
     for (DeviceBuffer& y : y_) KILN_RETURN_IF_ERROR(y.fill_bytes(0xFF));
     return d.check(d.cuCtxSynchronize(), "cuCtxSynchronize (poison)");
   }
 
+  // The output buffers' contents, buffer b in (*ys)[b].
   Status download(std::vector<std::vector<uint16_t>>* ys) const {
-    ys->assign(static_cast<size_t>(steps_), std::vector<uint16_t>(static_cast<size_t>(m_ * n_)));
-    for (int s = 0; s < steps_; ++s)
-      KILN_RETURN_IF_ERROR(y_[s].download((*ys)[s].data(), (*ys)[s].size() * 2));
+    ys->assign(static_cast<size_t>(buffers()), std::vector<uint16_t>(static_cast<size_t>(m_ * n_)));
+    for (int b = 0; b < buffers(); ++b)
+      KILN_RETURN_IF_ERROR(y_[static_cast<size_t>(b)].download((*ys)[b].data(), (*ys)[b].size() * 2));
     return Status::Ok();
+  }
+
+  // Step s's output, read right after it ran (a later step overwrites its buffer).
+  Status download_step(int s, std::vector<uint16_t>* y) const {
+    y->resize(static_cast<size_t>(m_ * n_));
+    return y_[static_cast<size_t>(s % buffers())].download(y->data(), y->size() * 2);
   }
 
   // rel_fro of step s's output against a CPU GEMM of its actual input (`in`: X or the downloaded
@@ -168,6 +179,7 @@ class Chain {
   }
 
   int steps() const { return steps_; }
+  int buffers() const { return std::min(steps_, 2); }
   const std::vector<uint16_t>& host_x() const { return host_x_; }
 
  private:
@@ -199,9 +211,10 @@ class Sm90PdlGpuTest : public testing::Test {
     if (stream_ != nullptr) d_->cuStreamDestroy(stream_);
   }
 
-  // Plans the chain's GEMM (M x N x N) on the sm90 family and a zeroed split-K workspace when its
-  // config splits (passed explicitly: Plan::run then allocates nothing, during a capture too).
-  void plan_chain(const std::string& text, int64_t m, int64_t n) {
+  // Plans the chain's GEMM (M x N x N) and a zeroed split-K workspace when its config splits (passed
+  // explicitly: Plan::run then allocates nothing, during a capture too). The plan must run the sm90
+  // family, or with `decode` the portable family's decode kernel.
+  void plan_chain(const std::string& text, int64_t m, int64_t n, bool decode = false) {
     auto spec = parse_spec(text);
     ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().to_string();
     spec_ = *spec;
@@ -210,7 +223,12 @@ class Sm90PdlGpuTest : public testing::Test {
     // The M bucket Plan::run picks: grouped problems by their expected rows per expert.
     const int64_t bucket_m =
         spec_.layout == GroupLayout::kOffsets ? (m + spec_.experts - 1) / spec_.experts : m;
-    ASSERT_EQ(plan->family_for(bucket_m), KernelFamily::kSm90Gemm) << text << " M=" << m;
+    if (decode) {
+      ASSERT_EQ(plan->family_for(bucket_m), KernelFamily::kSm80Gemm) << text << " M=" << m;
+      ASSERT_NE(plan->config_for(bucket_m).decode, 0) << text << " M=" << m << ": not the decode kernel";
+    } else {
+      ASSERT_EQ(plan->family_for(bucket_m), KernelFamily::kSm90Gemm) << text << " M=" << m;
+    }
     plan_ = std::make_unique<Plan>(std::move(*plan));
     ws_bytes_ = plan_->workspace_bytes(m);
     if (ws_bytes_ > 0) {
@@ -235,44 +253,46 @@ class Sm90PdlGpuTest : public testing::Test {
 
   Status sync() { return d_->check(d_->cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
 
-  // The chain run one GEMM at a time (a stream synchronize after each, so nothing overlaps), each step
-  // checked against the CPU reference on its actual input; the outputs in *ys.
+  // The chain run one GEMM at a time (a stream synchronize after each, so nothing overlaps), each step's
+  // output read back at once and checked against the CPU reference on its actual input; the final
+  // contents of the output buffers in *ys.
   void serialized_reference(Chain& chain, std::vector<std::vector<uint16_t>>* ys) {
     ASSERT_TRUE(chain.poison(*d_).ok());
+    std::vector<std::vector<uint16_t>> outs(static_cast<size_t>(chain.steps()));
     for (int s = 0; s < chain.steps(); ++s) {
       Operands ops = chain.operands(s);
       Status st = plan_->run(ops, ws_bytes_ > 0 ? ws_.data() : nullptr, ws_bytes_, stream_);
       ASSERT_TRUE(st.ok()) << st.to_string();
       ASSERT_TRUE(sync().ok());
+      ASSERT_TRUE(chain.download_step(s, &outs[static_cast<size_t>(s)]).ok());
     }
     ASSERT_TRUE(chain.download(ys).ok());
     const double tol = check_tolerance(spec_, 0);
     for (int s = 0; s < chain.steps(); ++s) {
-      const std::vector<uint16_t>& out = (*ys)[static_cast<size_t>(s)];
+      const std::vector<uint16_t>& out = outs[static_cast<size_t>(s)];
       int64_t unwritten = 0;
       for (uint16_t v : out) unwritten += v == kPoison;
       EXPECT_EQ(unwritten, 0) << "step " << s;
-      const double err =
-          chain.step_error(s, s == 0 ? chain.host_x() : (*ys)[static_cast<size_t>(s - 1)], out);
+      const double err = chain.step_error(s, s == 0 ? chain.host_x() : outs[static_cast<size_t>(s - 1)], out);
       std::printf("[ figures ] step %d rel_fro %.3g (tolerance %.2g)\n", s, err, tol);
       EXPECT_LE(err, tol) << "step " << s;
     }
   }
 
-  // The chain's outputs after `what`, bitwise against the serialized run's.
+  // The output buffers after `what`, bitwise against the serialized run's.
   void expect_bitwise(Chain& chain, const std::vector<std::vector<uint16_t>>& want, const std::string& what) {
     std::vector<std::vector<uint16_t>> got;
     ASSERT_TRUE(chain.download(&got).ok());
-    for (int s = 0; s < chain.steps(); ++s) {
-      const auto& g = got[static_cast<size_t>(s)];
-      const auto& w = want[static_cast<size_t>(s)];
+    for (int b = 0; b < chain.buffers(); ++b) {
+      const auto& g = got[static_cast<size_t>(b)];
+      const auto& w = want[static_cast<size_t>(b)];
       int64_t differ = 0, poisoned = 0;
       for (size_t i = 0; i < g.size(); ++i) {
         differ += g[i] != w[i];
         poisoned += g[i] == kPoison;
       }
-      EXPECT_EQ(differ, 0) << what << ": step " << s << " differs from the serialized run (" << poisoned
-                           << " elements NaN-poisoned)";
+      EXPECT_EQ(differ, 0) << what << ": output buffer " << b << " differs from the serialized run ("
+                           << poisoned << " elements NaN-poisoned)";
     }
   }
 
@@ -326,6 +346,19 @@ TEST_F(Sm90PdlGpuTest, GroupedChainOnOneStreamMatchesSerializedRuns) {
   Status st = chain.upload();
   ASSERT_TRUE(st.ok()) << st.to_string();
   check_chain(chain, 3);
+}
+
+// M = 16: the plan's default for a dense bf16 GEMM of 1..16 rows on sm_90 is the portable family's
+// decode kernel, whose generated entry waits on sm_90+ too. Six steps, then the same chain on M = 5.
+TEST_F(Sm90PdlGpuTest, DecodeChainOnOneStreamMatchesSerializedRuns) {
+  for (int64_t m : {int64_t{16}, int64_t{5}}) {
+    plan_chain("gemm a=bf16 b=bf16 out=bf16", m, 2048, /*decode=*/true);
+    if (HasFatalFailure()) return;
+    Chain chain(m, 2048, 0, 6, {}, fresh_seed());
+    Status st = chain.upload();
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    check_chain(chain, 3);
+  }
 }
 
 // The chain captured into a CUDA graph (since CUDA 12.3 a capture turns the launches' programmatic
