@@ -164,6 +164,16 @@ def main():
                                   r["name"].startswith(anchor_key + " [")), None)
             add([M, N, K], f"kiln {name} [{family_of(desc, M)}]", ms, flop, M * K * ab + N * K * bb + M * N * 2,
                 err, unwritten, desc, anchor_key, anchor_ms)
+            # MXFP8 at large M: also through the bf16 pre-pass (the caller's workspace; runtime/mx_prepass.hpp),
+            # against the same anchor (kiln's FP8 block path).
+            if fmt == "mxfp8" and M >= 1024 and "mx_prepass" in desc:
+                try:
+                    ms, err, unwritten, desc2 = kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=True)
+                except Exception as e:
+                    results.append({"shape": [M, N, K], "name": "mxfp8 pre-pass", "error": str(e)[:300]})
+                    continue
+                add([M, N, K], "kiln mxfp8 pre-pass [sm90 bf16]", ms, flop,
+                    M * K * ab + N * K * bb + M * N * 2, err, unwritten, desc2, anchor_key, anchor_ms)
         try:
             ms, err, unwritten, desc = kiln_mxfp4_dense(rt, M, N, K)
             add([M, N, K], f"kiln bf16 x mxfp4 [{family_of(desc, M)}]", ms, flop,

@@ -37,8 +37,10 @@ def mx_dequantize(q, s):
     return (q.double().reshape(R, K // 32, 32) * torch.exp2(s.double() - 127)[:, :, None]).reshape(R, K)
 
 
-def kiln_dense(rt, spec, M, N, K, fmt):
-    """ms per call and relative error of kiln on `spec`, inputs rotated like anchors.dense_anchors."""
+def kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=False):
+    """ms per call and relative error of kiln on `spec`, inputs rotated like anchors.dense_anchors.
+    mx_prepass (MXFP8): every call gets a workspace of plan.mx_prepass_workspace_size(M) bytes, so kiln
+    converts X and W to bf16 first and runs the bf16 kernel (one workspace: the calls run in order)."""
     n_copies = anchors.copies_for(2 * (M * K + N * K))
     plan = rt.plan(spec, n=N, k=K, m_hint=M)
     xs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16) for _ in range(n_copies)]
@@ -75,10 +77,16 @@ def kiln_dense(rt, spec, M, N, K, fmt):
             sw = (w.abs().amax().float() / 448.0).reshape(1)
             args.append(((x.float() / sx).to(torch.float8_e4m3fn), (w.float() / sw).to(torch.float8_e4m3fn), sx, sw))
     outs = [torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in args]
+    ws = None
+    if mx_prepass:
+        size = plan.mx_prepass_workspace_size(M)
+        if size == 0:
+            raise RuntimeError(f"{spec}: no MXFP8 pre-pass for M={M}")
+        ws = torch.empty(size, dtype=torch.uint8, device="cuda")
     # check on the first copy, output poisoned first
     a, b, sa, sb = args[0]
     outs[0].fill_(float("nan"))
-    plan.run(a, b, out=outs[0], a_scale=sa, b_scale=sb)
+    plan.run(a, b, out=outs[0], a_scale=sa, b_scale=sb, workspace=ws)
     torch.cuda.synchronize()
     if fmt == "fp8_block":
         ad = (a.double().reshape(M, K // 128, 128) * sa.double()[:, :, None]).reshape(M, K)
@@ -95,7 +103,7 @@ def kiln_dense(rt, spec, M, N, K, fmt):
             ref = ref * (sa.double() * sb.double())
     err = ((outs[0].double() - ref).norm() / ref.norm()).item()
     unwritten = int(torch.isnan(outs[0]).sum())
-    calls = [lambda a=a, b=b, sa=sa, sb=sb, o=o: plan.run(a, b, out=o, a_scale=sa, b_scale=sb)
+    calls = [lambda a=a, b=b, sa=sa, sb=sb, o=o: plan.run(a, b, out=o, a_scale=sa, b_scale=sb, workspace=ws)
              for (a, b, sa, sb), o in zip(args, outs)]
     ms = anchors.bench_graph(calls)
     return ms, err, unwritten, plan.describe()

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "capi/capi_internal.hpp"
+#include "compiler/plan/sm90_plan.hpp"  // Hopper issue: the MXFP8 pre-pass's bf16 spec
 
 namespace {
 
@@ -119,7 +120,19 @@ kiln_status kiln_plan_compile(kiln_plan plan, int64_t m) {
     KILN_RETURN_IF_ERROR(require(plan, "plan"));
     if (m < 1) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 1");
     const kiln::Plan& p = plan->plan;
-    return plan->runtime->compile(p.spec(), p.family_for(m), p.config_for(m), p.arch()).status();
+    KILN_RETURN_IF_ERROR(
+        plan->runtime->compile(p.spec(), p.family_for(m), p.config_for(m), p.arch()).status());
+    // MXFP8 at large M: also what run() takes with the pre-pass workspace (runtime/mx_prepass.hpp).
+    if (p.mx_prepass_workspace_bytes(m) > 0) {
+      KILN_RETURN_IF_ERROR(
+          plan->runtime->compile(p.spec(), kiln::KernelFamily::kMxDequant, kiln::TileConfig{}, p.arch())
+              .status());
+      KILN_RETURN_IF_ERROR(plan->runtime
+                               ->compile(kiln::sm90_mx_prepass_gemm_spec(p.spec()),
+                                         p.mx_prepass_family_for(m), p.mx_prepass_config_for(m), p.arch())
+                               .status());
+    }
+    return kiln::Status::Ok();
   });
 }
 
@@ -130,6 +143,17 @@ kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes) {
     KILN_RETURN_IF_ERROR(require(plan, "plan"));
     if (m < 0) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 0");
     *bytes = plan->plan.workspace_bytes(m);
+    return Status::Ok();
+  });
+}
+
+kiln_status kiln_plan_mx_prepass_workspace_size(kiln_plan plan, int64_t m, size_t* bytes) {
+  return guard("kiln_plan_mx_prepass_workspace_size", [&]() -> Status {
+    KILN_RETURN_IF_ERROR(require(bytes, "bytes"));
+    *bytes = 0;
+    KILN_RETURN_IF_ERROR(require(plan, "plan"));
+    if (m < 0) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 0");
+    *bytes = plan->plan.mx_prepass_workspace_bytes(m);
     return Status::Ok();
   });
 }

@@ -1,20 +1,20 @@
 #include "runtime/check.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
 #include "compiler/epilogue/epilogue.hpp"
 #include "compiler/numerics/fp8.hpp"
+#include "compiler/plan/sm90_plan.hpp"  // Hopper issue: kMxPrepassMinM
 #include "runtime/check_inputs.hpp"
 #include "runtime/device_buffer.hpp"
-#include "runtime/operands.hpp"
 #include "runtime/driver/driver.hpp"
+#include "runtime/operands.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "templates/common/gemm_params.cuh"
 
@@ -122,6 +122,19 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
 
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, 0));
+  // The MXFP8 pre-pass's workspace (no zero fill needed).
+  DeviceBuffer prepass_ws;
+  size_t ws_bytes = 0;
+  if (o.mx_prepass) {
+    ws_bytes = plan.mx_prepass_workspace_bytes(m);
+    if (ws_bytes == 0)
+      return InvalidArgument("run_check: mx_prepass asked for, but the plan (" + print_spec(spec) +
+                             ") has no MXFP8 pre-pass for M=" + std::to_string(m) +
+                             " (dense MXFP8 on sm_90a from M=" + std::to_string(kMxPrepassMinM) + ")");
+    KILN_ASSIGN_OR_RETURN(prepass_ws, DeviceBuffer::alloc(ws_bytes));
+    r.config = "mx_prepass+" + plan.mx_prepass_config_for(m).to_string();
+  }
+  void* ws = o.mx_prepass ? prepass_ws.data() : nullptr;
 
   std::shared_ptr<const HostOperands> inputs = o.inputs;
   if (!inputs) {
@@ -134,7 +147,7 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
   const int ob = format_bits(spec.out.format) / 8;
   Operands ops = dev.operands();
 
-  KILN_RETURN_IF_ERROR(plan.run(ops, nullptr, 0, nullptr));
+  KILN_RETURN_IF_ERROR(plan.run(ops, ws, ws_bytes, nullptr));
   KILN_RETURN_IF_ERROR(d->check(d->cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)"));
 
   if (o.check) {
@@ -254,9 +267,8 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
   }
 
   if (o.time) {
-    KILN_ASSIGN_OR_RETURN(r.median_ms,
-                          median_event_ms([&] { return plan.run(ops, nullptr, 0, nullptr); }, o.warmup, o.repeats,
-                                          o.flush_l2));
+    KILN_ASSIGN_OR_RETURN(r.median_ms, median_event_ms([&] { return plan.run(ops, ws, ws_bytes, nullptr); },
+                                                       o.warmup, o.repeats, o.flush_l2));
     r.tflops = 2.0 * rows * n * k / (r.median_ms * 1e-3) / 1e12;
     double bytes = static_cast<double>(h.a.bytes.size() + h.b.bytes.size() + h.a_scale.bytes.size() +
                                        h.b_scale.bytes.size()) +

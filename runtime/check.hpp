@@ -39,6 +39,9 @@ struct CheckOptions {
   int warmup = 3;
   int repeats = 20;
   bool flush_l2 = true;     // time each repeat with a cold L2 (median_event_ms)
+  // MXFP8 plans (runtime/mx_prepass.hpp): run with a workspace of plan.mx_prepass_workspace_bytes(m)
+  // bytes, so that run() takes the bf16 pre-pass; INVALID_ARGUMENT where the plan has none for m.
+  bool mx_prepass = false;
 };
 
 struct CheckReport {
@@ -55,7 +58,7 @@ struct CheckReport {
   double median_ms = 0;
   double tflops = 0;
   double gbps = 0;          // bytes of A, B and out over the median time
-  std::string config;       // the TileConfig used
+  std::string config;       // the TileConfig used ("mx_prepass" + the bf16 plan's, with the pre-pass)
   std::string to_json() const;
 };
 

@@ -1,17 +1,17 @@
 // Runtime and Plan: spec -> plan -> (compile | cache) -> load -> launch.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "cache/cache_key.hpp"
 #include "common/env.hpp"
 #include "compiler/emit/emit.hpp"
 #include "compiler/nvrtc/nvrtc.hpp"
-#include "runtime/operands.hpp"
-#include "runtime/runtime_impl.hpp"
-#include "runtime/quantize_launch.hpp"  // formats issue: the quantize family's phases
 #include "compiler/plan/sm90_plan.hpp"  // Hopper issue: split-K workspace sizes
+#include "runtime/mx_prepass.hpp"       // Hopper issue: MXFP8 at large M through a bf16 pre-pass
+#include "runtime/operands.hpp"
+#include "runtime/quantize_launch.hpp"  // formats issue: the quantize family's phases
+#include "runtime/runtime_impl.hpp"
 #include "runtime/sm90_launch.hpp"    // Hopper issue: the sm90 family's launch
 #include "runtime/tuned_configs.hpp"  // tuner issue: Runtime::plan's tuned-configs block
 #include "templates/common/gemm_params.cuh"
@@ -112,7 +112,9 @@ StatusOr<CompiledKernel> RuntimeImpl::compile(const KernelSpec& spec, KernelFami
           c.arch = arch.name();
           c.entry = em.entry;
           c.spec = print_spec(spec);
-          c.config = family != KernelFamily::kReferenceGemm ? cfg.to_string() : family_name(family);
+          // Families without a tile config are listed by name.
+          const bool tiled = family != KernelFamily::kReferenceGemm && family != KernelFamily::kMxDequant;
+          c.config = tiled ? cfg.to_string() : family_name(family);
           c.cubin = compiled->cubin;
           c.registers = compiled->registers;
           c.smem = compiled->smem_static;
@@ -226,6 +228,22 @@ size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
 
 size_t Plan::workspace_bytes(int64_t m) const { return impl_->workspace_bytes(bucket_index(m), m); }
 
+TileConfig Plan::mx_prepass_config_for(int64_t m) const {
+  const PlanImpl* g = impl_->prepass_gemm.get();
+  return g != nullptr ? g->configs[bucket_index(m)] : TileConfig{};
+}
+
+KernelFamily Plan::mx_prepass_family_for(int64_t m) const {
+  const PlanImpl* g = impl_->prepass_gemm.get();
+  return g != nullptr ? g->families[bucket_index(m)] : impl_->family;
+}
+
+size_t Plan::mx_prepass_workspace_bytes(int64_t m) const {
+  const PlanImpl& p = *impl_;
+  if (!p.prepass_gemm) return 0;
+  return static_cast<size_t>(sm90_mx_prepass_workspace_bytes(p.spec, p.arch, {m, p.sizes.n, p.sizes.k}));
+}
+
 Status Plan::prepare() const {
   KILN_RETURN_IF_ERROR(impl_->rt->device_status());
   KILN_ASSIGN_OR_RETURN(const Driver* d, impl_->rt->driver());
@@ -247,6 +265,14 @@ Status Plan::prepare() const {
     workspace = std::max(workspace, impl_->workspace_bytes(static_cast<int>(b), m_hi));
   }
   if (workspace > 0) KILN_RETURN_IF_ERROR(impl_->workspace.get(*d, device, workspace, nullptr).status());
+  // MXFP8 pre-pass: the conversion kernel and the bf16 plan's kernels of the buckets it serves.
+  if (const PlanImpl* g = impl_->prepass_gemm.get()) {
+    KILN_RETURN_IF_ERROR(mx_prepass_convert_kernel(*impl_, device, nullptr).status());
+    for (int b = bucket_index(kMxPrepassMinM); b < static_cast<int>(kMBuckets.size()); ++b) {
+      KILN_ASSIGN_OR_RETURN(LoadedKernel * k, g->kernel_for(b));
+      KILN_RETURN_IF_ERROR(impl_->rt->prepare_on_device(k, device));
+    }
+  }
   return Status::Ok();
 }
 
@@ -285,7 +311,11 @@ Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream)
 // the operand checks (no allocation, messages built on errors only), one atomic load each for the
 // retained context and the bucket's kernel, one cuCtxGetCurrent, one cuLaunchKernelEx; no lock.
 Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const {
-  const PlanImpl& p = *impl_;
+  return run_plan(*impl_, ops, workspace, workspace_bytes, stream);
+}
+
+Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t workspace_bytes,
+                CUstream_st* stream) {
   if (p.family == KernelFamily::kQuantize) return run_quantize(p, ops, stream);
   CheckedOperands c;
   KILN_RETURN_IF_ERROR(check_operands(p.spec, p.sizes, ops, p.epilogue_operands, c));
@@ -295,6 +325,11 @@ Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, C
   if (c.m == 0) return Status::Ok();
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
+  // Hopper issue: MXFP8 at large M with the caller's workspace for it: bf16 pre-pass + bf16 kernel.
+  if (p.prepass_gemm) {
+    KILN_ASSIGN_OR_RETURN(bool prepass, mx_prepass_applies(p, c, workspace, workspace_bytes));
+    if (prepass) return mx_prepass_run(p, c, ops, workspace, reinterpret_cast<CUstream>(stream));
+  }
   // Grouped problems pick the bucket by the expected rows per expert (runtime/operands.hpp).
   int bucket = bucket_index(bucket_rows(p.spec, c));
   KILN_ASSIGN_OR_RETURN(LoadedKernel * k, bucket_kernel(p, d, bucket, c.m, stream));
@@ -349,6 +384,13 @@ std::string Plan::describe_json() const {
     buckets.push_back(std::move(bj));
   }
   j["buckets"] = buckets;
+  // MXFP8 pre-pass (runtime/mx_prepass.hpp): from which M, and the bf16 kernel's config per bucket it serves.
+  if (const PlanImpl* g = p.prepass_gemm.get()) {
+    nlohmann::json pb = nlohmann::json::array();
+    for (int b = bucket_index(kMxPrepassMinM); b < static_cast<int>(kMBuckets.size()); ++b)
+      pb.push_back({{"m_max", kMBuckets[b]}, {"config", g->configs[b].to_string()}});
+    j["mx_prepass"] = {{"min_m", kMxPrepassMinM}, {"spec", g->canonical}, {"buckets", pb}};
+  }
   return j.dump();
 }
 
@@ -413,8 +455,10 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   impl->family = fam;
   impl->families.fill(fam);
   // Epilogues issue: the epilogue's vector operands, so that run() checks them without parsing.
-  KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
-  if (program) impl->epilogue_operands = program->operands;
+  {
+    KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
+    if (program) impl->epilogue_operands = program->operands;
+  }
   for (size_t b = 0; b < kMBuckets.size(); ++b) {
     ProblemSizes s = sizes;
     s.m = kMBuckets[b];
@@ -442,6 +486,12 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
       impl->families[b] = KernelFamily::kSm80Gemm;
       impl->configs[b] = portable;
     }
+  }
+  // ---- Hopper issue: MXFP8 at large M, the bf16 pre-pass's plan (runtime/mx_prepass.hpp). A bf16 plan
+  // that cannot be made (e.g. an output format the bf16 kernel lacks) leaves the fused kernel alone.
+  if (sm90_mx_prepass_supported(spec, a)) {
+    StatusOr<Plan> bf16 = plan(sm90_mx_prepass_gemm_spec(spec), sizes, a);
+    if (bf16.ok()) impl->prepass_gemm = bf16->impl_;
   }
   return Plan(std::move(impl));
 }

@@ -78,11 +78,19 @@ class PlanImpl {
   std::vector<EpilogueOperand> epilogue_operands;  // epilogues issue: the spec's vectors in slot order
   mutable std::array<std::atomic<LoadedKernel*>, kMBuckets.size()> kernels{};
   PlanWorkspace workspace;  // Hopper issue: split-K's counters and partials (runtime/workspace.hpp)
+  // Hopper issue, MXFP8 at large M (runtime/mx_prepass.hpp): the same problem on bf16 operands, and the
+  // conversion kernel (loaded once). Null where the plan has no pre-pass.
+  std::shared_ptr<const PlanImpl> prepass_gemm;
+  mutable std::atomic<LoadedKernel*> prepass_convert{nullptr};
   // The workspace bytes run() needs for m rows with the bucket's config (0 for most configs).
   size_t workspace_bytes(int bucket, int64_t m) const;
 
   StatusOr<LoadedKernel*> kernel_for(int bucket) const;
   int bucket_of(int64_t m) const;  // the M bucket run() picks for m rows (grouped: rows per expert)
 };
+
+// Plan::run on an impl (the MXFP8 pre-pass runs its bf16 plan through it).
+Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t workspace_bytes,
+                CUstream_st* stream);
 
 }  // namespace kiln

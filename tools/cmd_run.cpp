@@ -22,6 +22,7 @@ struct RunArgs {
   int warmup = 3;
   bool allow_no_gpu = false;
   std::string config;  // --config: one tile config for every M bucket ("" = the plan's own)
+  bool mx_prepass = false;  // --mx-prepass: MXFP8 through the bf16 pre-pass (runtime/mx_prepass.hpp)
 };
 
 // Statuses that mean "no usable GPU here" rather than "kiln failed": no driver or no device
@@ -174,6 +175,7 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
   opts.time = true;
   opts.warmup = args.warmup;
   opts.repeats = args.repeats;
+  opts.mx_prepass = args.mx_prepass;
   StatusOr<CheckReport> result = run_check(runtime, *plan, opts);
   if (!result.ok()) return report_error(kCmd, result.status());
   const CheckReport& r = *result;
@@ -205,6 +207,10 @@ Command register_run(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--k", args->k, "reduction length")->required();
   cmd->add_flag("--check", args->check, "compare the output with kiln's reference GEMM");
   cmd->add_flag("--json", args->json, "print the report as JSON");
+  cmd->add_flag(
+      "--mx-prepass", args->mx_prepass,
+      "MXFP8 at M >= 1024 on sm_90a: pass a workspace of 2 (M + N) K bytes, so that the run converts "
+      "X and W to bf16 first and runs the bf16 kernel (docs/formats.md)");
   cmd->add_option("--seed", args->seed, "seed of the random inputs (default: drawn and reported)");
   cmd->add_option("--repeats", args->repeats, "timed runs (median reported; default 20)");
   cmd->add_option("--warmup", args->warmup, "untimed runs first (default 3)");

@@ -82,6 +82,7 @@ const char* family_name(KernelFamily f) {
     case KernelFamily::kReferenceGemm: return "reference_gemm";
     case KernelFamily::kSm90Gemm: return "sm90_gemm";
     case KernelFamily::kQuantize: return "quantize";
+    case KernelFamily::kMxDequant: return "mx_dequant";
   }
   return "unknown";
 }
@@ -700,6 +701,15 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
     }
     case KernelFamily::kSm90Gemm: return sm90_launch_shape(spec, cfg, sizes);  // Hopper issue
     case KernelFamily::kQuantize: return quantize_launch_shape(spec, sizes, kiln_dev::kPhaseQuantize);
+    case KernelFamily::kMxDequant: {
+      // One thread per 8-element unit of both operands ((M + N) K / 8); runtime/mx_prepass.cpp caps the
+      // grid at what the device holds at once (the kernel walks the rest grid-stride, 4 units a step).
+      const int64_t chunks = (m + n) * std::max<int64_t>(sizes.k, 8) / 8;
+      ls.grid_x = static_cast<unsigned>(std::min<int64_t>((chunks + 255) / 256, kMaxIndex));
+      ls.block_x = 256;
+      ls.dynamic_smem = 0;
+      break;
+    }
     case KernelFamily::kReferenceGemm: {
       ls.grid_x =
           static_cast<unsigned>(std::min<int64_t>((n + kReferenceTile - 1) / kReferenceTile, kMaxIndex));

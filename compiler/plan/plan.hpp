@@ -26,8 +26,11 @@ enum class KernelFamily : uint8_t {
   kReferenceGemm,  // naive one-thread-per-output reference (tests, tuner checks)
   kSm90Gemm,       // TMA + warp-specialized wgmma, persistent; sm_90a (compiler/plan/sm90_plan.hpp)
   kQuantize,       // quantize specs: FP8 / MX / NVFP4 quantizers, sm_80+ (compiler/plan/quantize_plan.hpp)
+  kMxDequant,      // MXFP8 operands -> bf16 (the pre-pass of an MXFP8 GEMM; no tile config;
+                   // runtime/mx_prepass.hpp)
 };
-const char* family_name(KernelFamily f);  // "sm80_gemm", "reference_gemm", "sm90_gemm", "quantize"
+// "sm80_gemm", "reference_gemm", "sm90_gemm", "quantize", "mx_dequant"
+const char* family_name(KernelFamily f);
 
 // A tile configuration for the sm80 family. block_k is in K *elements* per pipeline stage.
 struct TileConfig {

@@ -127,6 +127,30 @@ bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg) {
   return sm90_mx_dequant(spec, cfg) && cfg.block_m / std::max(1, cfg.warps_m / 4) == 64;
 }
 
+bool sm90_mx_prepass_supported(const KernelSpec& spec, const Arch& arch) {
+  if (spec.op != Op::kGemm || !sm90_mx(spec)) return false;
+  const StatusOr<KernelFamily> family = select_family(spec, arch);
+  return family.ok() && *family == KernelFamily::kSm90Gemm;
+}
+
+namespace {
+int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+}  // namespace
+
+int64_t sm90_mx_prepass_b_offset(const ProblemSizes& sizes) { return align256(sizes.m * sizes.k * 2); }
+
+int64_t sm90_mx_prepass_workspace_bytes(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  if (sizes.m < kMxPrepassMinM || sizes.k % 32 != 0 || !sm90_mx_prepass_supported(spec, arch)) return 0;
+  return sm90_mx_prepass_b_offset(sizes) + align256(sizes.n * sizes.k * 2);
+}
+
+KernelSpec sm90_mx_prepass_gemm_spec(const KernelSpec& spec) {
+  KernelSpec s = spec;
+  s.a = OperandSpec{};  // bf16, unscaled
+  s.b = OperandSpec{};
+  return s;
+}
+
 bool sm90_block_scaled(const KernelSpec& spec) {
   return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
 }

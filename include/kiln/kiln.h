@@ -112,7 +112,8 @@ void kiln_plan_destroy(kiln_plan plan);
 /* Compiles and loads every kernel the plan may run (call before CUDA-graph capture). */
 kiln_status kiln_plan_prepare(kiln_plan plan);
 /* Compiles (or finds in the kernel cache) the kernel run() uses for m rows (m >= 1) without loading
- * it: no GPU needed (fill a cache on a build machine; check that a spec compiles). */
+ * it: no GPU needed (fill a cache on a build machine; check that a spec compiles). MXFP8 plans with a
+ * pre-pass for m (kiln_plan_mx_prepass_workspace_size > 0): its two kernels too. */
 kiln_status kiln_plan_compile(kiln_plan plan, int64_t m);
 /* Bytes of workspace run() needs for m rows: 0 except for sm90 split-K configs (small M, few tiles),
  * which keep per-tile counters (a fixed first 1 MiB) and partial sums there. With workspace == NULL
@@ -121,6 +122,11 @@ kiln_status kiln_plan_compile(kiln_plan plan, int64_t m);
  * its counters (the first 1 MiB) zero again, the rest is scratch. Runs of ONE plan on several streams at
  * once each need their own workspace. */
 kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
+/* MXFP8 at large M on sm_90a: bytes of workspace with which kiln_plan_run converts X and W to bf16 first
+ * and runs the bf16 kernel (2 (M + N) K bytes; faster than the fused MXFP8 kernel there; no zero fill
+ * needed). 0 where the plan has no such path for m rows. kiln_plan_run takes it when its workspace has at
+ * least this many bytes; with less (or NULL) the fused kernel runs and nothing is allocated for it. */
+kiln_status kiln_plan_mx_prepass_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
 /* Writes a NUL-terminated JSON description (spec, family, config, arch) into buf. */
 kiln_status kiln_plan_describe(kiln_plan plan, char* buf, size_t buf_size, size_t* needed);
 kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* workspace,

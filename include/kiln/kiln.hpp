@@ -96,6 +96,15 @@ class Plan {
   // where it measured faster (grouped FP8 at a few rows per expert on sm_90a).
   KernelFamily family_for(int64_t m) const;
   size_t workspace_bytes(int64_t m) const;
+  // MXFP8 at large M (runtime/mx_prepass.hpp): the workspace bytes with which run() converts X and W to
+  // bf16 first and runs the bf16 kernel (faster at large M; 2 (M + N) K bytes); 0 where the plan has no
+  // such path for m rows. run() takes it when its workspace has at least this many bytes (no zero fill
+  // needed); without, the fused MXFP8 kernel runs and nothing is allocated for it.
+  size_t mx_prepass_workspace_bytes(int64_t m) const;
+  // The bf16 kernel's config the pre-pass runs for m rows (meaningful where mx_prepass_workspace_bytes(m) >
+  // 0).
+  TileConfig mx_prepass_config_for(int64_t m) const;
+  KernelFamily mx_prepass_family_for(int64_t m) const;
   // Compiles and loads the plan's kernels (before graph capture).
   Status prepare() const;
   Status run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const;

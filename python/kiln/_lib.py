@@ -100,7 +100,7 @@ def _candidates():
 
 
 # Entry points newer than the first release: the binding still loads a library without them.
-_OPTIONAL = {"kiln_plan_compile"}
+_OPTIONAL = {"kiln_plan_compile", "kiln_plan_mx_prepass_workspace_size"}
 
 
 def _declare(lib):
@@ -122,6 +122,7 @@ def _declare(lib):
         "kiln_plan_prepare": (c_status, [c_handle]),
         "kiln_plan_compile": (c_status, [c_handle, ctypes.c_int64]),
         "kiln_plan_workspace_size": (c_status, [c_handle, ctypes.c_int64, size_p]),
+        "kiln_plan_mx_prepass_workspace_size": (c_status, [c_handle, ctypes.c_int64, size_p]),
         "kiln_plan_describe": (c_status, [c_handle, ctypes.c_char_p, ctypes.c_size_t, size_p]),
         "kiln_plan_run": (
             c_status,

@@ -148,6 +148,18 @@ class Plan:
         _lib.check(self._lib.kiln_plan_workspace_size(self._live(), int(m), ctypes.byref(size)))
         return size.value
 
+    def mx_prepass_workspace_size(self, m: int) -> int:
+        """MXFP8 at large M on sm_90a: bytes of workspace with which run() converts X and W to bf16 first
+        and runs the bf16 kernel (2 (M + N) K bytes; no zero fill needed); 0 where the plan has no such
+        path for m rows. Pass workspace=torch.empty(size, dtype=torch.uint8, device="cuda") to run()."""
+        fn = getattr(self._lib, "kiln_plan_mx_prepass_workspace_size", None)
+        if fn is None:
+            raise KilnError(Status.UNSUPPORTED,
+                            f"kiln.Plan.mx_prepass_workspace_size: {_lib.loaded_name()} predates it")
+        size = ctypes.c_size_t(0)
+        _lib.check(fn(self._live(), int(m), ctypes.byref(size)))
+        return size.value
+
     def _out_dtype(self, torch):
         match = re.search(r"\bout=([a-z0-9]+)", self.spec)
         name = _OUT_DTYPES.get(match.group(1)) if match else None
@@ -168,7 +180,8 @@ class Plan:
         None (shape: a's with the last dimension N). Returns out. Nothing synchronizes.
         workspace: a device tensor of at least workspace_size(M) bytes, zero-filled before its first use
             (only sm90 split-K configs need one; None: the plan's own, fine unless this plan runs on
-            several streams at once).
+            several streams at once). MXFP8 plans: a workspace of at least mx_prepass_workspace_size(M)
+            bytes makes the run convert X and W to bf16 first and run the bf16 kernel (no zero fill).
 
         Quantized operands and scales are passed as the spec describes them (packed FP4 weights as
         uint8 [.., K/2] or gpt-oss's [.., K/32, 16]; E8M0/UE4M3 scales as uint8). Grouped GEMMs take

@@ -71,6 +71,20 @@ def test_plan_without_gpu():
         assert plan.workspace_size(4096) == 0
 
 
+def test_mx_prepass_workspace_size_without_gpu():
+    mx = "gemm a=mxfp8 b=mxfp8 out=bf16"
+    with kiln.Runtime(disable_cache=True) as rt:
+        if rt.has_device:
+            pytest.skip("the plan's arch is the device's here; this test plans for sm_90a without one")
+        with rt.plan(mx, n=7168, k=16384) as plan:
+            assert plan.mx_prepass_workspace_size(4096) == 2 * (4096 + 7168) * 16384
+            assert plan.mx_prepass_workspace_size(512) == 0
+            assert plan.describe()["mx_prepass"]["min_m"] == 1024
+        with rt.plan(BF16, n=7168, k=16384) as plan:
+            assert plan.mx_prepass_workspace_size(4096) == 0
+            assert "mx_prepass" not in plan.describe()
+
+
 def test_plan_rejects_bad_sizes():
     rt = kiln.Runtime(disable_cache=True)
     with pytest.raises(kiln.KilnError) as info:
@@ -270,6 +284,38 @@ def test_e4m3_gemm_matches_torch():
     ref = (a.float() * 0.5) @ (b.float() * 0.125).T
     assert _rel_fro(out, ref) < 1e-2
     assert torch.equal(out, out_u8)
+
+
+def test_mxfp8_prepass_matches_torch():
+    torch = _cuda()
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the MXFP8 pre-pass runs on sm_90 only")
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"seed {seed}")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    m, n, k = 1024, 256, 512
+    # Random e4m3 codes (no NaN: |code| < 0x7F) and E8M0 scales near 1.
+    a = torch.randint(0, 0x7F, (m, k), device="cuda", generator=g, dtype=torch.uint8)
+    b = torch.randint(0, 0x7F, (n, k), device="cuda", generator=g, dtype=torch.uint8)
+    a |= torch.randint(0, 2, (m, k), device="cuda", generator=g, dtype=torch.uint8) << 7
+    b |= torch.randint(0, 2, (n, k), device="cuda", generator=g, dtype=torch.uint8) << 7
+    sa = torch.randint(120, 132, (m, k // 32), device="cuda", generator=g, dtype=torch.uint8)
+    sb = torch.randint(120, 132, (n, k // 32), device="cuda", generator=g, dtype=torch.uint8)
+    plan = kiln.Runtime().plan("gemm a=mxfp8 b=mxfp8 out=bf16", n=n, k=k)
+    size = plan.mx_prepass_workspace_size(m)
+    assert size == 2 * (m + n) * k
+    ws = torch.empty(size, dtype=torch.uint8, device="cuda")
+    out = plan.run(a, b, a_scale=sa, b_scale=sb, workspace=ws)
+    fused = plan.run(a, b, a_scale=sa, b_scale=sb)
+    torch.cuda.synchronize()
+
+    def dequant(codes, scales):
+        v = codes.view(torch.float8_e4m3fn).float().reshape(codes.shape[0], -1, 32)
+        return (v * torch.exp2(scales.float() - 127)[:, :, None]).reshape(codes.shape[0], -1)
+
+    ref = dequant(a, sa) @ dequant(b, sb).T
+    assert _rel_fro(out, ref) < 1e-2
+    assert _rel_fro(out, fused.float()) < 1e-2
 
 
 def test_operand_error_names_the_operand():

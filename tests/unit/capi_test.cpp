@@ -224,6 +224,34 @@ TEST(CApiPlanTest, CreatesAndDescribesWithoutGpu) {
   kiln_plan_destroy(plan);
 }
 
+// kiln_plan_mx_prepass_workspace_size: 2 (M + N) K bytes for MXFP8 from M = 1024 on sm_90a (the arch a
+// runtime without a GPU plans for), 0 below and for other formats; NULL arguments named.
+TEST(CApiPlanTest, MxPrepassWorkspaceSize) {
+  kiln_runtime rt = make_runtime();
+  if (kiln_runtime_has_device(rt)) {
+    kiln_runtime_destroy(rt);
+    GTEST_SKIP() << "plans for the device's arch here; this test needs the no-GPU default (sm_90a)";
+  }
+  kiln_plan mx = make_plan(rt, "gemm a=mxfp8 b=mxfp8 out=bf16", 7168, 16384);
+  size_t bytes = 1;
+  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, 4096, &bytes), KILN_OK) << last_error();
+  EXPECT_EQ(bytes, size_t{2} * (4096 + 7168) * 16384);
+  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, 1023, &bytes), KILN_OK) << last_error();
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, -1, &bytes), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "kiln_plan_mx_prepass_workspace_size: m is -1; it must be >= 0");
+  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, 4096, nullptr), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "kiln_plan_mx_prepass_workspace_size: bytes is NULL");
+  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(nullptr, 4096, &bytes), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "kiln_plan_mx_prepass_workspace_size: plan is NULL");
+  kiln_plan bf16 = make_plan(rt, "gemm a=bf16 b=bf16 out=bf16", 7168, 16384);
+  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(bf16, 4096, &bytes), KILN_OK) << last_error();
+  EXPECT_EQ(bytes, 0u);
+  kiln_plan_destroy(bf16);
+  kiln_plan_destroy(mx);
+  kiln_runtime_destroy(rt);
+}
+
 // kiln_plan_compile's arguments (the compile itself needs NVRTC: python/tests, nvrtc tier).
 TEST(CApiPlanTest, CompileRejectsNullPlanAndBadM) {
   EXPECT_EQ(kiln_plan_compile(nullptr, 16), KILN_ERROR_INVALID_ARGUMENT);
