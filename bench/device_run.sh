@@ -60,6 +60,8 @@ sanitize() {
   local log
   # The device call is cut at 600 s: a run that could end past the budget is skipped, saying so.
   if [ $(( $(elapsed) + $4 )) -gt "$BUDGET" ]; then echo "skipped $1 $2 $3: ${4}s would pass the ${BUDGET}s budget"; return; fi
+  # SAN_ONLY=regex: only the runs whose binary matches (the default list is ~400 s).
+  if [ -n "${SAN_ONLY:-}" ] && ! [[ $2 =~ $SAN_ONLY ]]; then echo "skipped $1 $2 $3 (SAN_ONLY)"; return; fi
   log=$(mktemp)
   KILN_CACHE_DIR=$(mktemp -d) timeout "$4" "$SAN" --tool "$1" --error-exitcode 9 "$X/$2" --gtest_filter="$3" >"$log" 2>&1
   grep -m 24 -E '^========= +(Error|Race|Warning|Invalid|Write|Read|at |by |Saved|Barrier)|^\[ RUN' "$log" |
@@ -144,6 +146,8 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
   sanitize racecheck gpu_sm90_gemm_gpu_test 'OddNConfigs/*m77_*pin128x192w8x1t:OddNConfigs/*m77_*pin128x112*' 150
   sanitize memcheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   sanitize racecheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
+  echo "--- memcheck (MXFP8 pre-pass: conversion kernel + bf16 kernel) at $(elapsed)s"
+  sanitize memcheck gpu_mx_prepass_gpu_test 'MxPrepassGpuTest.*' 150
   echo "--- MXFP8 default kernel (4096 x 7168 x 16384), SASS opcode counts at $(elapsed)s"
   CUOBJ=/usr/local/cuda/bin/cuobjdump; [ -x "$CUOBJ" ] || CUOBJ=$(command -v cuobjdump)
   KILN_CACHE_DIR=$(mktemp -d) "$X/kiln" compile "gemm a=mxfp8 b=mxfp8 out=bf16" --arch sm_90a --m 4096 --n 7168 \
@@ -153,6 +157,8 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
   echo
   echo "--- pytest at $(elapsed)s"
   KILN_CACHE_DIR=$(mktemp -d) timeout 120 python3 -m pytest -q python/tests 2>&1 | tail -3
+  # POST_SCRIPT=path here too (see the TEST_BINS branch).
+  [ -n "${POST_SCRIPT:-}" ] && { echo "--- $POST_SCRIPT at $(elapsed)s"; timeout "${POST_TIMEOUT:-200}" bash "$POST_SCRIPT" 2>&1; }
   echo "tests done at $(elapsed)s"
 } >"$OUT/summary.txt" 2>&1
 fi

@@ -124,9 +124,10 @@ kiln_status kiln_plan_compile(kiln_plan plan, int64_t m) {
         plan->runtime->compile(p.spec(), p.family_for(m), p.config_for(m), p.arch()).status());
     // MXFP8 at large M: also what run() takes with the pre-pass workspace (runtime/mx_prepass.hpp).
     if (p.mx_prepass_workspace_bytes(m) > 0) {
-      KILN_RETURN_IF_ERROR(
-          plan->runtime->compile(p.spec(), kiln::KernelFamily::kMxDequant, kiln::TileConfig{}, p.arch())
-              .status());
+      KILN_RETURN_IF_ERROR(plan->runtime
+                               ->compile(kiln::sm90_mx_prepass_convert_spec(p.spec()),
+                                         kiln::KernelFamily::kMxDequant, kiln::TileConfig{}, p.arch())
+                               .status());
       KILN_RETURN_IF_ERROR(plan->runtime
                                ->compile(kiln::sm90_mx_prepass_gemm_spec(p.spec()),
                                          p.mx_prepass_family_for(m), p.mx_prepass_config_for(m), p.arch())

@@ -126,13 +126,16 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
   DeviceBuffer prepass_ws;
   size_t ws_bytes = 0;
   if (o.mx_prepass) {
-    ws_bytes = plan.mx_prepass_workspace_bytes(m);
+    // The rows of X as Plan::run sees them (masked: E x max_m).
+    const int64_t x_rows = spec.layout == GroupLayout::kMasked ? m * experts : m;
+    ws_bytes = plan.mx_prepass_workspace_bytes(x_rows);
     if (ws_bytes == 0)
       return InvalidArgument("run_check: mx_prepass asked for, but the plan (" + print_spec(spec) +
-                             ") has no MXFP8 pre-pass for M=" + std::to_string(m) +
-                             " (dense MXFP8 on sm_90a from M=" + std::to_string(kMxPrepassMinM) + ")");
+                             ") has no MXFP8 pre-pass for " + std::to_string(x_rows) +
+                             " rows of X (MXFP8 on sm_90a from " + std::to_string(kMxPrepassMinM) +
+                             " rows per expert)");
     KILN_ASSIGN_OR_RETURN(prepass_ws, DeviceBuffer::alloc(ws_bytes));
-    r.config = "mx_prepass+" + plan.mx_prepass_config_for(m).to_string();
+    r.config = "mx_prepass+" + plan.mx_prepass_config_for(x_rows).to_string();
   }
   void* ws = o.mx_prepass ? prepass_ws.data() : nullptr;
 

@@ -8,7 +8,8 @@
 //      copies in the workspace, exactly the values the fused kernel would feed its wgmmas;
 //   2. the bf16 plan's kernel on those copies, with the caller's output and epilogue vectors;
 // both on the caller's stream, the second a programmatic dependent launch of the first.
-// The workspace is 2 (M + N) K bytes (369 MB at 4096 x 7168 x 16384), so kiln never takes it by
+// The workspace is 1 MiB (left alone: split-K counters) + 2 (M + N) K bytes (370 MB at 4096 x 7168 x
+// 16384; grouped 2 (M + E N) K), so kiln never takes it by
 // itself: Plan::run takes this path only when the caller passes a workspace of at least
 // Plan::mx_prepass_workspace_bytes(M) bytes (no zero fill needed), else the fused kernel runs.
 //
@@ -26,14 +27,16 @@
 namespace kiln {
 
 // Whether run() takes the pre-pass for these checked operands: the plan has one, the caller's workspace
-// holds sm90_mx_prepass_workspace_bytes for c.m (> 0), and the codes are 16-byte aligned (base and row
-// stride). INVALID_ARGUMENT when it would apply but the workspace is not 16-byte aligned.
+// holds sm90_mx_prepass_workspace_bytes for c.m (> 0), the codes are 16-byte aligned (base and row
+// stride; else the fused kernel runs), and the bf16 bucket's config needs no workspace of its own (no
+// split-K). INVALID_ARGUMENT when it would apply but the workspace is not 16-byte aligned.
 StatusOr<bool> mx_prepass_applies(const PlanImpl& p, const CheckedOperands& c, const void* workspace,
                                   size_t workspace_bytes);
 // Runs the conversion and the bf16 GEMM on stream (the caller's context is current).
 Status mx_prepass_run(const PlanImpl& p, const CheckedOperands& c, const Operands& ops, void* workspace,
                       CUstream stream);
-// Loads the conversion kernel (prepare() and the first run); NOT_READY during a capture.
-StatusOr<LoadedKernel*> mx_prepass_convert_kernel(const PlanImpl& p, int device, CUstream stream);
+// Loads the conversion kernel (prepare(), and the first run: in_run, NOT_READY during a capture of stream).
+StatusOr<LoadedKernel*> mx_prepass_convert_kernel(const PlanImpl& p, int device, CUstream stream,
+                                                  bool in_run);
 
 }  // namespace kiln

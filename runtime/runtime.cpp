@@ -228,20 +228,26 @@ size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
 
 size_t Plan::workspace_bytes(int64_t m) const { return impl_->workspace_bytes(bucket_index(m), m); }
 
+// The bf16 plan's bucket for m rows of X: grouped plans pick it by rows per expert (bucket_rows).
+static int prepass_bucket(const PlanImpl& p, int64_t m) {
+  const int64_t experts = p.spec.op == Op::kGroupedGemm ? std::max(p.spec.experts, 1) : 1;
+  return bucket_index((m + experts - 1) / experts);
+}
+
 TileConfig Plan::mx_prepass_config_for(int64_t m) const {
   const PlanImpl* g = impl_->prepass_gemm.get();
-  return g != nullptr ? g->configs[bucket_index(m)] : TileConfig{};
+  return g != nullptr ? g->configs[prepass_bucket(*impl_, m)] : TileConfig{};
 }
 
 KernelFamily Plan::mx_prepass_family_for(int64_t m) const {
   const PlanImpl* g = impl_->prepass_gemm.get();
-  return g != nullptr ? g->families[bucket_index(m)] : impl_->family;
+  return g != nullptr ? g->families[prepass_bucket(*impl_, m)] : impl_->family;
 }
 
 size_t Plan::mx_prepass_workspace_bytes(int64_t m) const {
   const PlanImpl& p = *impl_;
   if (!p.prepass_gemm) return 0;
-  return static_cast<size_t>(sm90_mx_prepass_workspace_bytes(p.spec, p.arch, {m, p.sizes.n, p.sizes.k}));
+  return static_cast<size_t>(sm90_mx_prepass_bytes(p.spec, {m, p.sizes.n, p.sizes.k}));
 }
 
 Status Plan::prepare() const {
@@ -267,7 +273,7 @@ Status Plan::prepare() const {
   if (workspace > 0) KILN_RETURN_IF_ERROR(impl_->workspace.get(*d, device, workspace, nullptr).status());
   // MXFP8 pre-pass: the conversion kernel and the bf16 plan's kernels of the buckets it serves.
   if (const PlanImpl* g = impl_->prepass_gemm.get()) {
-    KILN_RETURN_IF_ERROR(mx_prepass_convert_kernel(*impl_, device, nullptr).status());
+    KILN_RETURN_IF_ERROR(mx_prepass_convert_kernel(*impl_, device, nullptr, /*in_run=*/false).status());
     for (int b = bucket_index(kMxPrepassMinM); b < static_cast<int>(kMBuckets.size()); ++b) {
       KILN_ASSIGN_OR_RETURN(LoadedKernel * k, g->kernel_for(b));
       KILN_RETURN_IF_ERROR(impl_->rt->prepare_on_device(k, device));

@@ -702,9 +702,11 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
     case KernelFamily::kSm90Gemm: return sm90_launch_shape(spec, cfg, sizes);  // Hopper issue
     case KernelFamily::kQuantize: return quantize_launch_shape(spec, sizes, kiln_dev::kPhaseQuantize);
     case KernelFamily::kMxDequant: {
-      // One thread per 8-element unit of both operands ((M + N) K / 8); runtime/mx_prepass.cpp caps the
-      // grid at what the device holds at once (the kernel walks the rest grid-stride, 4 units a step).
-      const int64_t chunks = (m + n) * std::max<int64_t>(sizes.k, 8) / 8;
+      // One thread per 8-element unit of both operands ((M + N) K / 8; grouped W: E x N rows);
+      // runtime/mx_prepass.cpp caps the grid at what the device holds at once (the kernel walks the rest
+      // grid-stride, 4 units a step).
+      const int64_t w_rows = n * (spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1);
+      const int64_t chunks = (m + w_rows) * std::max<int64_t>(sizes.k, 8) / 8;
       ls.grid_x = static_cast<unsigned>(std::min<int64_t>((chunks + 255) / 256, kMaxIndex));
       ls.block_x = 256;
       ls.dynamic_smem = 0;

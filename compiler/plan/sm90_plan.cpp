@@ -128,7 +128,7 @@ bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg) {
 }
 
 bool sm90_mx_prepass_supported(const KernelSpec& spec, const Arch& arch) {
-  if (spec.op != Op::kGemm || !sm90_mx(spec)) return false;
+  if (!sm90_mx(spec)) return false;
   const StatusOr<KernelFamily> family = select_family(spec, arch);
   return family.ok() && *family == KernelFamily::kSm90Gemm;
 }
@@ -137,17 +137,33 @@ namespace {
 int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 }  // namespace
 
-int64_t sm90_mx_prepass_b_offset(const ProblemSizes& sizes) { return align256(sizes.m * sizes.k * 2); }
+int64_t sm90_mx_prepass_a_offset() { return kSm90SplitCounterSlots * 4; }
+
+int64_t sm90_mx_prepass_b_offset(const ProblemSizes& sizes) {
+  return sm90_mx_prepass_a_offset() + align256(sizes.m * sizes.k * 2);
+}
+
+int64_t sm90_mx_prepass_bytes(const KernelSpec& spec, const ProblemSizes& sizes) {
+  const int64_t experts = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
+  if (sizes.m < kMxPrepassMinM * experts || sizes.k % 32 != 0) return 0;
+  return sm90_mx_prepass_b_offset(sizes) + align256(experts * sizes.n * sizes.k * 2);
+}
 
 int64_t sm90_mx_prepass_workspace_bytes(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
-  if (sizes.m < kMxPrepassMinM || sizes.k % 32 != 0 || !sm90_mx_prepass_supported(spec, arch)) return 0;
-  return sm90_mx_prepass_b_offset(sizes) + align256(sizes.n * sizes.k * 2);
+  return sm90_mx_prepass_supported(spec, arch) ? sm90_mx_prepass_bytes(spec, sizes) : 0;
 }
 
 KernelSpec sm90_mx_prepass_gemm_spec(const KernelSpec& spec) {
   KernelSpec s = spec;
   s.a = OperandSpec{};  // bf16, unscaled
   s.b = OperandSpec{};
+  return s;
+}
+
+KernelSpec sm90_mx_prepass_convert_spec(const KernelSpec& spec) {
+  KernelSpec s;  // a dense bf16-out GEMM: only the operands' formats reach the conversion kernel
+  s.a = spec.a;
+  s.b = spec.b;
   return s;
 }
 

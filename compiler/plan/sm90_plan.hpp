@@ -59,18 +59,28 @@ bool sm90_mx_dequant(const KernelSpec& spec, const TileConfig& cfg);
 bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg);
 // MXFP8 at large M, the bf16 pre-pass (runtime/mx_prepass.hpp): one launch converts X and W to bf16
 // (exactly: the values the dequantizing kernel makes) into the caller's workspace, then the plain bf16
-// kernel runs the product. Offered for dense MXFP8 x MXFP8 GEMMs on the sm90 family (not KILN_FAMILY=sm80)
-// from kMxPrepassMinM rows; it needs 2 (M + N) K bytes of workspace, which the caller opts into by
-// passing them (Plan::mx_prepass_workspace_bytes). H200, 4096 x 7168 x 16384: bench/NOTES.md session 16.
+// kernel runs the product. Offered for MXFP8 x MXFP8 GEMMs, dense and grouped, on the sm90 family (not
+// KILN_FAMILY=sm80) from kMxPrepassMinM rows (grouped: per expert, on average); it needs 2 (M + N) K
+// bytes of workspace (grouped: 2 (M + E N) K), which the caller opts into by passing them
+// (Plan::mx_prepass_workspace_bytes). H200, 4096 x 7168 x 16384: bench/NOTES.md session 16.
 inline constexpr int64_t kMxPrepassMinM = 1024;
 bool sm90_mx_prepass_supported(const KernelSpec& spec, const Arch& arch);
-// The workspace bytes of the pre-pass for sizes.m rows: the bf16 copy of X (M x K) then that of W (N x K),
-// each starting 256-byte aligned; 0 where it is not offered (unsupported spec, or m < kMxPrepassMinM).
+// The workspace bytes of the pre-pass for sizes.m rows of X (grouped: all experts' rows; masked: E x
+// max_m): the first 1 MiB is left alone (the split-K counters, kSm90SplitCounterSlots words, which a
+// caller's workspace may also hold for the plan's small-M buckets: they must stay zero), then the bf16
+// copy of X (M x K) and that of W (N x K, or E x N x K), each starting 256-byte aligned; 0 where it is
+// not offered (unsupported spec, K % 32 != 0, or fewer than kMxPrepassMinM rows per expert).
 int64_t sm90_mx_prepass_workspace_bytes(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
-// Byte offset of W's bf16 copy in that workspace.
+// The same without the spec / arch check (the runtime's hot path, for plans that have the pre-pass).
+int64_t sm90_mx_prepass_bytes(const KernelSpec& spec, const ProblemSizes& sizes);
+// Byte offsets of X's and W's bf16 copies in that workspace.
+int64_t sm90_mx_prepass_a_offset();
 int64_t sm90_mx_prepass_b_offset(const ProblemSizes& sizes);
 // The spec the pre-pass's GEMM runs: spec with unscaled bf16 operands (out, epilogue, gate|up, pass kept).
 KernelSpec sm90_mx_prepass_gemm_spec(const KernelSpec& spec);
+// The spec the conversion kernel is compiled and cached under: spec's operands only (one kernel for every
+// MXFP8 spec, whatever its output, epilogue or layout).
+KernelSpec sm90_mx_prepass_convert_spec(const KernelSpec& spec);
 // Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
 // each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).
 bool sm90_block_scaled(const KernelSpec& spec);

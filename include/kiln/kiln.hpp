@@ -97,12 +97,14 @@ class Plan {
   KernelFamily family_for(int64_t m) const;
   size_t workspace_bytes(int64_t m) const;
   // MXFP8 at large M (runtime/mx_prepass.hpp): the workspace bytes with which run() converts X and W to
-  // bf16 first and runs the bf16 kernel (faster at large M; 2 (M + N) K bytes); 0 where the plan has no
-  // such path for m rows. run() takes it when its workspace has at least this many bytes (no zero fill
-  // needed); without, the fused MXFP8 kernel runs and nothing is allocated for it.
+  // bf16 first and runs the bf16 kernel (faster at large M; 1 MiB + 2 (M + N) K bytes, grouped 2 (M + E N)
+  // K); 0 where the plan has no such path for m rows of X (grouped: every expert's rows; masked: E x max_m).
+  // run() takes it when its workspace has at least this many bytes (no zero fill needed; the first MiB,
+  // the split-K counters' place, is never written); without, or with codes not 16-byte aligned, the
+  // fused MXFP8 kernel runs and nothing is allocated for it.
   size_t mx_prepass_workspace_bytes(int64_t m) const;
-  // The bf16 kernel's config the pre-pass runs for m rows (meaningful where mx_prepass_workspace_bytes(m) >
-  // 0).
+  // The bf16 kernel's config and family the pre-pass runs for m rows of X (grouped: the bucket of m / E
+  // rows per expert; meaningful where mx_prepass_workspace_bytes(m) > 0).
   TileConfig mx_prepass_config_for(int64_t m) const;
   KernelFamily mx_prepass_family_for(int64_t m) const;
   // Compiles and loads the plan's kernels (before graph capture).

@@ -150,8 +150,10 @@ class Plan:
 
     def mx_prepass_workspace_size(self, m: int) -> int:
         """MXFP8 at large M on sm_90a: bytes of workspace with which run() converts X and W to bf16 first
-        and runs the bf16 kernel (2 (M + N) K bytes; no zero fill needed); 0 where the plan has no such
-        path for m rows. Pass workspace=torch.empty(size, dtype=torch.uint8, device="cuda") to run()."""
+        and runs the bf16 kernel (1 MiB + 2 (M + N) K bytes, grouped 1 MiB + 2 (M + E N) K; the first MiB,
+        the split-K counters' place, is never written); 0 where the plan has no such path for m rows of X
+        (masked: E * max_m). Pass workspace=torch.empty(size, dtype=torch.uint8, device="cuda") to run();
+        zero it once if the same buffer also serves the plan's small-M (split-K) runs."""
         fn = getattr(self._lib, "kiln_plan_mx_prepass_workspace_size", None)
         if fn is None:
             raise KilnError(Status.UNSUPPORTED,

@@ -77,7 +77,7 @@ def test_mx_prepass_workspace_size_without_gpu():
         if rt.has_device:
             pytest.skip("the plan's arch is the device's here; this test plans for sm_90a without one")
         with rt.plan(mx, n=7168, k=16384) as plan:
-            assert plan.mx_prepass_workspace_size(4096) == 2 * (4096 + 7168) * 16384
+            assert plan.mx_prepass_workspace_size(4096) == (1 << 20) + 2 * (4096 + 7168) * 16384
             assert plan.mx_prepass_workspace_size(512) == 0
             assert plan.describe()["mx_prepass"]["min_m"] == 1024
         with rt.plan(BF16, n=7168, k=16384) as plan:
@@ -303,7 +303,7 @@ def test_mxfp8_prepass_matches_torch():
     sb = torch.randint(120, 132, (n, k // 32), device="cuda", generator=g, dtype=torch.uint8)
     plan = kiln.Runtime().plan("gemm a=mxfp8 b=mxfp8 out=bf16", n=n, k=k)
     size = plan.mx_prepass_workspace_size(m)
-    assert size == 2 * (m + n) * k
+    assert size == (1 << 20) + 2 * (m + n) * k
     ws = torch.empty(size, dtype=torch.uint8, device="cuda")
     out = plan.run(a, b, a_scale=sa, b_scale=sb, workspace=ws)
     fused = plan.run(a, b, a_scale=sa, b_scale=sb)

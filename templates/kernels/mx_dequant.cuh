@@ -74,11 +74,12 @@ __device__ __forceinline__ void mx_dequant(const MxDequantParams& p) {
       const bool second = i >= units0;
       const MxDequantJob& j = p.job[second ? 1 : 0];
       const long long c = second ? i - units0 : i;
-      long long src = c * 8, sc = c / 4;  // dense rows: codes and scales follow the unit index
-      if (j.ld_codes != p.k || j.ld_scales != p.k / 32) {
+      long long src = c * 8, sc = c / 4;  // dense: codes and scales follow the unit index
+      if (!j.dense) {
         const long long row = c / per_row, unit = c - row * per_row;
-        src = row * j.ld_codes + unit * 8;
-        sc = row * j.ld_scales + unit / 4;
+        const long long g = row / j.group_rows, r = row - g * j.group_rows;
+        src = g * j.group_codes + r * j.ld_codes + unit * 8;
+        sc = g * j.group_scales + r * j.ld_scales + unit / 4;
       }
       ldg_v2(w[u][0], w[u][1], static_cast<const u8*>(j.codes) + src);
       sb[u] = ldg_u8(static_cast<const u8*>(j.scales) + sc);

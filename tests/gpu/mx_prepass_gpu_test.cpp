@@ -1,11 +1,13 @@
 // gpu tier: MXFP8 through the bf16 pre-pass (runtime/mx_prepass.hpp, templates/kernels/mx_dequant.cuh).
 // Fresh random inputs, outputs poisoned, against kiln's reference (run_check with mx_prepass): plain,
-// odd M / N and short K, an f32 output with a bias epilogue, and a gate|up GLU. Then the specials: NaN
+// odd M / N and short K, an f32 output with a bias epilogue, a gate|up GLU, a shape large enough for
+// several grid-stride steps, grouped offsets and masked. Then the specials: NaN
 // scales (E8M0 0xFF) and an e4m3 NaN code must leave the same NaN outputs as the fused kernel, a scale
 // that overflows an element must leave its row non-finite, and the finite outputs must agree with it. The
 // path is taken only with the caller's workspace (counted by the kernels it loads), a misaligned workspace is
-// an error, a run captured into a CUDA graph after prepare() replays bitwise, and strided operands (the
-// conversion kernel's general addressing) give the contiguous result bitwise.
+// an error, a run captured into a CUDA graph after prepare() replays bitwise, strided operands (the
+// conversion kernel's general addressing) give the contiguous result bitwise, and one workspace serves
+// both the pre-pass and the plan's split-K bucket (whose counters the pre-pass never touches).
 // Skips without a device or on anything but sm_90.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -104,10 +106,17 @@ TEST_F(MxPrepassGpuTest, MatchesTheReference) {
       {"gemm a=mxfp8 b=mxfp8 out=f32 epilogue=\"out = acc + bias[n]\"", 1030, 136, 256},
       {"gemm a=mxfp8 b=mxfp8 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\"", 2048, 256,
        128},
+      // 1M 8-element units: several grid-stride steps per thread, every unrolled unit, the X / W boundary
+      // inside a thread's step.
+      {kMx, 4096, 4096, 2048},
+      // Grouped: offsets (a random split over 2 experts, 1152 rows each on average) and masked (m = max_m).
+      {"grouped_gemm[experts=2,layout=offsets] a=mxfp8 b=mxfp8 out=bf16", 2304, 256, 256},
+      {"grouped_gemm[experts=2,layout=masked] a=mxfp8 b=mxfp8 out=bf16", 1100, 192, 320},
   };
   for (const Case& c : cases) {
     Plan plan = plan_of(c.spec, c.m, c.n, c.k);
-    ASSERT_GT(plan.mx_prepass_workspace_bytes(c.m), 0u) << c.spec;
+    const bool masked = plan.spec().layout == GroupLayout::kMasked;
+    ASSERT_GT(plan.mx_prepass_workspace_bytes(masked ? c.m * plan.spec().experts : c.m), 0u) << c.spec;
     CheckOptions o;
     o.m = c.m;
     o.mx_prepass = true;
@@ -116,7 +125,6 @@ TEST_F(MxPrepassGpuTest, MatchesTheReference) {
     std::printf("[ figures ] %s %lldx%lldx%lld %s rel_fro %.3g (tolerance %.2g) seed %llu\n", c.spec,
                 (long long)c.m, (long long)c.n, (long long)c.k, r->config.c_str(), r->rel_fro_err,
                 r->tolerance, (unsigned long long)r->seed);
-    EXPECT_THAT(r->config, HasSubstr("mx_prepass+"));
     EXPECT_TRUE(r->passed) << c.spec << " " << c.m << "x" << c.n << "x" << c.k << ": rel_fro "
                            << r->rel_fro_err << " unwritten " << r->unwritten << " nonfinite " << r->nonfinite
                            << " seed " << r->seed;
@@ -175,41 +183,63 @@ TEST_F(MxPrepassGpuTest, SpecialsAsTheFusedKernel) {
 }
 
 // Row strides other than K (codes) and K / 32 (scales) take the conversion kernel's general addressing:
-// X as a view with padded rows, its scales likewise, W contiguous; the output must equal the
-// contiguous operands' bitwise (same bf16 operands, same bf16 kernel).
+// X and W as views with padded rows, their scales likewise; the output must equal the contiguous
+// operands' bitwise (same bf16 operands, same bf16 kernel).
 TEST_F(MxPrepassGpuTest, StridedOperandsMatchContiguousBitwise) {
-  const int64_t m = 1040, n = 160, k = 320, ld = k + 48, lds = k / 32 + 3;
+  const int64_t m = 1040, n = 160, k = 320;
   Plan plan = plan_of(kMx, m, n, k);
   const HostOperands h = host_of(m, n, k);
   DeviceOperands dev = upload(h);
   const size_t need = plan.mx_prepass_workspace_bytes(m);
   const std::vector<uint16_t> dense = run_once(plan, dev, need, m * n);
-  // The padded copies of X's codes and scales (padding bytes 0x7F: NaN codes, 0xFF: NaN scales, so a
-  // read of the padding would show).
-  std::vector<uint8_t> codes(static_cast<size_t>(m * ld), 0x7F), scales(static_cast<size_t>(m * lds), 0xFF);
-  for (int64_t r = 0; r < m; ++r) {
-    std::copy_n(h.a.bytes.begin() + r * k, k, codes.begin() + r * ld);
-    std::copy_n(h.a_scale.bytes.begin() + r * (k / 32), k / 32, scales.begin() + r * lds);
-  }
-  auto cb = DeviceBuffer::alloc(codes.size());
-  auto sb = DeviceBuffer::alloc(scales.size());
-  ASSERT_TRUE(cb.ok() && sb.ok());
-  ASSERT_TRUE(cb->upload(codes.data(), codes.size()).ok());
-  ASSERT_TRUE(sb->upload(scales.data(), scales.size()).ok());
-  int64_t shape_a[2] = {m, k}, strides_a[2] = {ld, 1}, shape_s[2] = {m, k / 32}, strides_s[2] = {lds, 1};
-  DLTensor a{}, as{};
-  a.data = cb->data();
-  as.data = sb->data();
-  a.device = as.device = {kDLCUDA, 0};
-  a.ndim = as.ndim = 2;
-  a.shape = shape_a;
-  a.strides = strides_a;
-  as.shape = shape_s;
-  as.strides = strides_s;
-  a.dtype = as.dtype = {kDLUInt, 8, 1};
+  // A padded copy of codes [rows, K] (row stride ld) and scales [rows, K / 32] (row stride lds); padding
+  // bytes 0x7F (NaN codes) and 0xFF (NaN scales), so a read of the padding would show.
+  struct Padded {
+    DeviceBuffer codes, scales;
+    int64_t shape[2], strides[2], sshape[2], sstrides[2];
+    DLTensor t{}, s{};
+  };
+  auto pad = [&](const HostTensor& codes, const HostTensor& scales, int64_t rows, int64_t ld, int64_t lds,
+                 Padded& out) {
+    std::vector<uint8_t> c(static_cast<size_t>(rows * ld), 0x7F), sc(static_cast<size_t>(rows * lds), 0xFF);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(codes.bytes.begin() + r * k, k, c.begin() + r * ld);
+      std::copy_n(scales.bytes.begin() + r * (k / 32), k / 32, sc.begin() + r * lds);
+    }
+    auto cb = DeviceBuffer::alloc(c.size());
+    auto sb = DeviceBuffer::alloc(sc.size());
+    ASSERT_TRUE(cb.ok() && sb.ok());
+    out.codes = std::move(*cb);
+    out.scales = std::move(*sb);
+    ASSERT_TRUE(out.codes.upload(c.data(), c.size()).ok());
+    ASSERT_TRUE(out.scales.upload(sc.data(), sc.size()).ok());
+    out.shape[0] = out.sshape[0] = rows;
+    out.shape[1] = k;
+    out.sshape[1] = k / 32;
+    out.strides[0] = ld;
+    out.sstrides[0] = lds;
+    out.strides[1] = out.sstrides[1] = 1;
+    for (DLTensor* t : {&out.t, &out.s}) {
+      t->device = {kDLCUDA, 0};
+      t->ndim = 2;
+      t->dtype = {kDLUInt, 8, 1};
+    }
+    out.t.data = out.codes.data();
+    out.t.shape = out.shape;
+    out.t.strides = out.strides;
+    out.s.data = out.scales.data();
+    out.s.shape = out.sshape;
+    out.s.strides = out.sstrides;
+  };
+  Padded x, w;
+  pad(h.a, h.a_scale, m, k + 48, k / 32 + 3, x);
+  pad(h.b, h.b_scale, n, k + 16, k / 32 + 1, w);
+  if (HasFatalFailure()) return;
   Operands ops = dev.operands();
-  ops.a = &a;
-  ops.a_scale = &as;
+  ops.a = &x.t;
+  ops.a_scale = &x.s;
+  ops.b = &w.t;
+  ops.b_scale = &w.s;
   auto ws = DeviceBuffer::alloc(need);
   ASSERT_TRUE(ws.ok());
   ASSERT_TRUE(dev.out().fill_bytes(0xFF).ok());
@@ -220,17 +250,55 @@ TEST_F(MxPrepassGpuTest, StridedOperandsMatchContiguousBitwise) {
   ASSERT_TRUE(dev.out().download(strided.data(), strided.size() * 2).ok());
   int64_t differ = 0;
   for (size_t i = 0; i < dense.size(); ++i) differ += dense[i] != strided[i];
-  EXPECT_EQ(differ, 0) << "strided X differs from contiguous X";
+  EXPECT_EQ(differ, 0) << "strided X and W differ from contiguous ones";
+}
+
+// One workspace for everything, as the docs allow: zero-filled once, then used by the plan's split-K
+// bucket (M = 64: counters in its first MiB, left zero by every run) and by the pre-pass (M = 1024: it
+// never writes that MiB). The split-K run after the pre-pass must give what it gave before, bitwise.
+TEST_F(MxPrepassGpuTest, SharesOneWorkspaceWithSplitK) {
+  const int64_t n = 2112, k = 7168;
+  Plan plan = plan_of(kMx, 1024, n, k);
+  const size_t split_bytes = plan.workspace_bytes(64);
+  if (split_bytes == 0)
+    GTEST_SKIP() << "this plan's M = 64 bucket (" << plan.config_for(64).to_string() << ") does not split K";
+  const size_t bytes = std::max(split_bytes, plan.mx_prepass_workspace_bytes(1024));
+  auto ws = DeviceBuffer::alloc(bytes);
+  ASSERT_TRUE(ws.ok());
+  ASSERT_TRUE(ws->fill_bytes(0).ok());
+  DeviceOperands small = upload(host_of(64, n, k));
+  DeviceOperands large = upload(host_of(1024, n, k));
+  auto run = [&](DeviceOperands& dev, int64_t m) {
+    EXPECT_TRUE(dev.out().fill_bytes(0xFF).ok());
+    Operands ops = dev.operands();
+    Status st = plan.run(ops, ws->data(), bytes, nullptr);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    EXPECT_TRUE(d_->check(d_->cuCtxSynchronize(), "cuCtxSynchronize").ok());
+    std::vector<uint16_t> out(static_cast<size_t>(m * n));
+    EXPECT_TRUE(dev.out().download(out.data(), out.size() * 2).ok());
+    return out;
+  };
+  const std::vector<uint16_t> before = run(small, 64);
+  const std::vector<uint16_t> pre = run(large, 1024);
+  const std::vector<uint16_t> after = run(small, 64);
+  int64_t poisoned = 0;
+  for (uint16_t v : pre) poisoned += v == 0xFFFF;
+  EXPECT_EQ(poisoned, 0) << "pre-pass outputs left unwritten";
+  EXPECT_EQ(before, after) << "the split-K run after the pre-pass differs (its counters were overwritten?)";
+  std::printf("[ figures ] split-K config %s (%zu bytes), pre-pass %zu bytes, one buffer of %zu\n",
+              plan.config_for(64).to_string().c_str(), split_bytes, plan.mx_prepass_workspace_bytes(1024),
+              bytes);
 }
 
 // The pre-pass only runs with the caller's workspace: the fused kernel otherwise (the runtime's load
-// counter tells which kernels ran), a misaligned workspace is refused, and a captured run replays.
+// counter tells which kernels ran), a misaligned workspace is refused, and a run captured after
+// prepare() (a fresh runtime: nothing loaded before) replays bitwise.
 TEST_F(MxPrepassGpuTest, TakenOnlyWithTheWorkspaceAndCapturable) {
   const int64_t m = 1024, n = 256, k = 512;
   Plan plan = plan_of(kMx, m, n, k);
   DeviceOperands dev = upload(host_of(m, n, k));
   const size_t need = plan.mx_prepass_workspace_bytes(m);
-  ASSERT_EQ(need, 2u * (m + n) * k);
+  ASSERT_EQ(need, (size_t{1} << 20) + 2u * (m + n) * k);  // the split-K counters' MiB, then the copies
   const int64_t loads0 = rt_->counters().loads;
   const std::vector<uint16_t> fused = run_once(plan, dev, 0, m * n);
   EXPECT_EQ(rt_->counters().loads, loads0 + 1) << "the fused kernel";
@@ -246,13 +314,18 @@ TEST_F(MxPrepassGpuTest, TakenOnlyWithTheWorkspaceAndCapturable) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
   EXPECT_THAT(st.to_string(), HasSubstr("16-byte aligned"));
 
-  ASSERT_TRUE(plan.prepare().ok());
+  // Capture with a fresh runtime whose only preparation is prepare(): it must load the conversion kernel
+  // and the bf16 kernel (a run during a capture loads nothing).
+  std::shared_ptr<Runtime> fresh = make_test_runtime();
+  auto plan2 = fresh->plan(*parse_spec(kMx), {m, n, k});
+  ASSERT_TRUE(plan2.ok()) << plan2.status().to_string();
+  ASSERT_TRUE(plan2->prepare().ok());
   CUstream stream = nullptr;
   ASSERT_TRUE(d_->check(d_->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate").ok());
   ASSERT_TRUE(dev.out().fill_bytes(0xFF).ok());
   ASSERT_TRUE(d_->check(d_->cuCtxSynchronize(), "cuCtxSynchronize").ok());
   ASSERT_TRUE(d_->check(d_->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "begin").ok());
-  const Status launched = plan.run(ops, ws->data(), need, stream);
+  const Status launched = plan2->run(ops, ws->data(), need, stream);
   CUgraph graph = nullptr;
   const Status ended = d_->check(d_->cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
   ASSERT_TRUE(launched.ok()) << launched.to_string();

@@ -5,12 +5,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "compiler/emit/emit.hpp"
 #include "compiler/nvrtc/nvrtc.hpp"
 #include "compiler/plan/plan.hpp"
 #include "compiler/spec/spec.hpp"
+#include "kiln/kiln.hpp"
 
 namespace kiln {
 namespace {
@@ -40,6 +43,7 @@ TEST(MxPrepassNvrtcTest, ConversionKernelCompilesWithoutSpillsAndWaitsFirst) {
     EXPECT_EQ(r->spill_stores, 0) << r->log;
     EXPECT_EQ(r->spill_loads, 0) << r->log;
     EXPECT_GT(r->registers, 0);
+    std::printf("[ figures ] %s: kiln_mx_dequant %d registers\n", text, r->registers);
     const std::string& ptx = r->ptx;
     const size_t wait = ptx.find("griddepcontrol.wait;");
     ASSERT_NE(wait, std::string::npos);
@@ -51,6 +55,28 @@ TEST(MxPrepassNvrtcTest, ConversionKernelCompilesWithoutSpillsAndWaitsFirst) {
     EXPECT_THAT(ptx, HasSubstr("cvt.rn.f16x2.e4m3x2"));
     EXPECT_THAT(ptx, HasSubstr("cvt.rn.bf16x2.f32"));
   }
+}
+
+// The runtime sizes the conversion kernel's grid by its register count (runtime/mx_prepass.cpp): the
+// compiled kernel the runtime loads must carry it, fresh and from the kernel cache.
+TEST(MxPrepassNvrtcTest, RuntimeCompileReportsTheRegisterCount) {
+  const std::string dir = testing::TempDir() + "kiln_mx_prepass_nvrtc_cache";
+  std::filesystem::remove_all(dir);
+  RuntimeOptions o;
+  o.cache_dir = dir;
+  auto rt = Runtime::create(o);
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  const KernelSpec spec = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
+  for (int pass = 0; pass < 2; ++pass) {
+    auto k = (*rt)->compile(spec, KernelFamily::kMxDequant, TileConfig{}, *parse_arch("sm_90a"));
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_EQ(k->from_cache, pass == 1);
+    EXPECT_GT(k->registers, 0) << (pass == 1 ? "from the cache" : "fresh");
+    EXPECT_LE(k->registers, 64) << "fewer than 4 CTAs of 256 threads per SM";
+    std::printf("[ figures ] runtime compile (%s): %d registers\n", pass == 1 ? "cache" : "fresh",
+                k->registers);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MxPrepassNvrtcTest, EmitterRefusesSpecsWithoutMxfp8Operands) {

@@ -1,6 +1,7 @@
 // unit tier: the MXFP8 pre-pass's planning rules (compiler/plan/sm90_plan.hpp sm90_mx_prepass_*,
-// runtime/mx_prepass.hpp): which specs and sizes are offered it, its workspace layout, the bf16 spec its
-// GEMM runs, and what a Plan reports (Plan::mx_prepass_workspace_bytes, describe_json) without a GPU.
+// runtime/mx_prepass.hpp): which specs and sizes are offered it, its workspace layout (the split-K
+// counters' first MiB left alone), the bf16 spec its GEMM runs and the spec its conversion kernel is
+// cached under, and what a Plan reports (Plan::mx_prepass_workspace_bytes, describe_json) without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -26,30 +27,39 @@ KernelSpec spec_of(const std::string& text) {
 
 Arch arch_of(const char* name) { return *parse_arch(name); }
 
-TEST(MxPrepassPlanTest, OfferedForDenseMxfp8OnTheSm90FamilyOnly) {
+TEST(MxPrepassPlanTest, OfferedForMxfp8OnTheSm90FamilyOnly) {
   EXPECT_TRUE(sm90_mx_prepass_supported(spec_of(kMx), arch_of("sm_90a")));
   EXPECT_TRUE(sm90_mx_prepass_supported(
       spec_of("gemm a=mxfp8 b=mxfp8 out=f32 epilogue=\"out = acc + bias[n]\""), arch_of("sm_90a")));
-  // Not: other formats, grouped MXFP8, or an arch where the sm90 family does not run.
+  EXPECT_TRUE(sm90_mx_prepass_supported(
+      spec_of("grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16"), arch_of("sm_90a")));
+  EXPECT_TRUE(sm90_mx_prepass_supported(
+      spec_of("grouped_gemm[experts=8,layout=masked] a=mxfp8 b=mxfp8 out=bf16"), arch_of("sm_90a")));
+  // Not: other formats, or an arch where the sm90 family does not run.
   EXPECT_FALSE(sm90_mx_prepass_supported(spec_of("gemm a=bf16 b=bf16 out=bf16"), arch_of("sm_90a")));
   EXPECT_FALSE(sm90_mx_prepass_supported(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"),
                                          arch_of("sm_90a")));
   EXPECT_FALSE(sm90_mx_prepass_supported(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a")));
   EXPECT_FALSE(sm90_mx_prepass_supported(
-      spec_of("grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16"), arch_of("sm_90a")));
+      spec_of("grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=bf16"), arch_of("sm_90a")));
   EXPECT_FALSE(sm90_mx_prepass_supported(spec_of(kMx), arch_of("sm_80")));
   EXPECT_FALSE(sm90_mx_prepass_supported(spec_of(kMx), arch_of("sm_89")));
 }
 
+constexpr int64_t kMiB = 1 << 20;  // the split-K counters' region, left alone by the pre-pass
+
 TEST(MxPrepassPlanTest, WorkspaceIsTwoBf16CopiesEach256ByteAligned) {
   const KernelSpec mx = spec_of(kMx);
   const Arch a = arch_of("sm_90a");
-  // 4096 x 7168 x 16384: 2 (M + N) K bytes, both copies already 256-byte multiples.
-  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(mx, a, {4096, 7168, 16384}), 2LL * (4096 + 7168) * 16384);
-  EXPECT_EQ(sm90_mx_prepass_b_offset({4096, 7168, 16384}), 2LL * 4096 * 16384);
+  EXPECT_EQ(sm90_mx_prepass_a_offset(), kSm90SplitCounterSlots * 4);
+  EXPECT_EQ(sm90_mx_prepass_a_offset(), kMiB);
+  // 4096 x 7168 x 16384: 1 MiB + 2 (M + N) K bytes, both copies already 256-byte multiples.
+  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(mx, a, {4096, 7168, 16384}), kMiB + 2LL * (4096 + 7168) * 16384);
+  EXPECT_EQ(sm90_mx_prepass_b_offset({4096, 7168, 16384}), kMiB + 2LL * 4096 * 16384);
   // M = 1025, K = 96: X's copy is 196800 bytes, W's starts at the next multiple of 256 (196864).
-  EXPECT_EQ(sm90_mx_prepass_b_offset({1025, 200, 96}), 196864);
-  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(mx, a, {1025, 200, 96}), 196864 + 38400);
+  EXPECT_EQ(sm90_mx_prepass_b_offset({1025, 200, 96}), kMiB + 196864);
+  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(mx, a, {1025, 200, 96}), kMiB + 196864 + 38400);
+  EXPECT_EQ(sm90_mx_prepass_bytes(mx, {1025, 200, 96}), kMiB + 196864 + 38400);
   // Below kMxPrepassMinM rows, K not a multiple of 32, or a spec without it: none.
   EXPECT_EQ(sm90_mx_prepass_workspace_bytes(mx, a, {kMxPrepassMinM - 1, 7168, 16384}), 0);
   EXPECT_GT(sm90_mx_prepass_workspace_bytes(mx, a, {kMxPrepassMinM, 7168, 16384}), 0);
@@ -57,6 +67,18 @@ TEST(MxPrepassPlanTest, WorkspaceIsTwoBf16CopiesEach256ByteAligned) {
   EXPECT_EQ(sm90_mx_prepass_workspace_bytes(spec_of("gemm a=bf16 b=bf16 out=bf16"), a, {4096, 7168, 16384}),
             0);
   EXPECT_EQ(sm90_mx_prepass_workspace_bytes(mx, arch_of("sm_80"), {4096, 7168, 16384}), 0);
+}
+
+// Grouped: X's rows of every expert, then W's E x N rows; offered from kMxPrepassMinM rows per expert.
+TEST(MxPrepassPlanTest, GroupedWorkspaceHoldsEveryExpertsWeights) {
+  const KernelSpec g = spec_of("grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16");
+  const Arch a = arch_of("sm_90a");
+  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(g, a, {8 * 1024, 4096, 7168}),
+            kMiB + 2LL * (8 * 1024 + 8 * 4096) * 7168);
+  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(g, a, {8 * 1024 - 1, 4096, 7168}), 0);  // 1023.9 rows per expert
+  const KernelSpec masked = spec_of("grouped_gemm[experts=4,layout=masked] a=mxfp8 b=mxfp8 out=f32");
+  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(masked, a, {4 * 1100, 256, 320}),
+            kMiB + 2LL * 4 * 1100 * 320 + 2LL * 4 * 256 * 320);
 }
 
 TEST(MxPrepassPlanTest, TheGemmRunsUnscaledBf16OperandsAndKeepsEverythingElse) {
@@ -68,6 +90,14 @@ TEST(MxPrepassPlanTest, TheGemmRunsUnscaledBf16OperandsAndKeepsEverythingElse) {
   EXPECT_EQ(g.out, mx.out);
   EXPECT_EQ(g.gate_up, mx.gate_up);
   EXPECT_EQ(g.epilogue, mx.epilogue);
+  // The conversion kernel: one cache entry for every MXFP8 spec.
+  EXPECT_EQ(print_spec(sm90_mx_prepass_convert_spec(mx)), "gemm a=mxfp8 b=mxfp8 out=bf16");
+  const KernelSpec grouped = spec_of("grouped_gemm[experts=8,layout=masked] a=mxfp8 b=mxfp8 out=bf16");
+  EXPECT_EQ(print_spec(sm90_mx_prepass_convert_spec(grouped)), "gemm a=mxfp8 b=mxfp8 out=bf16");
+  const KernelSpec gg = sm90_mx_prepass_gemm_spec(grouped);
+  EXPECT_EQ(gg.op, grouped.op);
+  EXPECT_EQ(gg.layout, grouped.layout);
+  EXPECT_EQ(gg.experts, grouped.experts);
   EXPECT_EQ(print_spec(g).find("mxfp8"), std::string::npos) << print_spec(g);
   EXPECT_THAT(print_spec(g), HasSubstr("a=bf16 b=bf16"));
 }
@@ -85,7 +115,7 @@ TEST(MxPrepassPlanTest, PlanReportsItsWorkspaceAndTheBf16Buckets) {
   ASSERT_NE(rt, nullptr);
   auto plan = rt->plan(spec_of(kMx), {4096, 7168, 16384}, arch_of("sm_90a"));
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  EXPECT_EQ(plan->mx_prepass_workspace_bytes(4096), 2ULL * (4096 + 7168) * 16384);
+  EXPECT_EQ(plan->mx_prepass_workspace_bytes(4096), kMiB + 2LL * (4096 + 7168) * 16384);
   EXPECT_EQ(plan->mx_prepass_workspace_bytes(512), 0u);
   EXPECT_EQ(plan->workspace_bytes(4096), 0u);  // the fused path's own need is unchanged
   // The bf16 kernel's config: what a plain bf16 plan of the problem picks.
