@@ -166,7 +166,7 @@ def main():
                 err, unwritten, desc, anchor_key, anchor_ms)
             # MXFP8 at large M: also through the bf16 pre-pass (the caller's workspace; runtime/mx_prepass.hpp),
             # against the same anchor (kiln's FP8 block path).
-            if fmt == "mxfp8" and M >= 1024 and "mx_prepass" in desc:
+            if fmt == "mxfp8" and "mx_prepass" in desc and M >= desc["mx_prepass"]["min_m"]:
                 try:
                     ms, err, unwritten, desc2 = kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=True)
                 except Exception as e:

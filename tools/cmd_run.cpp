@@ -209,7 +209,7 @@ Command register_run(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag(
       "--mx-prepass", args->mx_prepass,
-      "MXFP8 at M >= 1024 on sm_90a: pass a workspace of 1 MiB + 2 (M + N) K bytes, so that the run converts "
+      "MXFP8 at M >= 512 on sm_90a: pass a workspace of 1 MiB + 2 (M + N) K bytes, so that the run converts "
       "X and W to bf16 first and runs the bf16 kernel (docs/formats.md)");
   cmd->add_option("--seed", args->seed, "seed of the random inputs (default: drawn and reported)");
   cmd->add_option("--repeats", args->repeats, "timed runs (median reported; default 20)");

@@ -62,8 +62,10 @@ bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg);
 // kernel runs the product. Offered for MXFP8 x MXFP8 GEMMs, dense and grouped, on the sm90 family (not
 // KILN_FAMILY=sm80) from kMxPrepassMinM rows (grouped: per expert, on average); it needs 2 (M + N) K
 // bytes of workspace (grouped: 2 (M + E N) K), which the caller opts into by passing them
-// (Plan::mx_prepass_workspace_bytes). H200, 4096 x 7168 x 16384: bench/NOTES.md session 16.
-inline constexpr int64_t kMxPrepassMinM = 1024;
+// (Plan::mx_prepass_workspace_bytes). H200 (bench/NOTES.md session 16, run 7): at M = 512 the pre-pass
+// was 1.14-1.77x faster than the fused kernel on the four N x K shapes timed; at M = 256 it lost on
+// 2112 x 7168 (0.67x) and tied on 4096 x 7168, so it starts at 512.
+inline constexpr int64_t kMxPrepassMinM = 512;
 bool sm90_mx_prepass_supported(const KernelSpec& spec, const Arch& arch);
 // The workspace bytes of the pre-pass for sizes.m rows of X (grouped: all experts' rows; masked: E x
 // max_m): the first 1 MiB is left alone (the split-K counters, kSm90SplitCounterSlots words, which a

@@ -124,7 +124,7 @@ kiln_status kiln_plan_compile(kiln_plan plan, int64_t m);
 kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
 /* MXFP8 at large M on sm_90a: bytes of workspace with which kiln_plan_run converts X and W to bf16 first
  * and runs the bf16 kernel (1 MiB + 2 (M + N) K bytes, grouped 1 MiB + 2 (M + E N) K; faster than the fused
- * MXFP8 kernel from 1024 rows per expert; no zero fill needed). 0 where the plan has no such path for m rows
+ * MXFP8 kernel from 512 rows per expert; no zero fill needed). 0 where the plan has no such path for m rows
  * of X (grouped: all experts' rows; masked: E x max_m). The size includes 1 MiB first that the pre-pass never
  * writes (the split-K counters' place), so one buffer zero-filled once serves every M of the plan. Codes
  * that are not 16-byte aligned (base or row stride) run the fused kernel; a workspace that is not 16-byte

@@ -78,8 +78,8 @@ def test_mx_prepass_workspace_size_without_gpu():
             pytest.skip("the plan's arch is the device's here; this test plans for sm_90a without one")
         with rt.plan(mx, n=7168, k=16384) as plan:
             assert plan.mx_prepass_workspace_size(4096) == (1 << 20) + 2 * (4096 + 7168) * 16384
-            assert plan.mx_prepass_workspace_size(512) == 0
-            assert plan.describe()["mx_prepass"]["min_m"] == 1024
+            assert plan.mx_prepass_workspace_size(511) == 0
+            assert plan.describe()["mx_prepass"]["min_m"] == 512
         with rt.plan(BF16, n=7168, k=16384) as plan:
             assert plan.mx_prepass_workspace_size(4096) == 0
             assert "mx_prepass" not in plan.describe()

@@ -224,7 +224,7 @@ TEST(CApiPlanTest, CreatesAndDescribesWithoutGpu) {
   kiln_plan_destroy(plan);
 }
 
-// kiln_plan_mx_prepass_workspace_size: 2 (M + N) K bytes for MXFP8 from M = 1024 on sm_90a (the arch a
+// kiln_plan_mx_prepass_workspace_size: 1 MiB + 2 (M + N) K bytes for MXFP8 from M = 512 on sm_90a (the arch a
 // runtime without a GPU plans for), 0 below and for other formats; NULL arguments named.
 TEST(CApiPlanTest, MxPrepassWorkspaceSize) {
   kiln_runtime rt = make_runtime();
@@ -236,7 +236,7 @@ TEST(CApiPlanTest, MxPrepassWorkspaceSize) {
   size_t bytes = 1;
   EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, 4096, &bytes), KILN_OK) << last_error();
   EXPECT_EQ(bytes, (size_t{1} << 20) + size_t{2} * (4096 + 7168) * 16384);  // split-K counters' MiB first
-  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, 1023, &bytes), KILN_OK) << last_error();
+  EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, 511, &bytes), KILN_OK) << last_error();
   EXPECT_EQ(bytes, 0u);
   EXPECT_EQ(kiln_plan_mx_prepass_workspace_size(mx, -1, &bytes), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "kiln_plan_mx_prepass_workspace_size: m is -1; it must be >= 0");

@@ -75,7 +75,7 @@ TEST(MxPrepassPlanTest, GroupedWorkspaceHoldsEveryExpertsWeights) {
   const Arch a = arch_of("sm_90a");
   EXPECT_EQ(sm90_mx_prepass_workspace_bytes(g, a, {8 * 1024, 4096, 7168}),
             kMiB + 2LL * (8 * 1024 + 8 * 4096) * 7168);
-  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(g, a, {8 * 1024 - 1, 4096, 7168}), 0);  // 1023.9 rows per expert
+  EXPECT_EQ(sm90_mx_prepass_workspace_bytes(g, a, {8 * kMxPrepassMinM - 1, 4096, 7168}), 0);  // just under
   const KernelSpec masked = spec_of("grouped_gemm[experts=4,layout=masked] a=mxfp8 b=mxfp8 out=f32");
   EXPECT_EQ(sm90_mx_prepass_workspace_bytes(masked, a, {4 * 1100, 256, 320}),
             kMiB + 2LL * 4 * 1100 * 320 + 2LL * 4 * 256 * 320);
@@ -116,7 +116,7 @@ TEST(MxPrepassPlanTest, PlanReportsItsWorkspaceAndTheBf16Buckets) {
   auto plan = rt->plan(spec_of(kMx), {4096, 7168, 16384}, arch_of("sm_90a"));
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->mx_prepass_workspace_bytes(4096), kMiB + 2LL * (4096 + 7168) * 16384);
-  EXPECT_EQ(plan->mx_prepass_workspace_bytes(512), 0u);
+  EXPECT_EQ(plan->mx_prepass_workspace_bytes(kMxPrepassMinM - 1), 0u);
   EXPECT_EQ(plan->workspace_bytes(4096), 0u);  // the fused path's own need is unchanged
   // The bf16 kernel's config: what a plain bf16 plan of the problem picks.
   auto bf16 = rt->plan(spec_of("gemm a=bf16 b=bf16 out=bf16"), {4096, 7168, 16384}, arch_of("sm_90a"));
@@ -127,7 +127,7 @@ TEST(MxPrepassPlanTest, PlanReportsItsWorkspaceAndTheBf16Buckets) {
   ASSERT_TRUE(j.contains("mx_prepass")) << j.dump();
   EXPECT_EQ(j["mx_prepass"]["min_m"], kMxPrepassMinM);
   EXPECT_EQ(j["mx_prepass"]["spec"], "gemm a=bf16 b=bf16 out=bf16");
-  EXPECT_EQ(j["mx_prepass"]["buckets"].size(), 4u);  // m_max 1024, 2048, 4096, 8192
+  EXPECT_EQ(j["mx_prepass"]["buckets"].size(), 5u);  // m_max 512, 1024, 2048, 4096, 8192
   EXPECT_FALSE(nlohmann::json::parse(bf16->describe_json()).contains("mx_prepass"));
   // The portable family has none.
   auto portable = rt->plan(spec_of(kMx), {4096, 7168, 16384}, arch_of("sm_89"));
