@@ -102,6 +102,21 @@ TEST(MxPrepassPlanTest, TheGemmRunsUnscaledBf16OperandsAndKeepsEverythingElse) {
   EXPECT_THAT(print_spec(g), HasSubstr("a=bf16 b=bf16"));
 }
 
+// The conversion kernel's launch: 256 threads, one per 8-element unit of X and W (grouped W: E x N rows);
+// the runtime then caps the grid at what the SMs hold.
+TEST(MxPrepassPlanTest, ConversionLaunchCoversXAndEveryExpertsW) {
+  const KernelSpec mx = spec_of(kMx);
+  LaunchShape ls = launch_shape(mx, KernelFamily::kMxDequant, TileConfig{}, {1024, 256, 512});
+  EXPECT_EQ(ls.block_x, 256u);
+  EXPECT_EQ(ls.dynamic_smem, 0);
+  EXPECT_EQ(ls.grid_x, (1024u + 256u) * 512u / 8u / 256u);
+  const KernelSpec g = spec_of("grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16");
+  ls = launch_shape(g, KernelFamily::kMxDequant, TileConfig{}, {4096, 256, 512});
+  EXPECT_EQ(ls.grid_x, (4096u + 8u * 256u) * 512u / 8u / 256u);
+  ls = launch_shape(mx, KernelFamily::kMxDequant, TileConfig{}, {1, 1, 32});  // rounds up
+  EXPECT_EQ(ls.grid_x, 1u);
+}
+
 std::shared_ptr<Runtime> runtime() {
   RuntimeOptions o;
   o.disable_cache = true;
