@@ -55,10 +55,18 @@ __device__ __forceinline__ void stg_128(void* p, u32 a, u32 b, u32 c, u32 d) {
 }
 
 inline constexpr int kMxDequantUnroll = 4;  // units per thread and step, all loads issued before the stores
+inline constexpr int kMxDequantUnit = 8;    // elements per unit: an 8-byte load, a 16-byte store
+inline constexpr int kMxScaleBlock = 32;    // elements per E8M0 scale (MX)
 
 template <class Config>
 __device__ __forceinline__ void mx_dequant(const MxDequantParams& p) {
-  const long long per_row = p.k / 8;  // 8-element units per row
+  static_assert(kMxScaleBlock % kMxDequantUnit == 0,
+                "a unit never straddles two scale blocks: unit c of a dense row reads scale byte c / 4");
+  static_assert(kMxDequantUnit * 2 == 16,
+                "a unit's bf16 is one 16-byte store (the copies are 16-byte aligned)");
+  static_assert(kMxDequantUnroll >= 1, "each step converts at least one unit per thread");
+  constexpr int kUnitsPerScale = kMxScaleBlock / kMxDequantUnit;
+  const long long per_row = p.k / kMxDequantUnit;  // units per row (K % 32 == 0: runtime/mx_prepass.cpp)
   const long long units0 = p.job[0].rows * per_row;
   const long long total = units0 + p.job[1].rows * per_row;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -74,16 +82,16 @@ __device__ __forceinline__ void mx_dequant(const MxDequantParams& p) {
       const bool second = i >= units0;
       const MxDequantJob& j = p.job[second ? 1 : 0];
       const long long c = second ? i - units0 : i;
-      long long src = c * 8, sc = c / 4;  // dense: codes and scales follow the unit index
+      long long src = c * kMxDequantUnit, sc = c / kUnitsPerScale;  // dense: both follow the unit index
       if (!j.dense) {
         const long long row = c / per_row, unit = c - row * per_row;
         const long long g = row / j.group_rows, r = row - g * j.group_rows;
-        src = g * j.group_codes + r * j.ld_codes + unit * 8;
-        sc = g * j.group_scales + r * j.ld_scales + unit / 4;
+        src = g * j.group_codes + r * j.ld_codes + unit * kMxDequantUnit;
+        sc = g * j.group_scales + r * j.ld_scales + unit / kUnitsPerScale;
       }
       ldg_v2(w[u][0], w[u][1], static_cast<const u8*>(j.codes) + src);
       sb[u] = ldg_u8(static_cast<const u8*>(j.scales) + sc);
-      dst[u] = static_cast<u8*>(j.out) + c * 16;
+      dst[u] = static_cast<u8*>(j.out) + c * (2 * kMxDequantUnit);
     }
 #pragma unroll
     for (int u = 0; u < kMxDequantUnroll; ++u) {

@@ -1,5 +1,6 @@
 // gpu tier: MXFP8 through the bf16 pre-pass (runtime/mx_prepass.hpp, templates/kernels/mx_dequant.cuh).
-// Fresh random inputs, outputs poisoned, against kiln's reference (run_check with mx_prepass): plain,
+// The converted copies bitwise: every e4m3 code with every E8M0 scale. Then the GEMM: fresh random
+// inputs, outputs poisoned, against kiln's reference (run_check with mx_prepass): plain,
 // odd M / N and short K, an f32 output with a bias epilogue, a gate|up GLU, a shape large enough for
 // several grid-stride steps, grouped offsets and masked. Then the specials: NaN
 // scales (E8M0 0xFF) and an e4m3 NaN code must leave the same NaN outputs as the fused kernel, a scale
@@ -20,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/numerics/e8m0.hpp"
 #include "compiler/numerics/fp8.hpp"
+#include "compiler/plan/sm90_plan.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/check.hpp"
 #include "runtime/check_inputs.hpp"
@@ -129,6 +132,63 @@ TEST_F(MxPrepassGpuTest, MatchesTheReference) {
                            << r->rel_fro_err << " unwritten " << r->unwritten << " nonfinite " << r->nonfinite
                            << " seed " << r->seed;
   }
+}
+
+// The conversion kernel is a dequantizer, so its copies are checked bitwise (NUMERICS.md): X's rows hold
+// every e4m3 code in every scale block over the rows, and the blocks' E8M0 bytes run through all 256
+// values (2^-127 .. 2^127 and NaN), W likewise with other offsets. Each bf16 of the workspace's copies
+// must be bf16(e4m3 * 2^(s - 127)) of the f32 product, rounded to nearest even (subnormals kept, Inf on
+// overflow); NaN where the product is NaN (any NaN payload).
+TEST_F(MxPrepassGpuTest, CopiesAreTheExactBf16OfEveryCodeAndScale) {
+  const int64_t m = 512, n = 128, k = 256;  // 8 scale blocks per row; m = the pre-pass's threshold
+  Plan plan = plan_of(kMx, m, n, k);
+  HostOperands h = host_of(m, n, k);
+  const int64_t sk = k / 32;
+  auto fill = [&](HostTensor& codes, HostTensor& scales, int64_t rows, int offset) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < k; ++c)
+        codes.bytes[static_cast<size_t>(r * k + c)] = uint8_t((r * 7 + c + offset) & 0xFF);
+      for (int64_t b = 0; b < sk; ++b)
+        scales.bytes[static_cast<size_t>(r * sk + b)] = uint8_t((r * sk + b + offset) & 0xFF);
+    }
+  };
+  fill(h.a, h.a_scale, m, 0);
+  fill(h.b, h.b_scale, n, 77);
+  DeviceOperands dev = upload(h);
+  const size_t need = plan.mx_prepass_workspace_bytes(m);
+  ASSERT_GT(need, 0u);
+  auto ws = DeviceBuffer::alloc(need);
+  ASSERT_TRUE(ws.ok());
+  ASSERT_TRUE(ws->fill_bytes(0xA5).ok());
+  Operands ops = dev.operands();
+  Status st = plan.run(ops, ws->data(), need, nullptr);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_TRUE(d_->check(d_->cuCtxSynchronize(), "cuCtxSynchronize").ok());
+  const ProblemSizes sizes{m, n, k};
+  auto check = [&](const char* what, const HostTensor& codes, const HostTensor& scales, int64_t rows,
+                   int64_t offset_bytes) {
+    std::vector<uint16_t> got(static_cast<size_t>(rows * k));
+    ASSERT_TRUE(ws->download(got.data(), got.size() * 2, static_cast<size_t>(offset_bytes)).ok());
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < k; ++c) {
+        const size_t i = static_cast<size_t>(r * k + c);
+        const float x = numerics::e4m3_to_float(codes.bytes[i]) *
+                        numerics::e8m0_to_float(scales.bytes[static_cast<size_t>(r * sk + c / 32)]);
+        const uint16_t want = numerics::bf16_from_float(x);
+        const bool nan_want = std::isnan(x), nan_got = (got[i] & 0x7F80) == 0x7F80 && (got[i] & 0x7F) != 0;
+        const bool ok = nan_want ? nan_got : got[i] == want;
+        if (!ok && wrong++ < 5)
+          ADD_FAILURE() << what << " row " << r << " col " << c << ": code 0x" << std::hex
+                        << int(codes.bytes[i]) << " scale 0x"
+                        << int(scales.bytes[static_cast<size_t>(r * sk + c / 32)]) << " -> 0x" << got[i]
+                        << ", want 0x" << want << std::dec;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << what << ": elements not the exact bf16";
+  };
+  check("X", h.a, h.a_scale, m, sm90_mx_prepass_a_offset());
+  check("W", h.b, h.b_scale, n, sm90_mx_prepass_b_offset(sizes));
 }
 
 // NaN scales and a NaN code: the same non-finite outputs as the fused kernel; an overflowing scale:
