@@ -18,8 +18,7 @@ StatusOr<bool> mx_prepass_applies(const PlanImpl& p, const CheckedOperands& c, c
   if (need <= 0 || workspace_bytes < static_cast<size_t>(need)) return false;
   // The bf16 kernel must need no workspace of its own (split-K: only from a user's tuning or pin at
   // these M): the caller's holds the copies, and the plan's own would break graph capture.
-  const int64_t experts = p.spec.op == Op::kGroupedGemm ? std::max(p.spec.experts, 1) : 1;
-  if (p.prepass_gemm->configs[bucket_index((c.m + experts - 1) / experts)].split_k > 1) return false;
+  if (p.prepass_gemm->configs[bucket_index(bucket_rows(p.spec, c))].split_k > 1) return false;
   // 16-byte loads of codes: bases and row strides (bytes = elements for e4m3) 16-byte aligned.
   const auto misaligned = [](const void* ptr, int64_t ld) {
     return ((reinterpret_cast<uintptr_t>(ptr) | static_cast<uintptr_t>(ld)) & 15) != 0;
@@ -37,14 +36,7 @@ StatusOr<LoadedKernel*> mx_prepass_convert_kernel(const PlanImpl& p, int device,
   LoadedKernel* k = p.prepass_convert.load(std::memory_order_acquire);
   if (k == nullptr) {
     KILN_ASSIGN_OR_RETURN(const Driver* d, p.rt->driver());
-    if (in_run) {  // as bucket_kernel: a run never compiles or loads during a capture
-      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-      KILN_RETURN_IF_ERROR(d->check(d->cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
-      if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
-        return NotReady(
-            "Plan::run during CUDA-graph capture, but the MXFP8 pre-pass kernel is not loaded; "
-            "call prepare() before capturing");
-    }
+    if (in_run) KILN_RETURN_IF_ERROR(not_capturing(*d, stream, "the MXFP8 pre-pass kernel"));
     KILN_ASSIGN_OR_RETURN(
         k, p.rt->load(sm90_mx_prepass_convert_spec(p.spec), KernelFamily::kMxDequant, TileConfig{}, p.arch));
     p.prepass_convert.store(k, std::memory_order_release);

@@ -282,18 +282,21 @@ Status Plan::prepare() const {
   return Status::Ok();
 }
 
+Status not_capturing(const Driver& d, CUstream_st* stream, const std::string& what) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  KILN_RETURN_IF_ERROR(d.check(d.cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
+  if (capture == CU_STREAM_CAPTURE_STATUS_NONE) return Status::Ok();
+  return NotReady("Plan::run during CUDA-graph capture, but " + what +
+                  " is not loaded; call prepare() before capturing");
+}
+
 namespace {
 
 // The loaded kernel of `bucket`: loads it unless the stream is capturing (NOT_READY then).
 StatusOr<LoadedKernel*> bucket_kernel(const PlanImpl& p, const Driver* d, int bucket, int64_t m, CUstream_st* stream) {
   LoadedKernel* k = p.kernels[bucket].load(std::memory_order_acquire);
   if (k != nullptr) return k;
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  KILN_RETURN_IF_ERROR(d->check(d->cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing"));
-  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    return NotReady("Plan::run during CUDA-graph capture, but the kernel for M=" + std::to_string(m) +
-                    " is not loaded; call prepare() before capturing");
-  }
+  KILN_RETURN_IF_ERROR(not_capturing(*d, stream, "the kernel for M=" + std::to_string(m)));
   return p.kernel_for(bucket);
 }
 

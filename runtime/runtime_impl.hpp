@@ -14,6 +14,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -88,6 +89,10 @@ class PlanImpl {
   StatusOr<LoadedKernel*> kernel_for(int bucket) const;
   int bucket_of(int64_t m) const;  // the M bucket run() picks for m rows (grouped: rows per expert)
 };
+
+// NOT_READY when `stream` is being captured into a CUDA graph: a run never compiles or loads then.
+// `what` names the kernel that is not loaded (built only on that error path by the caller's choice).
+Status not_capturing(const Driver& d, CUstream_st* stream, const std::string& what);
 
 // Plan::run on an impl (the MXFP8 pre-pass runs its bf16 plan through it).
 Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t workspace_bytes,

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -196,6 +197,13 @@ class Chain {
   DLTensor b_[2]{}, offsets_{};
 };
 
+uint64_t fresh_seed() {
+  const uint64_t seed =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
+  std::printf("[ figures ] seed %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
 class Sm90PdlGpuTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -310,6 +318,19 @@ class Sm90PdlGpuTest : public testing::Test {
     }
   }
 
+  // Dense bf16 chains of six GEMMs (N = K = 2048), one per M, each checked over three back-to-back rounds;
+  // decode: the plan must run them on the portable family's decode kernel.
+  void check_dense_chains(std::initializer_list<int64_t> ms, bool decode) {
+    for (int64_t m : ms) {
+      plan_chain("gemm a=bf16 b=bf16 out=bf16", m, 2048, decode);
+      if (HasFatalFailure()) return;
+      Chain chain(m, 2048, 0, 6, {}, fresh_seed());
+      Status st = chain.upload();
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      check_chain(chain, 3);
+    }
+  }
+
   std::shared_ptr<Runtime> rt_;
   const Driver* d_ = nullptr;
   ScopedContext ctx_;
@@ -320,23 +341,7 @@ class Sm90PdlGpuTest : public testing::Test {
   size_t ws_bytes_ = 0;
 };
 
-uint64_t fresh_seed() {
-  const uint64_t seed =
-      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
-  std::printf("[ figures ] seed %llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
-
-TEST_F(Sm90PdlGpuTest, DenseChainOnOneStreamMatchesSerializedRuns) {
-  for (int64_t m : {int64_t{64}, int64_t{128}}) {
-    plan_chain("gemm a=bf16 b=bf16 out=bf16", m, 2048);
-    if (HasFatalFailure()) return;
-    Chain chain(m, 2048, 0, 6, {}, fresh_seed());
-    Status st = chain.upload();
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    check_chain(chain, 3);
-  }
-}
+TEST_F(Sm90PdlGpuTest, DenseChainOnOneStreamMatchesSerializedRuns) { check_dense_chains({64, 128}, false); }
 
 // Grouped (offsets; expert 2 empty): build_groups reads the offsets from global memory, after the wait.
 TEST_F(Sm90PdlGpuTest, GroupedChainOnOneStreamMatchesSerializedRuns) {
@@ -350,16 +355,7 @@ TEST_F(Sm90PdlGpuTest, GroupedChainOnOneStreamMatchesSerializedRuns) {
 
 // M = 16: the plan's default for a dense bf16 GEMM of 1..16 rows on sm_90 is the portable family's
 // decode kernel, whose generated entry waits on sm_90+ too. Six steps, then the same chain on M = 5.
-TEST_F(Sm90PdlGpuTest, DecodeChainOnOneStreamMatchesSerializedRuns) {
-  for (int64_t m : {int64_t{16}, int64_t{5}}) {
-    plan_chain("gemm a=bf16 b=bf16 out=bf16", m, 2048, /*decode=*/true);
-    if (HasFatalFailure()) return;
-    Chain chain(m, 2048, 0, 6, {}, fresh_seed());
-    Status st = chain.upload();
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    check_chain(chain, 3);
-  }
-}
+TEST_F(Sm90PdlGpuTest, DecodeChainOnOneStreamMatchesSerializedRuns) { check_dense_chains({16, 5}, true); }
 
 // The chain captured into a CUDA graph (since CUDA 12.3 a capture turns the launches' programmatic
 // serialization into programmatic edges of the graph) and replayed twice, poisoned before each replay.
