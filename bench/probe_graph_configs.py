@@ -1,0 +1,70 @@
+"""Time explicit tile configs of one shape the way bench_shapes.py times kiln (CUDA-graph replay, inputs
+rotated past L2), instead of the tuner's CUDA events. Each config is imported as the only tuning row of a
+fresh cache directory (`kiln cache import`), so the plan picks it exactly as it would a tuned winner.
+
+Usage (GPU machine; KILN_CLI, KILN_LIBRARY as bench/device_run.sh sets them):
+    python3 bench/probe_graph_configs.py CANDIDATES.json [--repeat 2]
+CANDIDATES.json: [{"spec": ..., "fmt": "fp8_block", "m": 64, "n": 2112, "k": 7168,
+                   "configs": [{"block_m": 64, ...}, ...]}, ...]
+Prints one line per config: us, GB/s (A + W + output bytes, as bench_shapes.py counts them), the relative
+error against float64 torch, and the config the plan ran. The plan's own config (no tuning row but the
+built-in table) is timed first and last as the baseline.
+"""
+import argparse, json, os, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_slice import kiln, kiln_dense  # noqa: E402
+
+DEVICE = {"cc": 90, "codegen_version": 3, "driver": "13.0", "gpu_name": "NVIDIA H200", "nvrtc_major": 13,
+          "sm_count": 132}
+BUCKETS = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096]
+
+
+def bucket(m):
+    return next(b for b in BUCKETS if b >= m) if m <= BUCKETS[-1] else BUCKETS[-1]
+
+
+def run_one(shape, cfg):
+    d = tempfile.mkdtemp(prefix="kiln-probe-")
+    if cfg is not None:
+        row = {"candidates": 1, "config": cfg, "device": DEVICE, "experts": 0, "family": "sm90_gemm",
+               "k": shape["k"], "m_bucket": bucket(shape["m"]), "median_us": 1.0, "n": shape["n"],
+               "spec": shape["spec"], "tuned_unix": 1800000000}
+        path = os.path.join(d, "row.json")
+        with open(path, "w") as f:
+            json.dump({"format": "kiln-tunings", "version": 1, "tunings": [row]}, f)
+        r = subprocess.run([os.environ.get("KILN_CLI", "kiln"), "cache", "import", path],
+                           env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"import failed: {r.stdout.strip()} {r.stderr.strip()}"
+    rt = kiln.Runtime(cache_dir=d)
+    M, N, K = shape["m"], shape["n"], shape["k"]
+    ms, err, unwritten, desc = kiln_dense(rt, shape["spec"], M, N, K, shape["fmt"])
+    ran = next((b for b in desc.get("buckets", []) if M <= b["m_max"]), {})
+    name = ran.get("config_name", ran.get("config", "?"))
+    elem = 1 if shape["fmt"] != "bf16" else 2
+    gbs = (M * K * elem + N * K * elem + M * N * 2) / (ms * 1e-3) / 1e9
+    return f"{ms * 1e3:8.2f} us {gbs:7.0f} GB/s err {err:.2e} unwritten {unwritten} ran {name} ({ran.get('source', '?')})"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("candidates")
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    for shape in json.load(open(args.candidates)):
+        print(f"=== {shape['spec']} {shape['m']}x{shape['n']}x{shape['k']}", flush=True)
+        print(f"  plan's own      {run_one(shape, None)}", flush=True)
+        for cfg in shape["configs"]:
+            for _ in range(args.repeat):
+                try:
+                    line = run_one(shape, cfg)
+                except Exception as e:  # a config the plan refuses, a failed compile: say so, go on
+                    line = f"error: {e}"
+                print(f"  {json.dumps(cfg, separators=(',', ':'))}\n      {line}", flush=True)
+        print(f"  plan's own      {run_one(shape, None)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
