@@ -113,8 +113,9 @@ bool sm90_half_partial(const KernelSpec& spec, const TileConfig& cfg);
 // K elements of one 128-byte swizzle atom (a TMA box's width): 64 for bf16/f16, 128 for FP8.
 int sm90_atom_k(const KernelSpec& spec);
 // Whether block scales travel through shared memory, copied by a producer warp (the kernel's section 8:
-// block-scaled specs on two-atom stages or three consumer warpgroups); the other block-scaled configs
-// load them per consumer thread from global memory (section 7).
+// block-scaled specs on two-atom stages, three consumer warpgroups, or one-atom tiles whose scale slots
+// fit in shared memory beside the ring); the other block-scaled configs load them per consumer thread
+// from global memory (section 7).
 bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg);
 // The relative Frobenius error run_check should allow for this family: wgmma's FP8 path accumulates in
 // a truncated ~e8m13 format (measured models: NVIDIA tensor-core studies, arXiv 2512.07004), so f32

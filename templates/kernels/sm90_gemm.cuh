@@ -79,9 +79,11 @@
 //    A 192-column warpgroup spans two blocks in three 64-column segments (kBSegs below): two sb per
 //    thread and K block, the middle segment's chosen by where the warpgroup starts. A 256-column
 //    warpgroup (section 14) starts on a 256-column edge and spans two whole blocks: two sb, one per half.
-//    They are plain read-only global loads (tiny, L2-resident tensors), issued one K tile ahead into
-//    registers — across tiles too: the last K tile of a tile prefetches the next tile's first — so
-//    their latency hides behind a K tile's TMA wait and wgmmas. Rows >= M and columns >= N read the
+//    Where the config stages them (section 8: every block-scaled tile whose scale slots fit beside the
+//    ring) the consumers read them from shared memory; otherwise they are plain read-only global loads
+//    (tiny, L2-resident tensors), issued one K tile ahead into registers — across tiles too: the last K
+//    tile of a tile prefetches the next tile's first — so their latency mostly hides behind a K tile's
+//    TMA wait and wgmmas. Rows >= M and columns >= N read the
 //    last valid row / column's scales (their products are never stored). A K tail (K % 128 != 0) is a
 //    zero-filled partial K tile with its own scale column: ceil(K / 128) blocks.
 // 8. v4 mainloops for block scales (bench/NOTES.md "v4"), chosen by the config, the section-7 path staying
@@ -93,11 +95,14 @@
 //      accumulators + 2 partials = 192 f32 at 64 x 128, hence the 24 / 240 producer / consumer split.
 //    - Three consumer warpgroups (warps 12 x 1: 192 x 128 tiles of 64 x 128 each), 32 / 160 registers:
 //      more wgmma work per CTA and three warpgroups to cover each other's promotions.
-//    Both stage the block scales through shared memory (kStagedScales): warp 0 of the producer
-//    warpgroup (lane 0 also issues the TMA copies) copies each stage's a-scales (per tile row: one
-//    8-byte cp.async for both f32 blocks of a two-atom stage where the tensor is 8-byte aligned, else a
-//    word per block; E8M0: the one aligned word holding the stage's bytes) and b-scales (one word per
-//    consumer column) into a slot beside the ring, and arrives on full[s] through
+//    Both stage the block scales through shared memory (kStagedScales), and since session 17 so do
+//    one-atom tiles of 1 or 2 consumers wherever the slots fit beside the ring (Config::kStagedScales,
+//    set by the host: 3-11% faster than section 7's loads at M = 128 .. 8192, bench/NOTES.md): warp 0
+//    of the producer warpgroup (lane 0 also issues the TMA copies) copies each stage's a-scales (per
+//    tile row: one 8-byte cp.async for both f32 blocks of a two-atom stage where the tensor is 8-byte
+//    aligned, else a word per block; E8M0: the one aligned word holding the stage's bytes) and b-scales
+//    (one word per consumer column and 128-column block it touches: two for 192- and 256-column
+//    warpgroups) into a slot beside the ring, and arrives on full[s] through
 //    cp.async.mbarrier.arrive.noinc (stage_scale_copies). The consumers read 2 * kMmaM + 1 shared words
 //    per atom after the full wait instead of issuing global loads; E8M0 words are decoded with a shift.
 // 9. Grouped GEMMs (Config::kGrouping offsets or masked; common/gemm_params.cuh "Grouped GEMMs"). The
@@ -241,6 +246,17 @@ struct ConfigTmaStore<Config, typename VoidOf<decltype(Config::kTmaStore)>::type
   static constexpr bool kValue = Config::kTmaStore;
 };
 
+// Whether the host staged the block scales of a one-atom config (section 8): `static constexpr bool
+// kStagedScales`, emitted where the scale slots fit beside the ring (sm90_staged_scales).
+template <class Config, class = void>
+struct ConfigStagedScales {
+  static constexpr bool kValue = false;
+};
+template <class Config>
+struct ConfigStagedScales<Config, typename VoidOf<decltype(Config::kStagedScales)>::type> {
+  static constexpr bool kValue = Config::kStagedScales;
+};
+
 template <class Config>
 struct Gemm {
   // MXFP8 (section 11) elements are e4m3: TMA and wgmma see e4m3 bytes. With block_k = 64 (section 13)
@@ -312,9 +328,14 @@ struct Gemm {
       kPromote && kBlockScaled && kAtoms == 1 && kMmaM == 1 && kWgTileN == 256 && kConsumers <= 2;
   static constexpr int kPartRegs = kHalfPart ? kAccRegs / 2 : kAccRegs;  // partial registers per slab
   // Section 8: the v4 mainloops stage block scales through shared memory (a producer warp copies them
-  // into a slot per stage): two-atom stages, and three consumer warpgroups. Older configs keep the
+  // into a slot per stage): two-atom stages, three consumer warpgroups, and (session 17) one-atom tiles
+  // whose slots fit beside the ring (the host says so: Config::kStagedScales). The rest keep the
   // per-thread global loads of section 7.
-  static constexpr bool kStagedScales = kBlockScaled && (kAtoms == 2 || kConsumers == 3);
+  static constexpr bool kStagedScales =
+      kBlockScaled && (kAtoms == 2 || kConsumers == 3 || ConfigStagedScales<Config>::kValue);
+  static_assert(
+      !kStagedScales || !kBlockB || kWgsN * kBBlocks <= 4,
+      "staged b scales: at most 4 words per atom (a word per consumer column and 128-column block)");
   static constexpr int kScaleAtomWords = kBlockM + 4;  // a: one word per tile row; b: one per warpgroup column
   static constexpr int kScaleAtomBytes = 4 * kScaleAtomWords;
   // Section 11: MXFP8's E8M0 scales, decoded to f32 by the producer warp into a slot per stage: per
@@ -477,11 +498,10 @@ struct Gemm {
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
                 "one K tile (atom) is exactly one 128-wide K block of scales (FP8: 128 elements = 128 bytes)");
-  static_assert(!kBlockB || kBOneBlock ||
-                    (kWgTileN == 192 && kBlockN % 64 == 0 && !kStagedScales && !kSplit) ||
+  static_assert(!kBlockB || kBOneBlock || (kWgTileN == 192 && kBlockN % 64 == 0 && !kSplit) ||
                     (kHalfPart && kBlockN % 256 == 0 && !kSplit),
                 "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block, or "
-                "in 64-column segments that each do (section 7; not with staged scales or split-K), or 256 "
+                "in 64-column segments that each do (section 7; not with split-K), or 256 "
                 "columns in two whole blocks (section 14; no split-K)");
 
   struct Smem {
@@ -887,7 +907,10 @@ struct Gemm {
       const int row = tile.row0 + 32 * i + lane;
       r.a[i] = row < tile.row_end ? row : (tile.row_end > 0 ? tile.row_end - 1 : 0);
     }
-    const int col = tile.n * kBlockN + (lane < kWgsN ? lane : 0) * kWgTileN;
+    // Word j = lane < kWgsN * kBBlocks: block g = j % kBBlocks of consumer column j / kBBlocks (the block of
+    // its column 0 or column 128, as ScaleRows::b / b1 clamp them).
+    const int j = lane < kWgsN * kBBlocks ? lane : 0;
+    const int col = tile.n * kBlockN + (j / kBBlocks) * kWgTileN + (j % kBBlocks) * 128;
     r.b = (col < p.n ? col : p.n - 1) / 128;
     r.b_base = b_scale_of<kScaleTypeB>(p, tile.e);
     return r;
@@ -961,7 +984,7 @@ struct Gemm {
       }
     }
     if constexpr (kBlockB) {
-      if (lane < kWgsN) {
+      if (lane < kWgsN * kBBlocks) {
         const u32 words = slot + 4 * (kAtoms * kBlockM + lane);
         if constexpr (kScaleTypeB == ScaleType::kUe8m0) {
           copy_scale<kScaleTypeB>(words, src.b_base, src.b, p.lds_b, kt, n, async);
@@ -1212,8 +1235,12 @@ struct Gemm {
               staged_scale<kScaleTypeA>(lds_u32(slot + 4 * (kAtoms * (row0 + mi * 64 + h * 8) + ta)), kb);
       }
     }
-    if constexpr (kBlockB)
-      s.b[0] = staged_scale<kScaleTypeB>(lds_u32(slot + 4 * (kAtoms * kBlockM + 4 * tb + wg_n)), kb);
+    if constexpr (kBlockB) {
+#pragma unroll
+      for (int g = 0; g < kBBlocks; ++g)
+        s.b[g] = staged_scale<kScaleTypeB>(
+            lds_u32(slot + 4 * (kAtoms * kBlockM + 4 * tb + kBBlocks * wg_n + g)), kb);
+    }
     return s;
   }
 

@@ -113,9 +113,22 @@ TEST(Sm90PlanV4Test, ThreeConsumerWarpgroupsStackAlongM) {
   EXPECT_THAT(st.message(), HasSubstr("warps_m=16"));
   st = sm90_check_config(block, sm90a(), config(128, 128, 128, 4, 8, 2));
   EXPECT_THAT(st.message(), HasSubstr("consumer warpgroups"));
-  // The old block-scaled configs keep per-thread global scale loads.
+  // One-atom tiles stage their scales where the slots fit beside the ring (session 17); a ring that
+  // fills shared memory keeps the per-thread global scale loads.
   EXPECT_FALSE(sm90_staged_scales(block, config(128, 128, 128, 7, 8, 1)));
   EXPECT_EQ(sm90_smem_bytes(block, config(128, 128, 128, 7, 8, 1)), 7 * 256 * 128 + 16 * 7 + 1024);
+  EXPECT_TRUE(sm90_staged_scales(block, config(128, 128, 128, 6, 8, 1)));
+  EXPECT_EQ(sm90_smem_bytes(block, config(128, 128, 128, 6, 8, 1)),
+            6 * (256 * 128 + 4 * 132) + 16 * 6 + 1024);
+  // The same ring with the staged output tile of a TMA store no longer has room for the slots.
+  TileConfig tma6 = config(128, 128, 128, 6, 8, 1);
+  tma6.tma_store = 1;
+  EXPECT_FALSE(sm90_staged_scales(block, tma6));
+  EXPECT_TRUE(sm90_check_config(block, sm90a(), tma6).ok())
+      << sm90_check_config(block, sm90a(), tma6).to_string();
+  // Scales without blocks are never staged.
+  EXPECT_FALSE(
+      sm90_staged_scales(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), config(128, 128, 128, 6, 8, 1)));
 }
 
 TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
@@ -130,22 +143,23 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
   EXPECT_TRUE(two_atoms);
   EXPECT_TRUE(three);
   EXPECT_TRUE(old_default);
-  // Measured on the H200 (bench/NOTES.md v4, session 12): large block problems (f32 or ue8m0 scales)
-  // default to the two-atom, clustered 128 x 128; small grids keep the one-atom square. At M >= 256
-  // they store through TMA (session 5, run 4), one stage fewer for the staged output tile.
-  // Long K (>= 8192) trades the TMA store for a third stage (session 12: 787 vs 814 us at K = 16384).
+  // Tuned on the H200 (bench/NOTES.md session 17): large block problems (f32 or ue8m0 scales) whose N
+  // fills 256-column tiles default to 128 x 256 promoted in halves, scales staged, TMA stores, clusters
+  // of 2 from K = 2048; f32 outputs (no room for the staged output tile) and N that leaves a partial
+  // 256 tile keep the earlier rules: the two-atom, clustered 128 x 128 (session 12), 128 x 192.
   EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).to_string(),
-            "bm128_bn128_bk256_s3_w8x1_g8_c2");
+            "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
   EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 7168}).to_string(),
-            "bm128_bn128_bk256_s2_w8x1_g8_c2_t");
+            "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
   EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 2048}).to_string(),
+            "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
+  EXPECT_EQ(default_config(block, sm90a(), {4096, 32768, 1024}).to_string(),
+            "bm128_bn256_bk128_s3_w8x1_g8_t");
+  EXPECT_EQ(default_config(block, sm90a(), {4096, 7040, 7168}).to_string(),
             "bm128_bn128_bk256_s2_w8x1_g8_c2_t");
-  // E8M0 scales on both operands at K >= 8192 with whole 256-column tiles take 128 x 256 promoted in
-  // halves with TMA stores (session 13: 0.82-0.83 vs 0.85-0.87 ms at 4096 x 7168 x 16384); not at K =
-  // 7168, not with f32 output (no room for the staged tile), not where N leaves a partial 256 tile.
   const KernelSpec e8 = spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16");
-  EXPECT_EQ(default_config(e8, sm90a(), {4096, 7168, 16384}).to_string(), "bm128_bn256_bk128_s3_w8x1_g8_t");
-  EXPECT_EQ(default_config(e8, sm90a(), {4096, 7168, 7168}).to_string(), "bm128_bn128_bk256_s2_w8x1_g8_c2_t");
+  EXPECT_EQ(default_config(e8, sm90a(), {4096, 7168, 16384}).to_string(),
+            "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
   EXPECT_EQ(default_config(e8, sm90a(), {4096, 2112, 16384}).block_n, 192);
   EXPECT_EQ(default_config(spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32"), sm90a(),
                            {4096, 7168, 16384})
@@ -214,7 +228,7 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   const TileConfig c192 = config(128, 192, 128, 5, 8, 1);
   EXPECT_TRUE(sm90_check_config(block, sm90a(), c192).ok()) << sm90_check_config(block, sm90a(), c192).to_string();
   EXPECT_TRUE(sm90_promotes(block, c192));
-  EXPECT_FALSE(sm90_staged_scales(block, c192));
+  EXPECT_TRUE(sm90_staged_scales(block, c192));  // both blocks' b words in the slot (session 17)
   EXPECT_TRUE(sm90_check_config(block, sm90a(), config(128, 192, 128, 4, 8, 1, 2)).ok());
   EXPECT_FALSE(sm90_promotes(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), c192));
   EXPECT_FALSE(sm90_promotes(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), c192));
@@ -237,7 +251,7 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   TileConfig split256 = config(128, 256, 128, 4, 8, 1);
   split256.split_k = 2;
   EXPECT_THAT(sm90_check_config(block, sm90a(), split256).message(), HasSubstr("split_k=2"));
-  EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).block_n, 128);
+  EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).block_n, 256);  // session 17
   // The tuner's space offers the 256-column block tiles (plain, clustered, TMA stores, one consumer).
   int wide_offered = 0;
   for (const TileConfig& c : sm90_config_space(block, sm90a()))
@@ -246,7 +260,7 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   EXPECT_EQ(default_config(spec_of("gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16"),
                            sm90a(), {4224, 2048, 8192})
                 .to_string(),
-            "bm128_bn256_bk128_s3_w8x1_g8_t");
+            "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
   // Split-K on 192-column block warpgroups spills (ptxas): refused, naming the way out.
   TileConfig split = config(128, 192, 128, 4, 8, 1);
   split.split_k = 2;
@@ -283,7 +297,10 @@ TEST(Sm90PlanOddNTest, TheDefaultTakesNarrowTilesWhereTheyFillTheWavesBetter) {
     EXPECT_EQ(c.block_k, 128) << text;
     EXPECT_TRUE(sm90_promotes(s, c)) << text;
     EXPECT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << text;
-    for (const ProblemSizes& z : others) EXPECT_EQ(sm90_default_config(s, sm90a(), z).block_n, 128) << text << " n=" << z.n;
+    // Whole 256-column tiles: 128 x 256 with 16-bit outputs (session 17), the two-atom 128 x 128 with f32.
+    const int wide = s.out.format == Format::kF32 ? 128 : 256;
+    for (const ProblemSizes& z : others)
+      EXPECT_EQ(sm90_default_config(s, sm90a(), z).block_n, wide) << text << " n=" << z.n;
   }
 }
 
