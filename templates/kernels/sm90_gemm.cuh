@@ -103,8 +103,9 @@
 //    aligned, else a word per block; E8M0: the one aligned word holding the stage's bytes) and b-scales
 //    (one word per consumer column and 128-column block it touches: two for 192- and 256-column
 //    warpgroups) into a slot beside the ring, and arrives on full[s] through
-//    cp.async.mbarrier.arrive.noinc (stage_scale_copies). The consumers read 2 * kMmaM + 1 shared words
-//    per atom after the full wait instead of issuing global loads; E8M0 words are decoded with a shift.
+//    cp.async.mbarrier.arrive.noinc (stage_scale_copies). The consumers read 2 * kMmaM + kBBlocks shared
+//    words per atom after the full wait instead of issuing global loads; E8M0 words are decoded with a
+//    shift.
 // 9. Grouped GEMMs (Config::kGrouping offsets or masked; common/gemm_params.cuh "Grouped GEMMs"). The
 //    per-expert row counts live on the device, so warp 0 of every CTA builds a table in shared memory
 //    before the first barrier (build_groups): per expert, its first row of X / Y, its row count
@@ -336,7 +337,8 @@ struct Gemm {
   static_assert(
       !kStagedScales || !kBlockB || kWgsN * kBBlocks <= 4,
       "staged b scales: at most 4 words per atom (a word per consumer column and 128-column block)");
-  static constexpr int kScaleAtomWords = kBlockM + 4;  // a: one word per tile row; b: one per warpgroup column
+  // a: one word per tile row; b: one per consumer column and 128-column block it touches (<= 4)
+  static constexpr int kScaleAtomWords = kBlockM + 4;
   static constexpr int kScaleAtomBytes = 4 * kScaleAtomWords;
   // Section 11: MXFP8's E8M0 scales, decoded to f32 by the producer warp into a slot per stage: per
   // k-step (one 32-wide scale block), a's scale of every tile row, then b's of every column, each
@@ -501,7 +503,7 @@ struct Gemm {
   static_assert(!kBlockB || kBOneBlock || (kWgTileN == 192 && kBlockN % 64 == 0 && !kSplit) ||
                     (kHalfPart && kBlockN % 256 == 0 && !kSplit),
                 "block128x128 b scales: a consumer warpgroup's columns lie in one 128-column scale block, or "
-                "in 64-column segments that each do (section 7; not with split-K), or 256 "
+                "in 64-column segments that each do (192 columns, section 7; not with split-K), or 256 "
                 "columns in two whole blocks (section 14; no split-K)");
 
   struct Smem {
@@ -892,7 +894,8 @@ struct Gemm {
   // ---- staged block scales (section 8) ----------------------------------------------------------
 
   // The scale rows one producer lane copies for a tile: a's tile rows lane, lane + 32, ... (clamped to
-  // M - 1) and, on lanes < kWgsN, b's 128-column block of consumer column `lane` (clamped to N - 1).
+  // M - 1) and, on lanes j < kWgsN * kBBlocks, b's 128-column block g = j % kBBlocks of consumer column
+  // j / kBBlocks (the block of its column 0 or 128, clamped to N - 1).
   static constexpr int kScaleRowsPerLane = kBlockM / 32;
   struct ScaleSrc {
     int a[kScaleRowsPerLane];
@@ -950,7 +953,8 @@ struct Gemm {
   }
 
   // A stage's scale slot: a's scales of tile row r at words kAtoms * r + t (atom t = K block kt + t <
-  // k_end), then b's of consumer column j at words kAtoms * kBlockM + 4 * t + j. E8M0 scales keep a stage's
+  // k_end), then b's block g of consumer column c at words kAtoms * kBlockM + 4 * t + kBBlocks * c + g
+  // (scale_sources' lane j = kBBlocks * c + g). E8M0 scales keep a stage's
   // blocks in the word of atom 0 (kt is even when kAtoms = 2: blocks kt, kt + 1 share an aligned word).
   // f32 a-scales of a whole two-atom stage are one 8-byte copy per row where the tensor allows it: with
   // one 4-byte copy per row and atom, the copies' L1 requests cost the 128 x 128 block kernel ~9% at M =

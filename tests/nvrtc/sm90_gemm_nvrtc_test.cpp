@@ -197,9 +197,12 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
     int compiled = 0;
     for (const TileConfig& cfg : sm90_config_space(s, sm90a())) {
       EXPECT_TRUE(sm90_promotes(s, cfg)) << c.spec << " " << cfg.to_string();
+      // One config per shape and scale path: since session 17 most configs stage their scales, and the
+      // deepest rings that leave no room for the slots keep the per-thread loads.
       const std::string shape = std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + "k" +
                                 std::to_string(cfg.block_k) + "w" + std::to_string(cfg.warps_m) + "x" +
-                                std::to_string(cfg.warps_n) + "c" + std::to_string(cfg.cluster_m) + ";";
+                                std::to_string(cfg.warps_n) + "c" + std::to_string(cfg.cluster_m) +
+                                (sm90_staged_scales(s, cfg) ? "s" : "g") + ";";
       if (seen.find(shape) != std::string::npos) continue;
       seen += shape;
       const CompileResult r = compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
@@ -359,6 +362,29 @@ TEST(Sm90BlockScaleNvrtcTest, Block256TilesPromoteInHalvesWithoutSpills) {
   EXPECT_THAT(st.to_string(), HasSubstr("split_k=2"));
   TileConfig two_atoms = v4_config(128, 256, 256, 2, 8, 1);
   EXPECT_FALSE(sm90_check_config(block, sm90a(), two_atoms).ok());
+}
+
+// The per-thread global loads of two b blocks (section 7's b1: a 192-column warpgroup) still compile where
+// the staged slots do not fit: a grouped 64 x 192 ring of 7 stages whose expert table leaves no room.
+TEST(Sm90BlockScaleNvrtcTest, UnstagedTwoBlockWarpgroupsLoadTheirOwnScales) {
+  const TileConfig cfg = v4_config(64, 192, 128, 7, 4, 1);
+  for (const char* spec :
+       {"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+        "grouped_gemm[experts=8,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "
+        "out=bf16"}) {
+    const KernelSpec s = spec_of(spec);
+    ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
+    EXPECT_FALSE(sm90_staged_scales(s, cfg)) << spec;
+    const CompileResult r = compile_ok(s, cfg, std::string(spec) + " " + cfg.to_string(), /*want_ptx=*/true);
+    EXPECT_THAT(r.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3")) << spec;
+    EXPECT_THAT(r.ptx, Not(HasSubstr("cp.async.mbarrier.arrive.noinc"))) << spec;
+    EXPECT_THAT(r.ptx, HasSubstr(std::string(spec).find("ue8m0") == std::string::npos ? "ld.global.nc.f32"
+                                                                                      : "ld.global.nc.u8"))
+        << spec;
+  }
+  // Two experts fewer and the slots fit: staged.
+  EXPECT_TRUE(sm90_staged_scales(
+      spec_of("grouped_gemm[experts=2,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), cfg));
 }
 
 // What `kiln compile --arch sm_90a --emit ptx examples/specs/fp8_block_gemm.kiln` shows: the default

@@ -91,6 +91,40 @@ TEST(EmitTest, Sm80UnitCarriesTheConfigAndArch) {
   EXPECT_EQ(k.smem_bytes, 3 * (64 + 256) * 128);
 }
 
+// The sm90 unit says whether the block scales are staged exactly when the planner does (session 17: every
+// block-scaled tile whose scale slots fit beside the ring), and its shared-memory size counts the slots.
+TEST(EmitTest, Sm90UnitStagesBlockScalesWhereThePlannerDoes) {
+  const auto tile = [](int bn, int stages, int tma) {
+    TileConfig c;
+    c.block_m = 128;
+    c.block_n = bn;
+    c.block_k = 128;
+    c.stages = stages;
+    c.warps_m = 8;
+    c.warps_n = 1;
+    c.group_m = 8;
+    c.tma_store = tma;
+    return c;
+  };
+  const char* const block = "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16";
+  const std::string flag = "static constexpr bool kStagedScales = true;";
+  // Fits: 128 x 256 with TMA stores, 128 x 128 with 6 stages.
+  const EmittedKernel wide = emit_ok(block, KernelFamily::kSm90Gemm, tile(256, 3, 1), "sm_90a");
+  EXPECT_EQ(count(wide.source, flag), 1);
+  EXPECT_EQ(wide.smem_bytes, 3 * ((128 + 256) * 128 + 4 * 132) + 16 * 3 + 128 * 256 * 2 + 1024);
+  EXPECT_EQ(count(emit_ok(block, KernelFamily::kSm90Gemm, tile(128, 6, 0), "sm_90a").source, flag), 1);
+  // The same 6 stages beside a staged output tile leave no room: the consumers load the scales.
+  const EmittedKernel full = emit_ok(block, KernelFamily::kSm90Gemm, tile(128, 6, 1), "sm_90a");
+  EXPECT_EQ(count(full.source, flag), 0);
+  EXPECT_EQ(full.smem_bytes, 6 * 256 * 128 + 16 * 6 + 128 * 128 * 2 + 1024);
+  // No block scales, nothing to stage.
+  EXPECT_EQ(
+      count(emit_ok("gemm a=e4m3:m b=e4m3:n out=bf16", KernelFamily::kSm90Gemm, tile(128, 6, 0), "sm_90a")
+                .source,
+            flag),
+      0);
+}
+
 TEST(EmitTest, PastesNoSpecText) {
   const std::string text = "gemm a=f16 b=f16 out=f16";
   const EmittedKernel k = emit_ok(text, KernelFamily::kSm80Gemm, TileConfig{}, "sm_80");
