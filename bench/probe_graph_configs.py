@@ -16,20 +16,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bench_slice import kiln, kiln_dense  # noqa: E402
 
-DEVICE = {"cc": 90, "codegen_version": 3, "driver": "13.0", "gpu_name": "NVIDIA H200", "nvrtc_major": 13,
-          "sm_count": 132}
-BUCKETS = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096]
+# The tuning rows' device identity: the one kiln's H200 table is keyed by (tuner/pretuned/h200.json).
+with open(os.path.join(os.path.dirname(HERE), "tuner", "pretuned", "h200.json")) as f:
+    DEVICE = json.load(f)["tunings"][0]["device"]
 
 
-def bucket(m):
-    return next(b for b in BUCKETS if b >= m) if m <= BUCKETS[-1] else BUCKETS[-1]
+def ran_bucket(desc, m):
+    """The plan's M bucket for m rows (Plan.describe: buckets are the first m_max >= m)."""
+    return next((b for b in desc.get("buckets", []) if m <= b["m_max"]), desc.get("buckets", [{}])[-1])
 
 
 def run_one(shape, cfg):
     d = tempfile.mkdtemp(prefix="kiln-probe-")
     if cfg is not None:
+        # (Planned in a cache of its own: d's tuning store must first be opened after the import.)
+        desc = kiln.Runtime(cache_dir=tempfile.mkdtemp(prefix="kiln-probe-")).plan(
+            shape["spec"], n=shape["n"], k=shape["k"]).describe()
+        m_bucket = ran_bucket(desc, shape["m"])["m_max"]
         row = {"candidates": 1, "config": cfg, "device": DEVICE, "experts": 0, "family": "sm90_gemm",
-               "k": shape["k"], "m_bucket": bucket(shape["m"]), "median_us": 1.0, "n": shape["n"],
+               "k": shape["k"], "m_bucket": m_bucket, "median_us": 1.0, "n": shape["n"],
                "spec": shape["spec"], "tuned_unix": 1800000000}
         path = os.path.join(d, "row.json")
         with open(path, "w") as f:
@@ -41,11 +46,11 @@ def run_one(shape, cfg):
     rt = kiln.Runtime(cache_dir=d)
     M, N, K = shape["m"], shape["n"], shape["k"]
     ms, err, unwritten, desc = kiln_dense(rt, shape["spec"], M, N, K, shape["fmt"])
-    ran = next((b for b in desc.get("buckets", []) if M <= b["m_max"]), {})
-    name = ran.get("config_name", ran.get("config", "?"))
+    ran = ran_bucket(desc, M)
+    name = ran.get("config", "?")
     elem = 1 if shape["fmt"] != "bf16" else 2
     gbs = (M * K * elem + N * K * elem + M * N * 2) / (ms * 1e-3) / 1e9
-    return f"{ms * 1e3:8.2f} us {gbs:7.0f} GB/s err {err:.2e} unwritten {unwritten} ran {name} ({ran.get('source', '?')})"
+    return f"{ms * 1e3:8.2f} us {gbs:7.0f} GB/s err {err:.2e} unwritten {unwritten} ran {name}"
 
 
 def main():

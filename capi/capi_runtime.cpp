@@ -29,6 +29,19 @@ constexpr size_t kOperandsV3 = offsetof(kiln_operands, bias);
 // ... and the epilogue's vectors bias .. up_bias (epilogues issue, kiln 0.4).
 constexpr size_t kOperandsV4 = sizeof(kiln_operands);
 
+// The workspace-size queries: bytes = plan's `size` for m rows (0 on any error).
+kiln_status workspace_query(const char* what, kiln_plan plan, int64_t m, size_t* bytes,
+                            size_t (kiln::Plan::*size)(int64_t) const) {
+  return guard(what, [&]() -> Status {
+    KILN_RETURN_IF_ERROR(require(bytes, "bytes"));
+    *bytes = 0;
+    KILN_RETURN_IF_ERROR(require(plan, "plan"));
+    if (m < 0) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 0");
+    *bytes = (plan->plan.*size)(m);
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -138,25 +151,12 @@ kiln_status kiln_plan_compile(kiln_plan plan, int64_t m) {
 }
 
 kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes) {
-  return guard("kiln_plan_workspace_size", [&]() -> Status {
-    KILN_RETURN_IF_ERROR(require(bytes, "bytes"));
-    *bytes = 0;
-    KILN_RETURN_IF_ERROR(require(plan, "plan"));
-    if (m < 0) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 0");
-    *bytes = plan->plan.workspace_bytes(m);
-    return Status::Ok();
-  });
+  return workspace_query("kiln_plan_workspace_size", plan, m, bytes, &kiln::Plan::workspace_bytes);
 }
 
 kiln_status kiln_plan_mx_prepass_workspace_size(kiln_plan plan, int64_t m, size_t* bytes) {
-  return guard("kiln_plan_mx_prepass_workspace_size", [&]() -> Status {
-    KILN_RETURN_IF_ERROR(require(bytes, "bytes"));
-    *bytes = 0;
-    KILN_RETURN_IF_ERROR(require(plan, "plan"));
-    if (m < 0) return InvalidArgument("m is " + std::to_string(m) + "; it must be >= 0");
-    *bytes = plan->plan.mx_prepass_workspace_bytes(m);
-    return Status::Ok();
-  });
+  return workspace_query("kiln_plan_mx_prepass_workspace_size", plan, m, bytes,
+                         &kiln::Plan::mx_prepass_workspace_bytes);
 }
 
 kiln_status kiln_plan_describe(kiln_plan plan, char* buf, size_t buf_size, size_t* needed) {

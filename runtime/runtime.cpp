@@ -228,11 +228,8 @@ size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
 
 size_t Plan::workspace_bytes(int64_t m) const { return impl_->workspace_bytes(bucket_index(m), m); }
 
-// The bf16 plan's bucket for m rows of X: grouped plans pick it by rows per expert (bucket_rows).
-static int prepass_bucket(const PlanImpl& p, int64_t m) {
-  const int64_t experts = p.spec.op == Op::kGroupedGemm ? std::max(p.spec.experts, 1) : 1;
-  return bucket_index((m + experts - 1) / experts);
-}
+// The bf16 plan's bucket for m rows of X: grouped plans pick it by rows per expert, as tunings do.
+static int prepass_bucket(const PlanImpl& p, int64_t m) { return bucket_index(tuning_rows(p.spec, m)); }
 
 TileConfig Plan::mx_prepass_config_for(int64_t m) const {
   const PlanImpl* g = impl_->prepass_gemm.get();

@@ -22,7 +22,6 @@ constexpr int kMaxAccRegs = 128;   // f32 accumulators (+ partials) per consumer
 constexpr int kMaxPromotedBlockRegs = 192;  // the same for block-scaled one-atom tiles (64 x 192 per warpgroup)
 constexpr int kBarrierBytes = 16;  // full + empty mbarrier per stage
 constexpr int kAlignSlack = 1024;  // the ring starts on a 1024-byte boundary
-constexpr int kSm90SmemPerBlock = 232448;  // sm_90a's dynamic shared memory per block (227 KB)
 constexpr int kSms = 132;  // H100 SXM / H200: only to judge "enough tiles"; the launch uses the device's
 // The dequantizing producer (the kernel's section 13): two warpgroups (warp 0 stages, the other seven
 // convert) and a staging ring of two 128-K atoms.
@@ -262,7 +261,9 @@ bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg) {
   // One-atom tiles with 1 or 2 consumers (session 17): staged wherever the slots fit beside the ring
   // (4 (block_m + 4) bytes per stage), which was 3-11% faster than the consumers' own global loads at
   // M = 128 .. 8192 (bench/NOTES.md session 17). A ring that fills shared memory keeps those loads.
-  return sm90_smem_bytes_with_slots(spec, cfg, /*staged_slots=*/true) <= kSm90SmemPerBlock;
+  // (The sm90 family compiles for sm_90a only.)
+  return sm90_smem_bytes_with_slots(spec, cfg, /*staged_slots=*/true) <=
+         Arch{9, 0, true}.max_smem_per_block();
 }
 
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {

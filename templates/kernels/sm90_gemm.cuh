@@ -247,8 +247,8 @@ struct ConfigTmaStore<Config, typename VoidOf<decltype(Config::kTmaStore)>::type
   static constexpr bool kValue = Config::kTmaStore;
 };
 
-// Whether the host staged the block scales of a one-atom config (section 8): `static constexpr bool
-// kStagedScales`, emitted where the scale slots fit beside the ring (sm90_staged_scales).
+// Whether the host stages the block scales (section 8): `static constexpr bool kStagedScales`, emitted
+// where sm90_staged_scales says so.
 template <class Config, class = void>
 struct ConfigStagedScales {
   static constexpr bool kValue = false;
@@ -328,12 +328,14 @@ struct Gemm {
   static constexpr bool kHalfPart =
       kPromote && kBlockScaled && kAtoms == 1 && kMmaM == 1 && kWgTileN == 256 && kConsumers <= 2;
   static constexpr int kPartRegs = kHalfPart ? kAccRegs / 2 : kAccRegs;  // partial registers per slab
-  // Section 8: the v4 mainloops stage block scales through shared memory (a producer warp copies them
-  // into a slot per stage): two-atom stages, three consumer warpgroups, and (session 17) one-atom tiles
-  // whose slots fit beside the ring (the host says so: Config::kStagedScales). The rest keep the
-  // per-thread global loads of section 7.
-  static constexpr bool kStagedScales =
-      kBlockScaled && (kAtoms == 2 || kConsumers == 3 || ConfigStagedScales<Config>::kValue);
+  // Section 8: block scales staged through shared memory (a producer warp copies them into a slot per
+  // stage) where the host says so (Config::kStagedScales, sm90_staged_scales: two-atom stages, three
+  // consumer warpgroups, and one-atom tiles whose slots fit beside the ring). The rest keep the
+  // per-thread global loads of section 7, which the two-atom and three-consumer mainloops do not have.
+  static constexpr bool kStagedScales = kBlockScaled && ConfigStagedScales<Config>::kValue;
+  static_assert(!kBlockScaled || kStagedScales || (kAtoms == 1 && kConsumers <= 2),
+                "block-scaled two-atom stages and three consumer warpgroups read staged scales only: the "
+                "config must set kStagedScales (the emitter does, from sm90_staged_scales)");
   static_assert(
       !kStagedScales || !kBlockB || kWgsN * kBBlocks <= 4,
       "staged b scales: at most 4 words per atom (a word per consumer column and 128-column block)");
