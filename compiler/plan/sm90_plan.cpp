@@ -441,12 +441,27 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   };
   // At most one stage is given up for the staged tile (measured: 4 -> 3 on the wide tile, 3 -> 2 on the
   // two-atom block tile); an f32 tile that would halve the wide ring keeps the direct epilogue.
-  auto finish = [&](TileConfig c) {
+  // Block-scaled rings that fill shared memory leave no room for the scale slots (the kernel then loads
+  // each K block's scales per thread from global memory); one stage fewer stages them. Measured on the
+  // H200 for the 128 x 128 square (bench/NOTES.md session 18, `kiln run --repeats 30`, twice each):
+  // 300 x 7168 x 7168 63.6 -> 54.4 us with TMA stores (6 -> 5 stages), 69.0 -> 57.5 without (7 -> 6);
+  // 128 x 7168 x 7168 35.3 -> 31.8 / 37.7 -> 31.4; 512 x 4096 x 7168 34.6 -> 31.2 / 38.4 -> 33.2;
+  // 300 x 2112 x 7168 32.9 -> 29.0 / 35.2 -> 29.8.
+  auto deepest = [&](TileConfig c) {
     c.stages = max_stages(spec, arch, c);
+    if (c.stages >= 4 && sm90_block_scaled(spec) && !sm90_staged_scales(spec, c)) {
+      TileConfig fewer = c;
+      fewer.stages = c.stages - 1;
+      if (sm90_staged_scales(spec, fewer)) return fewer;
+    }
+    return c;
+  };
+  auto finish = [&](TileConfig c) {
+    c = deepest(c);
     if (tma_store) {
       TileConfig t = c;
       t.tma_store = 1;
-      t.stages = max_stages(spec, arch, t);
+      t = deepest(t);
       if (t.stages >= c.stages - 1 && sm90_check_config(spec, arch, t).ok()) return t;
     }
     return c;

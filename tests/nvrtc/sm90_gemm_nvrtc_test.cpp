@@ -423,7 +423,7 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   // with ue8m0 scales or a grid under two waves; v4's two-atom clustered tile otherwise); 64-row tiles for
   // small M.
   const TileConfig big = default_config(block, sm90a(), {300, 7168, 7168});
-  EXPECT_EQ(big.to_string(), "bm128_bn128_bk128_s6_w8x1_g8_t");
+  EXPECT_EQ(big.to_string(), "bm128_bn128_bk128_s5_w8x1_g8_t");
   EXPECT_EQ(big.block_m, 128);
   EXPECT_EQ(big.block_n, 128);
   EXPECT_EQ(big.warps_m, 8);
