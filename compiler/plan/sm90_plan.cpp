@@ -520,7 +520,8 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
       return b192;
   }
   // Medium problems, and large block-scaled ones the rules above did not take (N not a multiple of 256,
-  // f32 outputs): 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages.
+  // f32 outputs): 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages (6 with block scales, so
+  // that their slots fit: `deepest` above).
   // Large block-scaled problems with f32 scales: 128 x 128 with two 128-K atoms per stage (the second
   // atom's wgmmas overlap the first's promotion) and scales staged in shared memory, in clusters of 2
   // (B multicast). Measured on the H200 (2026-11-29, bench/NOTES.md v4): 1170 vs 967 TFLOP/s at

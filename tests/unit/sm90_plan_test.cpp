@@ -166,7 +166,7 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
                 .to_string(),
             "bm128_bn128_bk256_s3_w8x1_g8_c2");
   // The 128 x 128 square gives up its seventh stage so that the block scales are staged beside the ring
-  // (bench/NOTES.md session 18: 12-17% faster at M = 128 .. 512); with TMA stores 5 stages instead of 6.
+  // (bench/NOTES.md session 18: 10-17% faster at M = 128 .. 512); with TMA stores 5 stages instead of 6.
   const TileConfig square = default_config(block, sm90a(), {128, 7168, 16384});
   EXPECT_EQ(square.to_string(), "bm128_bn128_bk128_s6_w8x1_g8");
   EXPECT_TRUE(sm90_staged_scales(block, square));
