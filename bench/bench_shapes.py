@@ -112,6 +112,28 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
     return ms, err, unwritten, plan.describe(), weight_bytes
 
 
+def fast_accum_anchors(M, N, K):
+    """ms per call: cuBLAS FP8 tensor / row scales with fast accumulation (no promotion), the like-for-like
+    anchors of kiln's unpromoted FP8 tensor / row paths. anchors.dense_anchors times the promoted default;
+    these are the same calls with use_fast_accum=True, inputs built the same way."""
+    import torch
+    n_copies = anchors.copies_for(2 * (M * K + N * K))
+    xq = [anchors.fp8_rowwise(torch.randn(M, K, device=anchors.dev, dtype=torch.bfloat16)) for _ in range(n_copies)]
+    wq = [anchors.fp8_rowwise(torch.randn(N, K, device=anchors.dev, dtype=torch.bfloat16)) for _ in range(n_copies)]
+    one = torch.ones((), device=anchors.dev)
+    r = {}
+    try:
+        r["fp8_tensor_fast"] = anchors.bench_graph(
+            [lambda a=a, b=b: torch._scaled_mm(a[0], b[0].t(), one, one, out_dtype=torch.bfloat16, use_fast_accum=True)
+             for a, b in zip(xq, wq)])
+        r["fp8_row_fast"] = anchors.bench_graph(
+            [lambda a=a, b=b: torch._scaled_mm(a[0], b[0].t(), a[1], b[1].t(), out_dtype=torch.bfloat16,
+                                               use_fast_accum=True) for a, b in zip(xq, wq)])
+    except Exception as e:  # report, do not hide: the rows then have no anchor
+        r["fp8_fast_error"] = str(e)[:300]
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=None, help="shapes.json (default: the one next to anchors.py)")
@@ -149,6 +171,7 @@ def main():
         flop = 2.0 * M * N * K
         anc = anchors.dense_anchors(M, N, K)
         anc.update(anchors.mxfp4_eager_anchor(M, N, K))
+        anc.update(fast_accum_anchors(M, N, K))
         results.append({"shape": [M, N, K], "anchors": anc})
         for name, spec, fmt, anchor_key, ab, bb in DENSE_SPECS:
             if fmt == "fp8_block" and K % 128:
