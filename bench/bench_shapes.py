@@ -5,8 +5,9 @@ Usage (GPU machine, after building; kiln through libkiln.so via KILN_LIBRARY or 
 Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
 
 Dense shapes [M, N, K]: kiln bf16, FP8 tensor, FP8 row (m x n), FP8 DeepSeek blocks (K % 128 == 0),
-MXFP8 and bf16 x MXFP4 weights, against anchors.dense_anchors (cuBLAS bf16 / FP8 tensor / row / block),
-kiln's own FP8 block path (MXFP8: Hopper has no MXFP8 in cuBLAS) and anchors.mxfp4_eager_anchor. MoE layers (one expert GEMM of a routed layer, rows = tokens x topk routed
+MXFP8 and bf16 x MXFP4 weights, against anchors.dense_anchors (cuBLAS bf16 / FP8 block; its FP8 tensor / row
+calls, which promote, stay in the table), cuBLAS FP8 tensor / row with fast accumulation (fast_accum_anchors: the
+like-for-like anchors of kiln's unpromoted FP8 tensor / row paths), kiln's own FP8 block path (MXFP8: Hopper has no MXFP8 in cuBLAS) and anchors.mxfp4_eager_anchor. MoE layers (one expert GEMM of a routed layer, rows = tokens x topk routed
 by anchors.routing, the same split for kiln): kiln grouped bf16, FP8 row and bf16 x MXFP4, against
 anchors.grouped_anchors (torch _grouped_mm bf16, _scaled_grouped_mm FP8 rowwise, a per-expert loop).
 Every kiln path timed is first checked against a float64 torch reference on the same inputs (relative
