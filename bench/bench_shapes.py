@@ -7,7 +7,8 @@ Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is 
 Dense shapes [M, N, K]: kiln bf16, FP8 tensor, FP8 row (m x n), FP8 DeepSeek blocks (K % 128 == 0),
 MXFP8 and bf16 x MXFP4 weights, against anchors.dense_anchors (cuBLAS bf16 / FP8 block; its FP8 tensor / row
 calls, which promote, stay in the table), cuBLAS FP8 tensor / row with fast accumulation (fast_accum_anchors: the
-like-for-like anchors of kiln's unpromoted FP8 tensor / row paths), kiln's own FP8 block path (MXFP8: Hopper has no MXFP8 in cuBLAS) and anchors.mxfp4_eager_anchor. MoE layers (one expert GEMM of a routed layer, rows = tokens x topk routed
+anchors of kiln's FP8 tensor / row rows where the plan's bucket accumulates fast, per its describe_json;
+promoted buckets keep the promoted anchors), kiln's own FP8 block path (MXFP8: Hopper has no MXFP8 in cuBLAS) and anchors.mxfp4_eager_anchor. MoE layers (one expert GEMM of a routed layer, rows = tokens x topk routed
 by anchors.routing, the same split for kiln): kiln grouped bf16, FP8 row and bf16 x MXFP4, against
 anchors.grouped_anchors (torch _grouped_mm bf16, _scaled_grouped_mm FP8 rowwise, a per-expert loop).
 Every kiln path timed is first checked against a float64 torch reference on the same inputs (relative
@@ -46,6 +47,14 @@ def family_of(desc, rows):
         if rows <= b["m_max"]:
             return b.get("family", desc.get("family", "?"))
     return desc.get("family", "?")
+
+
+def fp8_accumulation(desc, rows):
+    """"fast" or "promoted" for the FP8 wgmma bucket a plan runs for `rows` (Plan::describe_json), else None."""
+    for b in desc.get("buckets", []):
+        if rows <= b["m_max"]:
+            return b.get("fp8_accumulation")
+    return None
 
 
 def rel_err(out, ref):
@@ -182,6 +191,11 @@ def main():
             except Exception as e:  # report, do not hide
                 results.append({"shape": [M, N, K], "name": name, "error": str(e)[:300]})
                 continue
+            # FP8 tensor / row: the anchor that accumulates as the kernel kiln runs here does (the issue's
+            # "compare with the anchor that does the same"): cuBLAS fast accumulation where kiln's bucket adds
+            # into wgmma's FP8 accumulator, cuBLAS's promoted default where it promotes or accumulates in f32.
+            if anchor_key.endswith("_fast") and fp8_accumulation(desc, M) != "fast":
+                anchor_key = anchor_key[:-len("_fast")]
             anchor_ms = anc.get(anchor_key)
             if anchor_key.startswith("kiln "):  # a kiln path timed above on this shape
                 anchor_ms = next((r["ms"] for r in rows if r["shape"] == [M, N, K] and

@@ -7,9 +7,10 @@ and bench_shapes.py to compile every plan on a thread pool before it times anyth
 DENSE_SPECS = (
     # (name, spec, fmt, anchor key, bytes per A element, bytes per B element)
     ("bf16", "gemm a=bf16 b=bf16 out=bf16", "bf16", "bf16", 2, 2),
-    # kiln's FP8 tensor / row paths accumulate without promotion (wgmma's FP8 accumulator, like cuBLAS's
-    # fast accumulation): their like-for-like anchors are torch _scaled_mm with use_fast_accum=True
-    # (bench_shapes.fast_accum_anchors). The default _scaled_mm (promoted) rows stay in the table.
+    # FP8 tensor / row: kiln's wide sm90 tiles add into wgmma's FP8 accumulator (cuBLAS's fast
+    # accumulation), narrower ones promote; bench_shapes.py takes "fp8_tensor_fast" / "fp8_row_fast"
+    # (torch _scaled_mm with use_fast_accum=True, bench_shapes.fast_accum_anchors) where the plan's bucket
+    # says "fast" (describe_json's fp8_accumulation) and the promoted default anchor otherwise.
     ("e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3", "fp8_tensor_fast", 1, 1),
     ("e4m3 row", "gemm a=e4m3:m b=e4m3:n out=bf16", "fp8_row", "fp8_row_fast", 1, 1),
     ("e4m3 block", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "fp8_block", "fp8_block", 1, 1),

@@ -110,6 +110,9 @@ class Plan {
   // Compiles and loads the plan's kernels (before graph capture).
   Status prepare() const;
   Status run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const;
+  // JSON: spec, family, arch, n, k, and per M bucket its m_max and config (+ "family" where the bucket runs
+  // another family; + "fp8_accumulation": "promoted" or "fast" for FP8 kernels of the sm90 family, "fast"
+  // meaning wgmma's own FP8 accumulator as in cuBLAS's fast accumulation); "mx_prepass" where it applies.
   std::string describe_json() const;
 
  private:

@@ -847,6 +847,37 @@ TEST_F(TunedConfigsTest, UntunedShapesAreRecordedWhenAsked) {
   EXPECT_EQ((*rows)[0].seen, 1);
 }
 
+// Hopper issue: describe_json says per sm90 bucket whether an FP8 kernel promotes its accumulator or adds
+// into wgmma's FP8 accumulator (like cuBLAS's fast accumulation), so a benchmark can pick the anchor that
+// does the same. No GPU needed: planning only.
+TEST(DescribeTest, NamesTheFp8AccumulationOfEachSm90Bucket) {
+  auto rt = runtime();
+  const Arch sm90a = arch_of("sm_90a");
+  auto buckets_of = [&](const char* text, int64_t n, int64_t k) {
+    auto p = rt->plan(*parse_spec(text), {4096, n, k}, sm90a);
+    EXPECT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    std::map<int64_t, nlohmann::json> out;
+    if (!p.ok()) return out;
+    const nlohmann::json j = nlohmann::json::parse(p->describe_json());
+    for (const auto& b : j["buckets"]) out[b["m_max"].get<int64_t>()] = b;
+    return out;
+  };
+  // FP8 tensor scales: the 128 x 256 tile (128 accumulators) accumulates fast; the 128 x 128 square of
+  // medium M (64 accumulators) promotes.
+  auto tensor = buckets_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 7168, 16384);
+  ASSERT_FALSE(tensor.empty());
+  EXPECT_EQ(tensor[4096]["fp8_accumulation"], "fast") << tensor[4096].dump();
+  EXPECT_EQ(tensor[512]["fp8_accumulation"], "promoted") << tensor[512].dump();
+  // Block scales always promote.
+  for (const auto& [m, b] : buckets_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 16384)) {
+    if (b.contains("family")) continue;  // a portable bucket: plain f32 accumulation, no field
+    EXPECT_EQ(b["fp8_accumulation"], "promoted") << m << " " << b.dump();
+  }
+  // bf16 has no field.
+  for (const auto& [m, b] : buckets_of("gemm a=bf16 b=bf16 out=bf16", 7168, 16384))
+    EXPECT_FALSE(b.contains("fp8_accumulation")) << m << " " << b.dump();
+}
+
 // Hopper issue: a plan of the sm90 family runs the heuristic's buckets of grouped FP8 (tensor / row)
 // at <= 16 rows per expert on the portable family, where it measured faster; tuned or pinned buckets,
 // other specs and other archs keep one family. No GPU needed: planning only.
