@@ -51,10 +51,11 @@ def family_of(desc, rows):
 
 def fp8_accumulation(desc, rows):
     """"fast" or "promoted" for the FP8 wgmma bucket a plan runs for `rows` (Plan::describe_json), else None."""
-    for b in desc.get("buckets", []):
+    buckets = desc.get("buckets", [])
+    for b in buckets:
         if rows <= b["m_max"]:
             return b.get("fp8_accumulation")
-    return None
+    return buckets[-1].get("fp8_accumulation") if buckets else None  # past the last bucket: it runs the last
 
 
 def rel_err(out, ref):
@@ -131,16 +132,18 @@ def fast_accum_anchors(M, N, K):
     xq = [anchors.fp8_rowwise(torch.randn(M, K, device=anchors.dev, dtype=torch.bfloat16)) for _ in range(n_copies)]
     wq = [anchors.fp8_rowwise(torch.randn(N, K, device=anchors.dev, dtype=torch.bfloat16)) for _ in range(n_copies)]
     one = torch.ones((), device=anchors.dev)
+    calls = {
+        "fp8_tensor_fast": lambda a, b: torch._scaled_mm(a[0], b[0].t(), one, one, out_dtype=torch.bfloat16,
+                                                         use_fast_accum=True),
+        "fp8_row_fast": lambda a, b: torch._scaled_mm(a[0], b[0].t(), a[1], b[1].t(), out_dtype=torch.bfloat16,
+                                                      use_fast_accum=True),
+    }
     r = {}
-    try:
-        r["fp8_tensor_fast"] = anchors.bench_graph(
-            [lambda a=a, b=b: torch._scaled_mm(a[0], b[0].t(), one, one, out_dtype=torch.bfloat16, use_fast_accum=True)
-             for a, b in zip(xq, wq)])
-        r["fp8_row_fast"] = anchors.bench_graph(
-            [lambda a=a, b=b: torch._scaled_mm(a[0], b[0].t(), a[1], b[1].t(), out_dtype=torch.bfloat16,
-                                               use_fast_accum=True) for a, b in zip(xq, wq)])
-    except Exception as e:  # report, do not hide: the rows then have no anchor
-        r["fp8_fast_error"] = str(e)[:300]
+    for key, call in calls.items():
+        try:
+            r[key] = anchors.bench_graph([lambda a=a, b=b, call=call: call(a, b) for a, b in zip(xq, wq)])
+        except Exception as e:  # report, do not hide: those rows then have no anchor
+            r[key + "_error"] = str(e)[:300]
     return r
 
 

@@ -387,9 +387,10 @@ std::string Plan::describe_json() const {
   for (size_t b = 0; b < kMBuckets.size(); ++b) {
     nlohmann::json bj{{"m_max", kMBuckets[b]}, {"config", p.configs[b].to_string()}};
     if (p.families[b] != p.family) bj["family"] = family_name(p.families[b]);  // a per-bucket exception
-    // Hopper issue: whether an FP8 wgmma bucket promotes its accumulator per K tile ("promoted") or adds
-    // into wgmma's own FP8 accumulator ("fast", like cuBLAS's fast accumulation). Other buckets
-    // accumulate in plain f32 and carry no field.
+    // Hopper issue: whether a bucket of the sm90 family with e4m3 / e5m2 operands promotes its accumulator
+    // per K tile ("promoted") or adds into wgmma's own FP8 accumulator ("fast", like cuBLAS's fast
+    // accumulation). Other buckets carry no field: they accumulate in f32, or always promote (the
+    // warpgroup decode kernel, fused MXFP8).
     if (p.families[b] == KernelFamily::kSm90Gemm && format_is_fp8(p.spec.a.format))
       bj["fp8_accumulation"] = sm90_promotes(p.spec, p.configs[b]) ? "promoted" : "fast";
     buckets.push_back(std::move(bj));

@@ -447,8 +447,8 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 300 x 7168 x 7168 63.6 -> 54.4 us with TMA stores (6 -> 5 stages), 69.0 -> 57.5 without (7 -> 6);
   // 128 x 7168 x 7168 35.3 -> 31.8 / 37.7 -> 31.4; 512 x 4096 x 7168 34.6 -> 31.2 / 38.4 -> 33.2;
   // 300 x 2112 x 7168 32.9 -> 29.0 / 35.2 -> 29.8.
-  auto deepest = [&](TileConfig c) {
-    c.stages = max_stages(spec, arch, c);
+  // (Applied after the TMA-store choice below, which compares the full rings.)
+  auto staged = [&](TileConfig c) {
     if (c.stages >= 4 && sm90_block_scaled(spec) && !sm90_staged_scales(spec, c)) {
       TileConfig fewer = c;
       fewer.stages = c.stages - 1;
@@ -457,14 +457,14 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     return c;
   };
   auto finish = [&](TileConfig c) {
-    c = deepest(c);
+    c.stages = max_stages(spec, arch, c);
     if (tma_store) {
       TileConfig t = c;
       t.tma_store = 1;
-      t = deepest(t);
-      if (t.stages >= c.stages - 1 && sm90_check_config(spec, arch, t).ok()) return t;
+      t.stages = max_stages(spec, arch, t);
+      if (t.stages >= c.stages - 1 && sm90_check_config(spec, arch, t).ok()) return staged(t);
     }
-    return c;
+    return staged(c);
   };
   // Large problems: 128 x 256, two consumer warpgroups of 64 x 256 (128 accumulators each: the widest
   // wgmma, the least shared-memory traffic per FLOP), 4 stages. FP8 keeps 128 x 256 too (fast
@@ -521,7 +521,7 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   }
   // Medium problems, and large block-scaled ones the rules above did not take (N not a multiple of 256,
   // f32 outputs): 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages (6 with block scales, so
-  // that their slots fit: `deepest` above).
+  // that their slots fit: `staged` above).
   // Large block-scaled problems with f32 scales: 128 x 128 with two 128-K atoms per stage (the second
   // atom's wgmmas overlap the first's promotion) and scales staged in shared memory, in clusters of 2
   // (B multicast). Measured on the H200 (2026-11-29, bench/NOTES.md v4): 1170 vs 967 TFLOP/s at

@@ -131,8 +131,9 @@ kiln_status kiln_plan_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
  * aligned is INVALID_ARGUMENT. kiln_plan_run takes it when its workspace has at
  * least this many bytes; with less (or NULL) the fused kernel runs and nothing is allocated for it. */
 kiln_status kiln_plan_mx_prepass_workspace_size(kiln_plan plan, int64_t m, size_t* bytes);
-/* Writes a NUL-terminated JSON description (spec, family, arch, and per M bucket its config; for FP8 kernels
- * of the sm90 family also "fp8_accumulation": "promoted" or "fast") into buf. */
+/* Writes a NUL-terminated JSON description (spec, family, arch, and per M bucket its config; for e4m3 / e5m2
+ * kernels of the sm90 family also "fp8_accumulation": "promoted" or "fast", fast being cuBLAS's fast
+ * accumulation) into buf. */
 kiln_status kiln_plan_describe(kiln_plan plan, char* buf, size_t buf_size, size_t* needed);
 kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* workspace,
                           size_t workspace_bytes, struct CUstream_st* stream);

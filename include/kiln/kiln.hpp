@@ -111,8 +111,9 @@ class Plan {
   Status prepare() const;
   Status run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const;
   // JSON: spec, family, arch, n, k, and per M bucket its m_max and config (+ "family" where the bucket runs
-  // another family; + "fp8_accumulation": "promoted" or "fast" for FP8 kernels of the sm90 family, "fast"
-  // meaning wgmma's own FP8 accumulator as in cuBLAS's fast accumulation); "mx_prepass" where it applies.
+  // another family; + "fp8_accumulation": "promoted" or "fast" for e4m3 / e5m2 kernels of the sm90 family,
+  // "fast" meaning wgmma's own FP8 accumulator as in cuBLAS's fast accumulation; other buckets accumulate in
+  // f32 or always promote); "mx_prepass" where it applies.
   std::string describe_json() const;
 
  private:
