@@ -40,22 +40,17 @@ def mxfp4_weights(rows, k, gen=None):
     return blocks, scales, w
 
 
-def family_of(desc, rows):
-    """The family of the kernel a plan runs for `rows` (rows per expert for grouped plans): a bucket may
-    name its own (Plan::family_for), else the plan's. Buckets are the first m_max >= rows."""
-    for b in desc.get("buckets", []):
-        if rows <= b["m_max"]:
-            return b.get("family", desc.get("family", "?"))
-    return desc.get("family", "?")
-
-
-def fp8_accumulation(desc, rows):
-    """"fast" or "promoted" for the FP8 wgmma bucket a plan runs for `rows` (Plan::describe_json), else None."""
+def bucket_of(desc, rows):
+    """The describe_json bucket a plan runs for `rows` (rows per expert for grouped plans): the first with
+    m_max >= rows, the last past it (as the runtime picks), {} without buckets."""
     buckets = desc.get("buckets", [])
-    for b in buckets:
-        if rows <= b["m_max"]:
-            return b.get("fp8_accumulation")
-    return buckets[-1].get("fp8_accumulation") if buckets else None  # past the last bucket: it runs the last
+    return next((b for b in buckets if rows <= b["m_max"]), buckets[-1] if buckets else {})
+
+
+def family_of(desc, rows):
+    """The family of the kernel a plan runs for `rows`: a bucket may name its own (Plan::family_for), else
+    the plan's."""
+    return bucket_of(desc, rows).get("family", desc.get("family", "?"))
 
 
 def rel_err(out, ref):
@@ -197,7 +192,7 @@ def main():
             # FP8 tensor / row: the anchor that accumulates as the kernel kiln runs here does (the issue's
             # "compare with the anchor that does the same"): cuBLAS fast accumulation where kiln's bucket adds
             # into wgmma's FP8 accumulator, cuBLAS's promoted default where it promotes or accumulates in f32.
-            if anchor_key.endswith("_fast") and fp8_accumulation(desc, M) != "fast":
+            if anchor_key.endswith("_fast") and bucket_of(desc, M).get("fp8_accumulation") != "fast":
                 anchor_key = anchor_key[:-len("_fast")]
             anchor_ms = anc.get(anchor_key)
             if anchor_key.startswith("kiln "):  # a kiln path timed above on this shape

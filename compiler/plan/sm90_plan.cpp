@@ -266,6 +266,20 @@ bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg) {
          Arch{9, 0, true}.max_smem_per_block();
 }
 
+namespace {
+
+// c one stage shallower where its ring fills shared memory so that its block scales are not staged and one
+// stage fewer stages them (the kernel then reads them from the slot instead of issuing per-thread global
+// loads); c itself otherwise (every spec without block scales, rings that stage already or cannot).
+TileConfig with_staged_scales(const KernelSpec& spec, const TileConfig& c) {
+  if (c.stages < 4 || sm90_staged_scales(spec, c)) return c;
+  TileConfig fewer = c;
+  fewer.stages = c.stages - 1;
+  return sm90_staged_scales(spec, fewer) ? fewer : c;
+}
+
+}  // namespace
+
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (sm90_gemm): ";
   if (cfg.decode != 0)
@@ -447,24 +461,17 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 300 x 7168 x 7168 63.6 -> 54.4 us with TMA stores (6 -> 5 stages), 69.0 -> 57.5 without (7 -> 6);
   // 128 x 7168 x 7168 35.3 -> 31.8 / 37.7 -> 31.4; 512 x 4096 x 7168 34.6 -> 31.2 / 38.4 -> 33.2;
   // 300 x 2112 x 7168 32.9 -> 29.0 / 35.2 -> 29.8.
-  // (Applied after the TMA-store choice below, which compares the full rings.)
-  auto staged = [&](TileConfig c) {
-    if (c.stages >= 4 && sm90_block_scaled(spec) && !sm90_staged_scales(spec, c)) {
-      TileConfig fewer = c;
-      fewer.stages = c.stages - 1;
-      if (sm90_staged_scales(spec, fewer)) return fewer;
-    }
-    return c;
-  };
+  // (with_staged_scales, applied after the TMA-store choice below, which compares the full rings.)
   auto finish = [&](TileConfig c) {
     c.stages = max_stages(spec, arch, c);
     if (tma_store) {
       TileConfig t = c;
       t.tma_store = 1;
       t.stages = max_stages(spec, arch, t);
-      if (t.stages >= c.stages - 1 && sm90_check_config(spec, arch, t).ok()) return staged(t);
+      if (t.stages >= c.stages - 1 && sm90_check_config(spec, arch, t).ok())
+        return with_staged_scales(spec, t);
     }
-    return staged(c);
+    return with_staged_scales(spec, c);
   };
   // Large problems: 128 x 256, two consumer warpgroups of 64 x 256 (128 accumulators each: the widest
   // wgmma, the least shared-memory traffic per FLOP), 4 stages. FP8 keeps 128 x 256 too (fast
@@ -521,7 +528,7 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   }
   // Medium problems, and large block-scaled ones the rules above did not take (N not a multiple of 256,
   // f32 outputs): 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages (6 with block scales, so
-  // that their slots fit: `staged` above).
+  // that their slots fit: with_staged_scales).
   // Large block-scaled problems with f32 scales: 128 x 128 with two 128-K atoms per stage (the second
   // atom's wgmmas overlap the first's promotion) and scales staged in shared memory, in clusters of 2
   // (B multicast). Measured on the H200 (2026-11-29, bench/NOTES.md v4): 1170 vs 967 TFLOP/s at
@@ -670,11 +677,8 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
         // Block scales: where the deepest ring leaves no room for the staged scale slots, one stage fewer
         // that has it (128 x 32768 x 512, 128 x 128: 13.2 us staged at 5 stages against 14.3 at 6 with
         // per-thread loads; bench/NOTES.md session 17).
-        TileConfig fewer = c;
-        fewer.stages = c.stages - 1;
-        if (c.stages >= 4 && block && !sm90_staged_scales(spec, c) && sm90_staged_scales(spec, fewer) &&
-            sm90_check_config(spec, arch, fewer).ok())
-          out.push_back(fewer);
+        const TileConfig fewer = with_staged_scales(spec, c);
+        if (fewer.stages != c.stages && sm90_check_config(spec, arch, fewer).ok()) out.push_back(fewer);
       }
     }
   }
