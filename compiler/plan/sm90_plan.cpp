@@ -205,6 +205,9 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
   // TMA-store epilogue (the kernel's section 12): the output tile, staged before its TMA store.
   const int out_tile = cfg.tma_store ? cfg.block_m * cfg.block_n * elem_bytes(spec.out.format) : 0;
+  // With per-channel (n) scales it also stages the column scales: f32 per column of each consumer
+  // warpgroup's tile (warps_m / 4 warpgroups along M each keep a copy: warps_m * block_n bytes in all).
+  const int col_scales = cfg.tma_store && spec.b.scale == ScaleGranularity::kN ? cfg.warps_m * cfg.block_n : 0;
   // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
   // and its decoded scales (16 bytes per tile row), their barriers, and its own 1024-byte alignment.
   const int staging =
@@ -212,8 +215,9 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
          : 0;
   // Warpgroup tiles of 64 rows dequantize A into registers: the bf16 ring holds B only (section 13).
   const bool rega = sm90_mx_reg_a(spec, cfg);
-  return cfg.stages * (((rega ? 0 : cfg.block_m) + cfg.block_n) * row_bytes + scale_slot) + kBarrierBytes * cfg.stages +
-         group_table + split_flags + out_tile + staging + kAlignSlack;
+  return cfg.stages * (((rega ? 0 : cfg.block_m) + cfg.block_n) * row_bytes + scale_slot) +
+         kBarrierBytes * cfg.stages + group_table + split_flags + out_tile + col_scales + staging +
+         kAlignSlack;
 }
 
 }  // namespace

@@ -369,6 +369,15 @@ struct Gemm {
   static constexpr int kOutBoxBytes = kWgTileM * kOutRowBytes;
   static constexpr int kOutWgBytes = kOutBoxes * kOutBoxBytes;
   static constexpr int kOutTileBytes = kTmaStore ? kConsumers * kOutWgBytes : 0;
+  // Section 12 with per-column (n) scales: the tile's column scales, loaded into registers when the tile
+  // starts (their latency runs under the mainloop) and written to shared memory when its epilogue starts,
+  // where the store loop reads them (instead of two global loads per column pair in the epilogue).
+  static constexpr bool kColStage = kTmaStore && kRowB;
+  // One slab per consumer warpgroup (warpgroups that share tile columns each keep their own copy: no
+  // warpgroup writes where another reads).
+  static constexpr int kColWgBytes = 4 * kWgTileN;
+  static constexpr int kColScaleBytes = kColStage ? kConsumers * kColWgBytes : 0;
+  static constexpr int kColRegs = kColStage ? (kWgTileN + 127) / 128 : 1;
   // Grouped GEMMs (section 9): the per-expert table the walk reads, built once per CTA.
   static constexpr Grouping kGrouping = Config::kGrouping;
   static constexpr bool kGrouped = kGrouping != Grouping::kDense;
@@ -388,8 +397,9 @@ struct Gemm {
   static constexpr int kStgBytesB = kBlockN * 128;
   static constexpr int kDqScaleBytes = (kBlockM + kBlockN) * 16;
   static constexpr int kDqStgBytes = kDq ? kDqStg * (kStgBytesA + kStgBytesB + kDqScaleBytes) + 16 * kDqStg + 1024 : 0;
-  static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages + kGroupTableBytes + kSplitFlagBytes +
-                                     kOutTileBytes + kDqStgBytes + 1024;
+  static constexpr int kSmemBytes = kStages * (kStageBytes + kScaleSlotBytes) + 16 * kStages +
+                                    kGroupTableBytes + kSplitFlagBytes + kOutTileBytes + kColScaleBytes +
+                                    kDqStgBytes + 1024;
   // The register split (setmaxnreg; ptxas allocates each role's code within its count): 1 consumer 40 /
   // 240, 2 consumers 40 / 232 (the two-atom mainloop's 3 x 64 f32 at 64 x 128 fit), 3 consumers 32 / 160.
   // MXFP8 (section 11): the producer's warp also loads and decodes the scales and the consumers hold
@@ -517,6 +527,7 @@ struct Gemm {
     u32 groups;  // grouped (section 9): int ct_end[E], row_base[E], rows[E] from here
     u32 flags;   // split-K (section 10): one word per consumer warpgroup
     u32 out;     // TMA-store epilogue (section 12): consumer c's slab at out + c * kOutWgBytes
+    u32 colsc;   // kColStage: consumer c's column scales at colsc + c * kColWgBytes, f32 per column
     u32 stg;       // section 13: FP8 staging stage s at stg + s * (kStgBytesA + kStgBytesB) (A, then B)
     u32 stg_sc;    // section 13: stage s's decoded scales at stg_sc + s * kDqScaleBytes (16 bytes per row)
     u32 stg_full;  // section 13: mbarriers stg_full[s] at stg_full + 8 * s, stg_empty[s] at + 8 * kDqStg
@@ -1533,12 +1544,24 @@ struct Gemm {
   // for 16-bit outputs, 4-way for f32). The previous tile's stores must have read the slab first
   // (tma_store_wait_read by the thread that issued them, then the warpgroup's barrier); the stores
   // themselves run while the warpgroup goes on to its next tile's mainloop.
-  static __device__ __forceinline__ void store_tile_tma(const GemmParams& p, const Smem& sm, const TmaDesc* tma_out,
-                                                        const Tile& tile, const float (&acc)[kMmaM][kAccRegs],
-                                                        const float (&row_f)[kMmaM][2], float b_tile, int wg_m,
-                                                        int wg_n, int consumer, int tid) {
+  static __device__ __forceinline__ void store_tile_tma(const GemmParams& p, const Smem& sm,
+                                                        const TmaDesc* tma_out, const Tile& tile,
+                                                        const float (&acc)[kMmaM][kAccRegs],
+                                                        const float (&row_f)[kMmaM][2], float b_tile,
+                                                        const float (&col_ld)[kColRegs], int wg_m, int wg_n,
+                                                        int consumer, int tid) {
     const int warp = tid >> 5, lane = tid & 31;
     const u32 buf = sm.out + u32(consumer * kOutWgBytes);
+    // kColStage: this warpgroup's column scales into shared memory. Its previous tile's reads of them
+    // all came before that tile's second barrier below; the barrier that follows orders these writes
+    // before this tile's reads.
+    if constexpr (kColStage) {
+#pragma unroll
+      for (int r = 0; r < kColRegs; ++r) {
+        const int i = tid + 128 * r;
+        if (i < kWgTileN) sts_u32(sm.colsc + u32(consumer * kColWgBytes + 4 * i), __float_as_uint(col_ld[r]));
+      }
+    }
     if (tid == 0) tma_store_wait_read<0>();
     named_barrier_sync(1 + consumer, 128);
     const int slab_row0 = tile.row0 + wg_m * kWgTileM;
@@ -1549,7 +1572,14 @@ struct Gemm {
       const int c = 8 * j + 2 * (lane & 3);  // slab column
       const int col = slab_col0 + c;
       float col_f0 = b_tile, col_f1 = b_tile;
-      if (col < p.n) col_factors(p, sb_row, b_tile, col, col_f0, col_f1);
+      if constexpr (kColStage) {
+        u32 lo, hi;
+        lds_u64(lo, hi, sm.colsc + u32(consumer * kColWgBytes + 4 * c));
+        col_f0 = __uint_as_float(lo);
+        col_f1 = __uint_as_float(hi);
+      } else {
+        if (col < p.n) col_factors(p, sb_row, b_tile, col, col_f0, col_f1);
+      }
       const int box = c / kOutBoxCols;
       const int off = (c % kOutBoxCols) * kOutBytes;
 #pragma unroll
@@ -1737,6 +1767,17 @@ struct Gemm {
       if constexpr (kGrouped && kScaleB == Scale::kTensor) {
         if (p.b_scale != nullptr) b_tile = ldg_f32(p.b_scale + i64(tile.e) * p.b_scale_expert_stride);
       }
+      // kColStage: this thread's share of the warpgroup's column scales (stored at the epilogue).
+      float col_ld[kColRegs];
+#pragma unroll
+      for (int r = 0; r < kColRegs; ++r) {
+        col_ld[r] = 0.0f;
+        if constexpr (kColStage) {
+          const int i = tid + 128 * r;
+          const int col = tile.n * kBlockN + wg_n * kWgTileN + i;
+          if (i < kWgTileN && col < p.n) col_ld[r] = ldg_f32(b_scale_of<ScaleType::kF32>(p, tile.e) + col);
+        }
+      }
       // Per-row factors of a (per-token scales, or the tensor scale).
       float row_f[kMmaM][2];
 #pragma unroll
@@ -1853,7 +1894,7 @@ struct Gemm {
       // Section 12: through shared memory and TMA stores where the runtime could map the output.
       if constexpr (kTmaStore) {
         if (out_tma) {
-          store_tile_tma(p, sm, tma_out, tile, acc, row_f, b_tile, wg_m, wg_n, consumer, tid);
+          store_tile_tma(p, sm, tma_out, tile, acc, row_f, b_tile, col_ld, wg_m, wg_n, consumer, tid);
           continue;
         }
       }
@@ -1909,7 +1950,8 @@ struct Gemm {
     sm.a = (smem_u32(smem) + 1023u) & ~1023u;
     sm.b = sm.a + kStages * kTileBytesA;
     sm.out = sm.b + kStages * kTileBytesB;  // 1024-byte aligned: the ring's boxes are
-    sm.scales = sm.out + kOutTileBytes;
+    sm.colsc = sm.out + kOutTileBytes;
+    sm.scales = sm.colsc + kColScaleBytes;
     sm.full = sm.scales + kStages * kScaleSlotBytes;
     sm.empty = sm.full + 8 * kStages;
     sm.groups = sm.empty + 8 * kStages;
