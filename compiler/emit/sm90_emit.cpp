@@ -95,6 +95,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   body += constant("int", "kExperts", to_string(spec.layout == GroupLayout::kDense ? 0 : spec.experts));
   body += constant("int", "kArch", to_string(arch.sm()));
   if (cfg.tma_store) body += constant("bool", "kTmaStore", "true");  // the kernel's section 12
+  if (cfg.pingpong) body += constant("bool", "kPingPong", "true");   // the kernel's section 16
   // Block scales staged through shared memory (the kernel's section 8): the host alone decides.
   if (sm90_staged_scales(spec, cfg)) body += constant("bool", "kStagedScales", "true");
   // Epilogues issue: the generated functor and the gate|up layout (the kernel's section 4).

@@ -92,7 +92,10 @@ std::string TileConfig::to_string() const {
          "_s" + std::to_string(stages) + "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
          "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "") +
          (split_k != 1 ? "_k" + std::to_string(split_k) : "") + (tma_store != 0 ? "_t" : "") +
-         (decode == 1 ? "_d" : decode == 2 ? "_dw" : "");
+         (pingpong != 0 ? "_p" : "") +
+         (decode == 1   ? "_d"
+          : decode == 2 ? "_dw"
+                        : "");
 }
 
 nlohmann::json config_to_json(const TileConfig& c) {
@@ -102,6 +105,7 @@ nlohmann::json config_to_json(const TileConfig& c) {
   if (c.cluster_m != 1) j["cluster_m"] = c.cluster_m;  // Hopper issue: optional, absent = 1
   if (c.split_k != 1) j["split_k"] = c.split_k;        // Hopper issue: optional, absent = 1
   if (c.tma_store != 0) j["tma_store"] = c.tma_store;  // Hopper issue: optional, absent = 0
+  if (c.pingpong != 0) j["pingpong"] = c.pingpong;     // Hopper issue: optional, absent = 0
   if (c.decode != 0) j["decode"] = c.decode;           // Hopper issue (small M): optional, absent = 0
   return j;
 }
@@ -147,6 +151,11 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
       return InvalidArgument("tile config: tma_store must be 0 or 1, got " + it->dump());
     c.tma_store = static_cast<int>(it->get<int64_t>());
   }
+  if (auto it = j.find("pingpong"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1)
+      return InvalidArgument("tile config: pingpong must be 0 or 1, got " + it->dump());
+    c.pingpong = static_cast<int>(it->get<int64_t>());
+  }
   if (auto it = j.find("decode"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 2)
       return InvalidArgument("tile config: decode must be 0, 1 or 2, got " + it->dump());
@@ -154,7 +163,7 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const bool known = it.key() == "cluster_m" || it.key() == "split_k" || it.key() == "tma_store" ||
-                       it.key() == "decode" ||
+                       it.key() == "pingpong" || it.key() == "decode" ||
                        std::any_of(std::begin(kFields), std::end(kFields),
                                    [&](const Field& f) { return it.key() == f.key; });
     if (!known) return InvalidArgument("tile config: unknown field '" + it.key() + "'");
@@ -163,7 +172,9 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
 }
 
 StatusOr<TileConfig> config_from_name(const std::string& name) {
-  const string form = "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t][_d|_dw]";
+  const string form =
+      "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t][_p][_"
+      "d|_dw]";
   auto bad = [&](const string& why) {
     return InvalidArgument("config '" + name + "': " + why + "; expected " + form + " (as kiln prints configs)");
   };
@@ -221,12 +232,16 @@ StatusOr<TileConfig> config_from_name(const std::string& name) {
     j["tma_store"] = 1;
     ++i;
   }
+  if (i < tokens.size() && tokens[i] == "p") {
+    j["pingpong"] = 1;
+    ++i;
+  }
   if (i < tokens.size() && (tokens[i] == "d" || tokens[i] == "dw")) {
     j["decode"] = tokens[i] == "d" ? 1 : 2;
     ++i;
   }
   if (i < tokens.size())
-    return bad("'" + tokens[i] + "' is not c<n>, k<n>, t, d or dw (or comes out of that order)");
+    return bad("'" + tokens[i] + "' is not c<n>, k<n>, t, p, d or dw (or comes out of that order)");
   auto c = config_from_json(j);
   if (!c.ok()) return bad(c.status().message());
   return c;
@@ -489,6 +504,9 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
   if (cfg.tma_store != 0)
     return InvalidArgument("config " + cfg.to_string() + ": tma_store=" + to_string(cfg.tma_store) +
                            "; the TMA-store epilogue exists in the sm90 family only (tma_store 0)");
+  if (cfg.pingpong != 0)
+    return InvalidArgument("config " + cfg.to_string() + ": pingpong=" + to_string(cfg.pingpong) +
+                           "; ping-pong consumers exist in the sm90 family only (pingpong 0)");
   KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
   if (cfg.decode != 0) return check_decode_config(spec, arch, cfg);  // Hopper issue, small M
   KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));

@@ -53,6 +53,11 @@ struct TileConfig {
   // stores it with TMA, asynchronously, while the consumers go on to the next tile (dense, no gate|up).
   // Optional in JSON and to_string ("_t") when 0.
   int tma_store = 0;
+  // Hopper issue (sm90 family only): 1 = ping-pong consumers: two consumer warpgroups that each own
+  // whole block_m x block_n tiles (warps 4 x 1) and take the CTA's tiles in turn, one's epilogue under
+  // the other's wgmmas (unpromoted accumulation, dense, no split-K). Optional in JSON and to_string
+  // ("_p") when 0.
+  int pingpong = 0;
   // Hopper issue, small M (sm80 family only): 1 = the decode kernel (templates/kernels/sm80_decode.cuh):
   // W streamed from global memory straight into mma fragments (W is the mma's A operand), no shared-
   // memory ring. block_m = tokens per CTA (8 or 16), block_n = weight rows per CTA (16..64), block_k = K
@@ -65,12 +70,13 @@ struct TileConfig {
   int decode = 0;
 
   bool operator==(const TileConfig&) const = default;
-  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t", "_d", "_dw")
+  std::string to_string()
+      const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t", "_p", "_d", "_dw")
   int threads() const { return warps_m * warps_n * 32; }
 };
 nlohmann::json config_to_json(const TileConfig& c);
 StatusOr<TileConfig> config_from_json(const nlohmann::json& j);
-// The inverse of TileConfig::to_string: "bm128_bn256_bk64_s3_w8x1_g8" (+ "_c2", "_k4", "_t"), as kiln
+// The inverse of TileConfig::to_string: "bm128_bn256_bk64_s3_w8x1_g8" (+ "_c2", "_k4", "_t", "_p"), as kiln
 // prints configs (CLI --config). Ranges as config_from_json; whether a family takes it is check_config's.
 StatusOr<TileConfig> config_from_name(const std::string& name);
 

@@ -30,7 +30,9 @@ constexpr int kDqStg = 2;
 
 int elem_bytes(Format f) { return std::max(1, format_bits(f) / 8); }
 
-int consumers(const TileConfig& c) { return (c.warps_m / 4) * c.warps_n; }
+// Consumer warpgroups: warps_m / 4 x warps_n sharing each tile, or two taking whole tiles in turn
+// (pingpong; warps 4 x 1).
+int consumers(const TileConfig& c) { return c.pingpong ? 2 : (c.warps_m / 4) * c.warps_n; }
 
 // 128-byte swizzle atoms of K per stage (1 or 2 for a valid config; MXFP8 with block_k 64 stages one
 // atom of bf16, the kernel's section 13).
@@ -204,10 +206,14 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
   const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
   // TMA-store epilogue (the kernel's section 12): the output tile, staged before its TMA store.
-  const int out_tile = cfg.tma_store ? cfg.block_m * cfg.block_n * elem_bytes(spec.out.format) : 0;
+  // Ping-pong consumers each stage a whole tile.
+  const int out_tile =
+      cfg.tma_store ? (cfg.pingpong ? 2 : 1) * cfg.block_m * cfg.block_n * elem_bytes(spec.out.format) : 0;
   // With per-channel (n) scales it also stages the column scales: f32 per column of each consumer
   // warpgroup's tile (warps_m / 4 warpgroups along M each keep a copy: warps_m * block_n bytes in all).
-  const int col_scales = cfg.tma_store && spec.b.scale == ScaleGranularity::kN ? cfg.warps_m * cfg.block_n : 0;
+  const int col_scales = cfg.tma_store && spec.b.scale == ScaleGranularity::kN
+                             ? (cfg.pingpong ? 2 : 1) * cfg.warps_m * cfg.block_n
+                             : 0;
   // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
   // and its decoded scales (16 bytes per tile row), their barriers, and its own 1024-byte alignment.
   const int staging =
@@ -421,6 +427,28 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with block scales on 192 columns per "
                            "warpgroup: the promoted 64x192 tile and the split's partial sums do not fit the "
                            "registers; use split_k 1 or block_n 64 / 128 for split-K");
+  // Ping-pong consumers (the kernel's section 16): each of the two warpgroups owns the whole tile and
+  // adds into its accumulators without promotion; the consumers find each tile's stages in the ring by
+  // counting, so every tile has the same K range (dense, no split-K).
+  if (cfg.pingpong != 0 &&
+      (cfg.pingpong != 1 || cfg.warps_m != 4 || cfg.warps_n != 1 || sm90_promotes(spec, cfg) ||
+       sm90_mx(spec) || spec.layout != GroupLayout::kDense || cfg.split_k != 1))
+    return InvalidArgument(name + "pingpong=" + to_string(cfg.pingpong) + ": " +
+                           (cfg.pingpong != 1 ? string("a value other than 0 or 1")
+                            : cfg.warps_m != 4 || cfg.warps_n != 1
+                                ? "warps " + to_string(cfg.warps_m) + "x" + to_string(cfg.warps_n) +
+                                      " (ping-pong warpgroups each own the whole tile: warps 4x1)"
+                            : sm90_mx(spec) ? string("a=mxfp8 (promoted every 32-K step)")
+                            : sm90_promotes(spec, cfg)
+                                ? "a promoted FP8 tile of " + to_string(cfg.block_m) + "x" +
+                                      to_string(cfg.block_n) + " (block scales, or at most 64 accumulators)"
+                            : spec.layout != GroupLayout::kDense ? string("a grouped problem")
+                                                                 : "split_k=" + to_string(cfg.split_k)) +
+                           "; ping-pong consumers take dense problems with unpromoted accumulation (bf16, "
+                           "f16, FP8 with tensor or "
+                           "per-row scales on tiles of more than 64 accumulators per thread, e.g. 128x128 or "
+                           "64x256), warps 4x1, "
+                           "split_k 1 (or pingpong 0)");
   // Split-K (the kernel's section 10): dense problems, no clusters.
   if (cfg.split_k > 1 && (spec.layout != GroupLayout::kDense || cfg.cluster_m != 1))
     return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " +
@@ -683,6 +711,24 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
         // per-thread loads; bench/NOTES.md session 17).
         const TileConfig fewer = with_staged_scales(spec, c);
         if (fewer.stages != c.stages && sm90_check_config(spec, arch, fewer).ok()) out.push_back(fewer);
+      }
+    }
+  }
+  // Ping-pong consumers (the kernel's section 16) for dense problems that accumulate unpromoted: two
+  // warpgroups taking whole 128 x 128 or 64 x 256 tiles in turn, with and without TMA stores, at the
+  // deepest ring that fits, unclustered and in clusters of 2 (check_config refuses the rest).
+  if (spec.layout == GroupLayout::kDense) {
+    for (const auto& s : {std::pair{128, 128}, std::pair{64, 256}}) {
+      for (int tma : {0, 1}) {
+        if (tma && spec.gate_up != GateUp::kNone) continue;
+        for (int cluster_m : {1, 2}) {
+          TileConfig c = make(spec, s.first, s.second, 4, 1);
+          c.pingpong = 1;
+          c.tma_store = tma;
+          c.cluster_m = cluster_m;
+          c.stages = max_stages(spec, arch, c);
+          if (c.stages >= 3 && sm90_check_config(spec, arch, c).ok()) out.push_back(c);
+        }
       }
     }
   }

@@ -15,7 +15,9 @@
 //                     warps 12 x 1 with warpgroup tiles of at most 64 x 128). One producer warpgroup
 //                     comes on top (two for MXFP8's dequantizing producer, block_k 64), so a block has
 //                     128 * (1 + warps_m / 4 * warps_n) threads, or 512 there (two consumers; sm90_threads;
-//                     TileConfig::threads() counts the consumers only).
+//                     TileConfig::threads() counts the consumers only). pingpong = 1 (warps 4 x 1): two
+//                     consumer warpgroups that each own whole tiles and take them in turn (384 threads;
+//                     the kernel's section 16).
 //   group_m           grouped rasterization of the persistent tile walk
 // FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes);
 // block-scaled FP8 (DeepSeek 1x128 x 128x128) needs it, so its configs are warpgroup tiles of at most

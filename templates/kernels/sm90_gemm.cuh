@@ -190,6 +190,18 @@
 //    -11% .. +12%, mostly noise). Prefetching the first B boxes into L2 before the wait measured slower
 //    (2.8% median, up to 10%) and is not done.
 //    Without a programmatic dependency (KILN_PDL=0, another launcher) the wait returns at once.
+// 16. Ping-pong consumers (pingpong = 1; warps 4 x 1, unpromoted accumulation, dense, no split-K): two
+//    consumer warpgroups each own whole kBlockM x kBlockN tiles; consumer c takes the CTA's units c, c + 2,
+//    ... of the walk. The producer is unchanged (every unit's stages in walk order), each stage is read
+//    and released by one warpgroup (empty[s] counts 4 per CTA), and a consumer counts past the other's
+//    stages (skip_stages). Named barriers kOrderBarrier + c order the mainloops: a consumer starts a
+//    unit's mainloop only after the previous unit's consumer has waited on all of that unit's stages
+//    (bar.arrive / bar.sync), so every full[s] it waits on is at most one phase ahead (the parity wait
+//    stays exact however many laps a unit spans), and one warpgroup's epilogue runs under the other's
+//    wgmmas. Each consumer has its own TMA-store slab and column-scale slab (section 12).
+//    Measured on the H200 (bench/NOTES.md session 19): faster than the cooperative 128 x 256 tile where K
+//    is short (FP8 row 4096 x 32768 x 512: 136 against 144 us; 4096 x 24576 x 1536 in clusters of 2: 231
+//    against 242), slower where K is long or N does not fill 128-column tiles.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -258,6 +270,17 @@ struct ConfigStagedScales<Config, typename VoidOf<decltype(Config::kStagedScales
   static constexpr bool kValue = Config::kStagedScales;
 };
 
+// Whether the config asks for ping-pong consumers (section 16): `static constexpr bool kPingPong`,
+// emitted only by configs with pingpong = 1.
+template <class Config, class = void>
+struct ConfigPingPong {
+  static constexpr bool kValue = false;
+};
+template <class Config>
+struct ConfigPingPong<Config, typename VoidOf<decltype(Config::kPingPong)>::type> {
+  static constexpr bool kValue = Config::kPingPong;
+};
+
 template <class Config>
 struct Gemm {
   // MXFP8 (section 11) elements are e4m3: TMA and wgmma see e4m3 bytes. With block_k = 64 (section 13)
@@ -275,7 +298,16 @@ struct Gemm {
   static constexpr int kStages = Config::kStages;
   static constexpr int kWgsM = Config::kWarpsM / 4;  // consumer warpgroups along M
   static constexpr int kWgsN = Config::kWarpsN;      // consumer warpgroups along N
-  static constexpr int kConsumers = kWgsM * kWgsN;
+  // Section 16, ping-pong: two consumer warpgroups that each own whole tiles (warps 4 x 1: the
+  // warpgroup tile is the block tile) and take the CTA's tiles in turn, so that one's epilogue runs
+  // while the other's wgmmas do.
+  static constexpr bool kPingPong = ConfigPingPong<Config>::kValue;
+  static constexpr int kConsumers = kPingPong ? 2 : kWgsM * kWgsN;
+  // Consumer warpgroups that read each stage (and release it: empty[s] counts 4 per warpgroup and CTA).
+  static constexpr int kStageReaders = kPingPong ? 1 : kConsumers;
+  // Named barriers 1 + c: consumer c's epilogue (sections 10, 12); kOrderBarrier + c: consumer c may
+  // start its next unit's mainloop (section 16).
+  static constexpr int kOrderBarrier = 4;
   // Section 13, A in registers: the consumers dequantize A into the RS wgmmas' register fragments and
   // the producer converts B only (a bf16 ring of B stages), for warpgroup tiles of 64 rows (others keep
   // the bf16 A stages).
@@ -481,6 +513,9 @@ struct Gemm {
   static_assert(kProducerRegs * 128 * kProducerWgs + kConsumerRegs * 128 * kConsumers <= 65536,
                 "the producer/consumer register split must fit the 64K-register file");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
+  static_assert(!kPingPong || (kWgsM == 1 && kWgsN == 1 && !kPromote && !kMx && !kSplit && !kGrouped),
+                "ping-pong consumers (section 16): warps 4 x 1 (each warpgroup owns the whole tile), "
+                "unpromoted accumulation (bf16 / f16, FP8 with tensor or per-row scales), dense, no split-K");
   static_assert((kBoxRowsB * kRowBytes) % 1024 == 0,
                 "each CTA's share of the B box starts on a 1024-byte boundary (the swizzle period)");
   static_assert(format_is_fp8(kA) || kDq || (kScaleA == Scale::kNone && kScaleB == Scale::kNone),
@@ -1150,6 +1185,13 @@ struct Gemm {
     }
   }
 
+  // Section 16: moves a consumer's ring position n stages on (n may be several laps).
+  static __device__ __forceinline__ void skip_stages(int n, int& stage, u32& phase) {
+    const int t = stage + n;
+    phase ^= u32((t / kStages) & 1);
+    stage = t % kStages;
+  }
+
   template <int kRegs>
   static __device__ __forceinline__ void fence_all(float (&d)[kMmaM][kRegs]) {
 #pragma unroll
@@ -1715,8 +1757,8 @@ struct Gemm {
     if constexpr (kScaleB == Scale::kTensor) {
       if (p.b_scale != nullptr) b_t = ldg_f32(p.b_scale);
     }
-    const int wg_m = consumer % kWgsM;
-    const int wg_n = consumer / kWgsM;
+    const int wg_m = kPingPong ? 0 : consumer % kWgsM;
+    const int wg_n = kPingPong ? 0 : consumer / kWgsM;
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5;
     const int lane = tid & 31;
@@ -1739,9 +1781,12 @@ struct Gemm {
     Tile tile_next{};
     ScaleRows rows_next{};
     BlockScales bs_next{};
-    KRange kr_next = k_range(w.first, k_tiles);
-    if (w.first < w.count) {
-      tile_next = tile_of(w, unit_tile(w.first), p, sm);
+    // Section 16 (ping-pong): consumer c takes the CTA's units c, c + 2, ... of the walk (u0, du).
+    const int u0 = w.first + (kPingPong ? consumer * w.step : 0);
+    const int du = kPingPong ? 2 * w.step : w.step;
+    KRange kr_next = k_range(u0, k_tiles);
+    if (u0 < w.count) {
+      tile_next = tile_of(w, unit_tile(u0), p, sm);
       rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
       if constexpr (kBlockScaled && !kStagedScales) {
         if (kr_next.end > kr_next.begin) load_block_scales(p, rows_next, kr_next.begin, bs_next);
@@ -1752,15 +1797,19 @@ struct Gemm {
     u32 phase = 0;
     int s8 = 0;  // register A: the staging ring, which the consumers read too
     u32 ph8 = 0;
-    for (int u = w.first; u < w.count; u += w.step) {
+    // Section 16: the producer fills the ring with every unit's stages in walk order; a consumer passes
+    // over the other's (stages_per_unit each: dense, no split-K).
+    const int stages_per_unit = (k_tiles + kAtoms - 1) / kAtoms;
+    if (kPingPong && consumer == 1) skip_stages(stages_per_unit, stage, phase);
+    for (int u = u0; u < w.count; u += du) {
       const Tile tile = tile_next;
       const ScaleRows rows = rows_next;
       const KRange kr = kr_next;
-      const bool more = u + w.step < w.count;
+      const bool more = u + du < w.count;
       if (more) {
-        tile_next = tile_of(w, unit_tile(u + w.step), p, sm);
+        tile_next = tile_of(w, unit_tile(u + du), p, sm);
         rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
-        kr_next = k_range(u + w.step, k_tiles);
+        kr_next = k_range(u + du, k_tiles);
       }
       // Grouped: b's tensor scale is the expert's (b_scale_expert_stride 1), read per tile.
       float b_tile = b_t;
@@ -1821,6 +1870,12 @@ struct Gemm {
         if (kr.begin == kr.end && more && kr_next.end > kr_next.begin)
           load_block_scales(p, rows_next, kr_next.begin, bs_next);
       }
+      // Section 16: the previous unit's consumer has waited on every stage of it, so each full[s] this
+      // mainloop waits on is at most one phase ahead of its last completed one (the parity wait can
+      // tell them apart). Consumer 0's first unit has no predecessor.
+      if constexpr (kPingPong) {
+        if (u != w.first) named_barrier_sync(kOrderBarrier + consumer, 256);
+      }
       for (int kt = kr.begin; kt < kr.end; kt += kAtoms) {
         // This K block's scales arrived during the previous K tile; fetch the next block's now (the
         // next unit's first after the last one), before waiting for the stage.
@@ -1878,6 +1933,12 @@ struct Gemm {
           stage = 0;
           phase ^= 1;
         }
+      }
+      // Section 16: hand the wgmmas to the other consumer (its next unit follows this one in the walk),
+      // and pass over that unit's stages.
+      if constexpr (kPingPong) {
+        if (u + w.step < w.count) named_barrier_arrive(kOrderBarrier + (1 - consumer), 256);
+        skip_stages(stages_per_unit, stage, phase);
       }
       if constexpr (!kPromote) {
         wgmma_wait<0>();
@@ -1977,7 +2038,7 @@ struct Gemm {
       for (int s = 0; s < kStages; ++s) {
         // TMA thread (+ the scale warp's lanes); section 13: every converting thread (warps 1-7).
         mbar_init(sm.full + 8 * s, kDq ? kDqConvThreads : kScaleWarp ? 1 + 32 : 1);
-        mbar_init(sm.empty + 8 * s, 4 * kConsumers * kCluster);
+        mbar_init(sm.empty + 8 * s, 4 * kStageReaders * kCluster);
       }
       if constexpr (kDq) {
 #pragma unroll 1

@@ -17,6 +17,13 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrives on named barrier `id` without waiting (bar.arrive): with `threads` counting the arrivers and
+// the threads that bar.sync on it, one group signals another (the other group's sync completes once all
+// of them have arrived).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ void fence_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 
 __device__ __forceinline__ u32 atomic_add_u32(void* p, u32 v) {

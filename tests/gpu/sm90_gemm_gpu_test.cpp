@@ -72,6 +72,7 @@ KernelSpec spec_of(const std::string& text) {
 struct Pin {
   int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1, split = 1, tma = 0;
   int bk = 0;  // block_k when not atoms x 128 bytes (MXFP8's dequantizing producer: 64)
+  int pp = 0;  // ping-pong consumers (the kernel's section 16): two warpgroups taking whole tiles in turn
 };
 TileConfig pinned(const KernelSpec& s, const Pin& p) {
   TileConfig c;
@@ -85,6 +86,7 @@ TileConfig pinned(const KernelSpec& s, const Pin& p) {
   c.cluster_m = p.cluster;
   c.split_k = p.split;
   c.tma_store = p.tma;
+  c.pingpong = p.pp;
   return c;
 }
 
@@ -98,81 +100,89 @@ const char* const kOuts[] = {"bf16", "f16", "f32"};
 
 // Every shape of the config space (tests/nvrtc/sm90_gemm_nvrtc_test.cpp compiles them); the last ones
 // in clusters of 2 (TMA multicast of B).
-const Pin kPins[] = {{128, 256, 4, 8, 1},
-                     {128, 128, 7, 8, 1},
-                     {256, 128, 4, 8, 1},
-                     {128, 256, 4, 4, 2},
-                     {128, 128, 6, 4, 2},
-                     {128, 128, 6, 4, 1},
-                     {128, 64, 8, 8, 1},
-                     {64, 256, 5, 4, 1},
-                     {64, 128, 8, 4, 1},
-                     {64, 64, 8, 4, 1},
-                     {128, 256, 4, 8, 1, 2},
-                     {256, 128, 4, 8, 1, 2},
-                     {128, 128, 7, 8, 1, 2},
-                     {64, 128, 8, 4, 1, 2},
-                     {128, 256, 4, 4, 2, 2},
-                     // timing only: the default's rasterization group
-                     {128, 256, 4, 8, 1, 2, 4},
-                     {128, 256, 4, 8, 1, 2, 16},
-                     // v3 (block scales): two warpgroups of 64 x 128 side by side along N
-                     {64, 256, 5, 4, 2},
-                     {64, 256, 5, 4, 2, 2},
-                     // v4 (block scales, bench/NOTES.md): 19-20 two-atom stages (bk256, overlapped
-                     // promotion), 21-22 three consumer warpgroups (192 x 128), 23 bk256 in clusters;
-                     // all stage the scales through shared memory.
-                     {128, 128, 3, 8, 1, 1, 8, 2},
-                     {64, 128, 4, 4, 1, 1, 8, 2},
-                     {192, 128, 5, 12, 1},
-                     {192, 128, 5, 12, 1, 2},
-                     {128, 128, 3, 8, 1, 2, 8, 2},
-                     // split-K (the kernel's section 10): 24-26 64 x 64 / 64 x 128 split 2..8 ways, 27 the
-                     // two-atom 64 x 128 split 3 ways, 28 a 128 x 128 split 2 ways.
-                     {64, 64, 8, 4, 1, 1, 8, 1, 4},
-                     {64, 128, 8, 4, 1, 1, 8, 1, 8},
-                     {64, 64, 8, 4, 1, 1, 8, 1, 2},
-                     {64, 128, 4, 4, 1, 1, 8, 2, 3},
-                     {128, 128, 6, 8, 1, 1, 8, 1, 2},
-                     // unpromoted two-atom stages (256 bytes of every row per stage): 29 64 x 64, 30 the wide
-                     // 128 x 256 (never split: sm90_check_config refuses it).
-                     {64, 64, 6, 4, 1, 1, 8, 2},
-                     {128, 256, 2, 8, 1, 1, 8, 2},
-                     // the TMA-store epilogue (the kernel's section 12): 31 the wide tile at 3 stages (16-bit
-                     // outputs), 32 128 x 128 at 5, 33 in clusters of 2, 34 64 x 128 split 4 ways.
-                     {128, 256, 3, 8, 1, 1, 8, 1, 1, 1},
-                     {128, 128, 5, 8, 1, 1, 8, 1, 1, 1},
-                     {128, 128, 4, 8, 1, 2, 8, 1, 1, 1},
-                     {64, 128, 6, 4, 1, 1, 8, 1, 4, 1},
-                     // N tiles between the powers of two (two warpgroups of 64 x N): 35-39 N = 192, 160, 208,
-                     // 144, 112; 40 192 in clusters of 2; 41 192 with TMA stores.
-                     {128, 192, 4, 8, 1},
-                     {128, 160, 4, 8, 1},
-                     {128, 208, 3, 8, 1},
-                     {128, 144, 4, 8, 1},
-                     {128, 112, 5, 8, 1},
-                     {128, 192, 4, 8, 1, 2},
-                     {128, 192, 3, 8, 1, 1, 8, 1, 1, 1},
-                     // MXFP8 through the dequantizing producer (block_k 64, the kernel's section 13): 42 the
-                     // wide tile, 43 128 x 128 with TMA stores, 44 256 x 128 (warpgroups of 128 x 128), 45 128 x 192
-                     // with TMA stores, 46 128 x 208 (a partial last row group of the producer), 47 128 x 128
-                     // with its warpgroups side by side along N.
-                     {128, 256, 2, 8, 1, 1, 8, 1, 1, 0, 64},
-                     {128, 128, 3, 8, 1, 1, 8, 1, 1, 1, 64},
-                     {256, 128, 2, 8, 1, 1, 8, 1, 1, 0, 64},
-                     {128, 192, 2, 8, 1, 1, 8, 1, 1, 1, 64},
-                     {128, 208, 3, 8, 1, 1, 8, 1, 1, 0, 64},
-                     {128, 128, 4, 4, 2, 1, 8, 1, 1, 0, 64},
-                     // 48: N = 176 (2112 = 12 x 176: 2.9 waves of 128-row tiles at M = 4096 against 192's 2.7)
-                     {128, 176, 4, 8, 1},
-                     // TMA stores in 16-column boxes (warpgroup columns not a whole number of 128-byte
-                     // boxes): 49 N = 176, 50 N = 208, 51 N = 112 at two warpgroups along N (64 x 112 each).
-                     {128, 176, 2, 8, 1, 1, 8, 1, 1, 1},
-                     {128, 208, 2, 8, 1, 1, 8, 1, 1, 1},
-                     {128, 224, 2, 4, 2, 1, 8, 1, 1, 1},
-                     // 52: block scales on one consumer warpgroup of 64 x 192 (240 registers; session 11,
-                     // added after its last device call: first run in the next gpu tier).
-                     {64, 192, 6, 4, 1}};
+const Pin kPins[] = {
+    {128, 256, 4, 8, 1},
+    {128, 128, 7, 8, 1},
+    {256, 128, 4, 8, 1},
+    {128, 256, 4, 4, 2},
+    {128, 128, 6, 4, 2},
+    {128, 128, 6, 4, 1},
+    {128, 64, 8, 8, 1},
+    {64, 256, 5, 4, 1},
+    {64, 128, 8, 4, 1},
+    {64, 64, 8, 4, 1},
+    {128, 256, 4, 8, 1, 2},
+    {256, 128, 4, 8, 1, 2},
+    {128, 128, 7, 8, 1, 2},
+    {64, 128, 8, 4, 1, 2},
+    {128, 256, 4, 4, 2, 2},
+    // timing only: the default's rasterization group
+    {128, 256, 4, 8, 1, 2, 4},
+    {128, 256, 4, 8, 1, 2, 16},
+    // v3 (block scales): two warpgroups of 64 x 128 side by side along N
+    {64, 256, 5, 4, 2},
+    {64, 256, 5, 4, 2, 2},
+    // v4 (block scales, bench/NOTES.md): 19-20 two-atom stages (bk256, overlapped
+    // promotion), 21-22 three consumer warpgroups (192 x 128), 23 bk256 in clusters;
+    // all stage the scales through shared memory.
+    {128, 128, 3, 8, 1, 1, 8, 2},
+    {64, 128, 4, 4, 1, 1, 8, 2},
+    {192, 128, 5, 12, 1},
+    {192, 128, 5, 12, 1, 2},
+    {128, 128, 3, 8, 1, 2, 8, 2},
+    // split-K (the kernel's section 10): 24-26 64 x 64 / 64 x 128 split 2..8 ways, 27 the
+    // two-atom 64 x 128 split 3 ways, 28 a 128 x 128 split 2 ways.
+    {64, 64, 8, 4, 1, 1, 8, 1, 4},
+    {64, 128, 8, 4, 1, 1, 8, 1, 8},
+    {64, 64, 8, 4, 1, 1, 8, 1, 2},
+    {64, 128, 4, 4, 1, 1, 8, 2, 3},
+    {128, 128, 6, 8, 1, 1, 8, 1, 2},
+    // unpromoted two-atom stages (256 bytes of every row per stage): 29 64 x 64, 30 the wide
+    // 128 x 256 (never split: sm90_check_config refuses it).
+    {64, 64, 6, 4, 1, 1, 8, 2},
+    {128, 256, 2, 8, 1, 1, 8, 2},
+    // the TMA-store epilogue (the kernel's section 12): 31 the wide tile at 3 stages (16-bit
+    // outputs), 32 128 x 128 at 5, 33 in clusters of 2, 34 64 x 128 split 4 ways.
+    {128, 256, 3, 8, 1, 1, 8, 1, 1, 1},
+    {128, 128, 5, 8, 1, 1, 8, 1, 1, 1},
+    {128, 128, 4, 8, 1, 2, 8, 1, 1, 1},
+    {64, 128, 6, 4, 1, 1, 8, 1, 4, 1},
+    // N tiles between the powers of two (two warpgroups of 64 x N): 35-39 N = 192, 160, 208,
+    // 144, 112; 40 192 in clusters of 2; 41 192 with TMA stores.
+    {128, 192, 4, 8, 1},
+    {128, 160, 4, 8, 1},
+    {128, 208, 3, 8, 1},
+    {128, 144, 4, 8, 1},
+    {128, 112, 5, 8, 1},
+    {128, 192, 4, 8, 1, 2},
+    {128, 192, 3, 8, 1, 1, 8, 1, 1, 1},
+    // MXFP8 through the dequantizing producer (block_k 64, the kernel's section 13): 42 the
+    // wide tile, 43 128 x 128 with TMA stores, 44 256 x 128 (warpgroups of 128 x 128), 45 128 x 192
+    // with TMA stores, 46 128 x 208 (a partial last row group of the producer), 47 128 x 128
+    // with its warpgroups side by side along N.
+    {128, 256, 2, 8, 1, 1, 8, 1, 1, 0, 64},
+    {128, 128, 3, 8, 1, 1, 8, 1, 1, 1, 64},
+    {256, 128, 2, 8, 1, 1, 8, 1, 1, 0, 64},
+    {128, 192, 2, 8, 1, 1, 8, 1, 1, 1, 64},
+    {128, 208, 3, 8, 1, 1, 8, 1, 1, 0, 64},
+    {128, 128, 4, 4, 2, 1, 8, 1, 1, 0, 64},
+    // 48: N = 176 (2112 = 12 x 176: 2.9 waves of 128-row tiles at M = 4096 against 192's 2.7)
+    {128, 176, 4, 8, 1},
+    // TMA stores in 16-column boxes (warpgroup columns not a whole number of 128-byte
+    // boxes): 49 N = 176, 50 N = 208, 51 N = 112 at two warpgroups along N (64 x 112 each).
+    {128, 176, 2, 8, 1, 1, 8, 1, 1, 1},
+    {128, 208, 2, 8, 1, 1, 8, 1, 1, 1},
+    {128, 224, 2, 4, 2, 1, 8, 1, 1, 1},
+    // 52: block scales on one consumer warpgroup of 64 x 192 (240 registers; session 11,
+    // added after its last device call: first run in the next gpu tier).
+    {64, 192, 6, 4, 1},
+    // Ping-pong consumers (the kernel's section 16), two warpgroups of 4 warps each owning
+    // whole tiles: 53 128 x 128 with TMA stores, 54 with direct stores at 6 stages, 55 in
+    // clusters of 2, 56 64 x 256 with TMA stores.
+    {128, 128, 4, 4, 1, 1, 8, 1, 1, 1, 0, 1},
+    {128, 128, 6, 4, 1, 1, 8, 1, 1, 0, 0, 1},
+    {128, 128, 4, 4, 1, 2, 8, 1, 1, 1, 0, 1},
+    {64, 256, 3, 4, 1, 1, 8, 1, 1, 1, 0, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -195,8 +205,9 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
     const Pin& p = kPins[info.param.pin];
     out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
            std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "") +
-           (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") + (p.split > 1 ? "k" + std::to_string(p.split) : "") +
-           (p.tma ? "t" : "") + (p.bk > 0 ? "bk" + std::to_string(p.bk) : "");
+           (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") +
+           (p.split > 1 ? "k" + std::to_string(p.split) : "") + (p.tma ? "t" : "") +
+           (p.bk > 0 ? "bk" + std::to_string(p.bk) : "") + (p.pp ? "p" : "");
   }
   return out;
 }
@@ -521,6 +532,27 @@ std::vector<Case> odd_n_cases() {
   return cases;
 }
 
+// Ping-pong consumers (pins 53-56) on every unpromoted pairing: M = 1 (one tile: consumer 1 has none),
+// tails in M and N, several tiles per CTA (2000 x 3000: both consumers, odd tile counts), K of one atom
+// (fewer stages per tile than the ring holds) and of many.
+std::vector<Case> pingpong_cases() {
+  std::vector<Case> cases;
+  const Shape shapes[] = {{1, 256, 512},      {77, 200, 1024},   {300, 129, 512},
+                          {1000, 1032, 1024}, {2000, 3000, 512}, {513, 4000, 64}};
+  const char* const specs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32",
+                               "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e4m3:n out=bf16",
+                               "gemm a=e5m2:m b=e4m3:n out=f32"};
+  for (const char* sp : specs) {
+    const bool f32_out = std::string(sp).find("out=f32") != std::string::npos;
+    for (int pin : {53, 54, 55, 56}) {
+      // f32 outputs: two staged 128 x 128 f32 tiles leave no room for a ring (direct stores only).
+      if (f32_out && kPins[pin].tma) continue;
+      for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
+    }
+  }
+  return cases;
+}
+
 // Unpromoted two-atom stages (bf16, f16, fast-accumulating FP8 with tensor / row scales): K whose atom
 // count is odd (a last stage of one atom), M = 1, tails, a multi-wave shape, and with split-K.
 std::vector<Case> two_atom_cases() {
@@ -672,7 +704,8 @@ class PrecompileEnvironment : public testing::Environment {
       const KernelSpec s = spec_of(c.spec);
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
-    for (const auto& list : {split_cases(), grouped_cases(), mx_cases(), tma_cases(), odd_n_cases()}) {
+    for (const auto& list :
+         {split_cases(), grouped_cases(), mx_cases(), tma_cases(), odd_n_cases(), pingpong_cases()}) {
       for (const Case& c : list) {
         const KernelSpec s = spec_of(c.spec);
         if (c.pin >= 0) {
@@ -752,6 +785,7 @@ INSTANTIATE_TEST_SUITE_P(AtomGroupConfigs, Sm90GemmGpuTest, testing::ValuesIn(at
 INSTANTIATE_TEST_SUITE_P(MxConfigs, Sm90GemmGpuTest, testing::ValuesIn(mx_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(TmaStoreConfigs, Sm90GemmGpuTest, testing::ValuesIn(tma_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(OddNConfigs, Sm90GemmGpuTest, testing::ValuesIn(odd_n_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(PingPongConfigs, Sm90GemmGpuTest, testing::ValuesIn(pingpong_cases()), case_name);
 
 // One split-K plan run at M = 64, 128, 64 on its own workspace: more tiles at the larger M must not
 // find their counters on the partials of the smaller one (the counters sit in a fixed region).

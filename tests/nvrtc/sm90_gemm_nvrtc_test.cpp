@@ -967,6 +967,78 @@ TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
     EXPECT_EQ(x.tma_store, 0);
 }
 
+// ---- ping-pong consumers (the kernel's section 16) ----------------------------------------------------
+
+// Every ping-pong config of the space compiles without spills for the unpromoted pairings (bf16, FP8
+// tensor, FP8 per-row with staged column scales, e5m2 x e4m3 with an f32 output), with the order
+// barrier's bar.arrive in the PTX; no other config has it.
+TEST(Sm90PingPongNvrtcTest, ConfigsCompileWithoutSpills) {
+  int compiled = 0;
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
+                           "gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=e5m2:m b=e4m3:n out=f32"}) {
+    const KernelSpec s = spec_of(text);
+    for (const TileConfig& c : sm90_config_space(s, sm90a())) {
+      if (!c.pingpong || c.cluster_m != 1) continue;
+      const std::string what = std::string(text) + " " + c.to_string();
+      const CompileResult r = compile_ok(s, c, what, /*want_ptx=*/true);
+      std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
+      EXPECT_THAT(r.ptx, HasSubstr("bar.arrive")) << what;
+      ++compiled;
+    }
+  }
+  EXPECT_GE(compiled, 10);
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  const CompileResult plain = compile_ok(bf16, v4_config(128, 128, 64, 6, 4, 1), "bf16 128x128 w4x1", true);
+  EXPECT_THAT(plain.ptx, Not(HasSubstr("bar.arrive")));
+}
+
+TEST(Sm90PingPongPlanTest, RulesAndSharedMemory) {
+  const KernelSpec row = spec_of("gemm a=e4m3:m b=e4m3:n out=bf16");
+  TileConfig c = v4_config(128, 128, 128, 4, 4, 1);
+  c.tma_store = 1;
+  c.pingpong = 1;
+  EXPECT_EQ(c.to_string(), "bm128_bn128_bk128_s4_w4x1_g8_t_p");
+  EXPECT_TRUE(sm90_check_config(row, sm90a(), c).ok()) << sm90_check_config(row, sm90a(), c).to_string();
+  // 4 stages of (128 + 128) x 128 bytes, their barriers, one staged 128 x 128 bf16 tile per consumer, the
+  // column scales of each consumer's tile (f32), the alignment slack; 3 consumer warpgroups' threads.
+  EXPECT_EQ(sm90_smem_bytes(row, c), 4 * 32768 + 16 * 4 + 2 * 32768 + 2 * 4 * 128 + 1024);
+  EXPECT_EQ(sm90_threads(row, c), 384);
+  auto refused = [&](const KernelSpec& s, TileConfig t, const char* why) {
+    const Status st = sm90_check_config(s, sm90a(), t);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << t.to_string() << " " << why;
+    EXPECT_THAT(st.message(), HasSubstr(why)) << t.to_string();
+  };
+  TileConfig wide = c;
+  wide.warps_m = 8;
+  refused(row, wide, "warps 4x1");
+  // Block scales: a 128 x 128 warpgroup tile cannot be promoted at all (the block-scale rule says so);
+  // a 64 x 128 one is promoted, which ping-pong does not take (nor for row scales).
+  const KernelSpec block = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
+  refused(block, c, "cannot be promoted");
+  TileConfig narrow = v4_config(64, 128, 128, 6, 4, 1);  // 64 accumulators: the FP8 tile promotes
+  narrow.pingpong = 1;
+  refused(block, narrow, "promoted FP8 tile");
+  refused(row, narrow, "promoted FP8 tile");
+  TileConfig split = c;
+  split.tma_store = 0;
+  split.split_k = 2;
+  refused(row, split, "split_k=2");
+  TileConfig g = c;
+  g.tma_store = 0;
+  refused(spec_of("grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=bf16"), g, "grouped problem");
+  refused(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), c, "a=mxfp8");
+  EXPECT_THAT(check_config(row, *parse_arch("sm_89"), c).message(), HasSubstr("sm90 family only"));
+  // The space offers it for dense unpromoted problems only.
+  int pp = 0;
+  for (const TileConfig& x : sm90_config_space(spec_of("gemm a=bf16 b=bf16 out=bf16"), sm90a()))
+    pp += x.pingpong;
+  EXPECT_GE(pp, 6);
+  for (const char* text :
+       {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
+        "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "gemm a=mxfp8 b=mxfp8 out=bf16"})
+    for (const TileConfig& x : sm90_config_space(spec_of(text), sm90a())) EXPECT_EQ(x.pingpong, 0) << text;
+}
+
 // ---- programmatic dependent launch (the kernel's section 15) ----------------------------------------
 
 // Every variant of the kernel waits for the previous grid on its stream (griddepcontrol.wait) and lets

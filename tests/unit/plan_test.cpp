@@ -446,6 +446,15 @@ TEST(TileConfigTest, NameRoundTrip) {
   dq.cluster_m = 2;
   dq.tma_store = 1;
   EXPECT_EQ(*config_from_name("bm128_bn128_bk64_s4_w2x4_g8_c2_k4_t"), dq);
+  dq.pingpong = 1;  // ping-pong consumers: "_p" after "_t"
+  EXPECT_EQ(dq.to_string(), "bm128_bn128_bk64_s4_w2x4_g8_c2_k4_t_p");
+  EXPECT_EQ(*config_from_name("bm128_bn128_bk64_s4_w2x4_g8_c2_k4_t_p"), dq);
+  EXPECT_EQ(*config_from_json(config_to_json(dq)), dq);
+  EXPECT_THAT(config_from_name("bm128_bn128_bk64_s4_w4x1_g8_p_t").status().message(),
+              HasSubstr("out of that order"));
+  nlohmann::json bad = config_to_json(dq);
+  bad["pingpong"] = 2;
+  EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("pingpong must be 0 or 1"));
 }
 
 TEST(TileConfigTest, NameErrorsSayWhatIsWrongAndTheForm) {
