@@ -183,8 +183,9 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   // text, so the order is reproducible. The heuristic's own config always stays (below).
   std::map<std::string, int> deepest;  // tile shape (block and warps) -> most stages among the candidates
   auto shape_of = [](const TileConfig& t) {
-    return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "x" + std::to_string(t.block_k) + "w" +
-           std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n) + "s" + std::to_string(t.split_k);
+    return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "x" + std::to_string(t.block_k) +
+           "w" + std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n) + "s" +
+           std::to_string(t.split_k) + (t.pingpong ? "p" : "");
   };
   // At M >= 256 a TMA-store epilogue was worth 10-60% on the H200 (bench/NOTES.md, session 5): where a
   // shape offers it, its plain-store variants count one step more unusual, so the store variant of the
@@ -239,6 +240,22 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {
     std::vector<PrunedCandidate> kept(c.begin(),
                                       c.begin() + static_cast<std::ptrdiff_t>(options.max_candidates));
+    // Ping-pong consumers (the kernel's section 16) overlap one tile's epilogue with the next tile's
+    // mainloop, which the model does not see: it ranks them as the 128 x 128 tiles they are. Where K is
+    // short and M large they measured 1-8% faster than every cooperative tile (H200, FP8 row / tensor and
+    // bf16 at M = 4096, K = 512 .. 2048; slower at K = 7168 and 16384: bench/NOTES.md session 19), so
+    // there the best-ranked one takes the cap's last place if none made it.
+    constexpr int64_t kPingPongMinM = 256, kPingPongMaxK = 2048;
+    auto is_pp = [](const PrunedCandidate& p) { return p.config.pingpong != 0; };
+    if (sizes.m >= kPingPongMinM && sizes.k <= kPingPongMaxK &&
+        !std::any_of(kept.begin(), kept.end(), is_pp)) {
+      auto pp = std::find_if(c.begin() + static_cast<std::ptrdiff_t>(options.max_candidates), c.end(), is_pp);
+      auto last =
+          std::find_if(kept.rbegin(), kept.rend(), [](const PrunedCandidate& p) { return !p.is_default; });
+      if (pp != c.end() && last != kept.rend()) {
+        std::iter_swap(last.base() - 1, pp);  // the displaced candidate is counted under "rank" below
+      }
+    }
     bool has_default =
         std::any_of(kept.begin(), kept.end(), [](const PrunedCandidate& p) { return p.is_default; });
     for (size_t i = options.max_candidates; i < c.size(); ++i) {

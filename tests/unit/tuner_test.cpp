@@ -206,6 +206,40 @@ TEST(PruneTest, ACapCoversSeveralTileShapes) {
   }
 }
 
+// Ping-pong tiles (the kernel's section 16) rank as plain 128 x 128 tiles in the model; where K is short
+// and M large (where they measured faster) the cap keeps the best of them, in its last place.
+TEST(PruneTest, ShortKLargeMKeepsAPingPongCandidate) {
+  auto count_pp = [](const PrunedSpace& s) {
+    return std::count_if(s.kept.begin(), s.kept.end(),
+                         [](const PrunedCandidate& c) { return c.config.pingpong != 0; });
+  };
+  for (const char* spec : {"gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=bf16 b=bf16 out=bf16"}) {
+    const PrunedSpace all = h200_space(spec, {4096, 8192, 1024}, 0);
+    ASSERT_GT(count_pp(all), 0) << spec;
+    const PrunedSpace capped = h200_space(spec, {4096, 8192, 1024}, 24);
+    EXPECT_EQ(count_pp(capped), 1) << spec;
+    EXPECT_LE(capped.kept.size(), 25u) << spec;
+    // The one kept is the best-ranked ping-pong candidate of the uncapped order.
+    const auto first_pp = std::find_if(all.kept.begin(), all.kept.end(),
+                                       [](const PrunedCandidate& c) { return c.config.pingpong != 0; });
+    EXPECT_TRUE(std::any_of(capped.kept.begin(), capped.kept.end(), [&](const PrunedCandidate& c) {
+      return c.config == first_pp->config;
+    })) << spec;
+    // Nothing is lost from the accounting: kept + dropped = enumerated.
+    int dropped = 0;
+    for (const auto& [rule, n] : capped.dropped_by_rule) dropped += n;
+    EXPECT_EQ(capped.kept.size() + dropped, capped.enumerated) << spec;
+  }
+  // Long K (ping-pong measured slower) and small M: no place is reserved, the cap is the order's first 24.
+  for (const ProblemSizes sizes : {ProblemSizes{4096, 8192, 8192}, ProblemSizes{64, 8192, 1024}}) {
+    const PrunedSpace all = h200_space("gemm a=e4m3:m b=e4m3:n out=bf16", sizes, 0);
+    const PrunedSpace capped = h200_space("gemm a=e4m3:m b=e4m3:n out=bf16", sizes, 24);
+    ASSERT_GE(capped.kept.size(), 24u);
+    for (size_t i = 0; i < 24; ++i)
+      EXPECT_EQ(capped.kept[i].config, all.kept[i].config) << sizes.m << " " << i;
+  }
+}
+
 // Many full waves make a thin last wave cheap: 8192^3 FP8 blocks in 128 x 128 tiles (31.03 waves, a 3%
 // last wave) used to be dropped by the last-wave rule, leaving only split-K candidates.
 TEST(PruneTest, ManyWavesKeepTilesWithAThinLastWave) {
@@ -258,9 +292,9 @@ TEST(PruneTest, TiedSm90VariantsRankDeepestRingGroup8NoClusterFirst) {
   ASSERT_GT(all.kept.size(), 8u);
   std::map<std::string, int> deepest;
   auto shape = [](const TileConfig& t) {
-    return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "w" + std::to_string(t.warps_m) + "x" +
-           std::to_string(t.warps_n) + "k" + std::to_string(t.block_k) + "s" + std::to_string(t.split_k) +
-           (t.tma_store ? "t" : "");
+    return std::to_string(t.block_m) + "x" + std::to_string(t.block_n) + "w" + std::to_string(t.warps_m) +
+           "x" + std::to_string(t.warps_n) + "k" + std::to_string(t.block_k) + "s" +
+           std::to_string(t.split_k) + (t.tma_store ? "t" : "") + (t.pingpong ? "p" : "");
   };
   for (const PrunedCandidate& c : all.kept) deepest[shape(c.config)] = std::max(deepest[shape(c.config)], c.config.stages);
   // The first candidate of every tile shape is its deepest ring, group 8, no cluster.
