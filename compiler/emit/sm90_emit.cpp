@@ -96,6 +96,8 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   body += constant("int", "kArch", to_string(arch.sm()));
   if (cfg.tma_store) body += constant("bool", "kTmaStore", "true");  // the kernel's section 12
   if (cfg.pingpong) body += constant("bool", "kPingPong", "true");   // the kernel's section 16
+  // The launch's dynamic shared memory: the kernel asserts that its own layout has the same size.
+  body += constant("int", "kHostSmemBytes", to_string(sm90_smem_bytes(spec, cfg)));
   // Block scales staged through shared memory (the kernel's section 8): the host alone decides.
   if (sm90_staged_scales(spec, cfg)) body += constant("bool", "kStagedScales", "true");
   // Epilogues issue: the generated functor and the gate|up layout (the kernel's section 4).

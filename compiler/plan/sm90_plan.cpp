@@ -444,11 +444,9 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                                       to_string(cfg.block_n) + " (block scales, or at most 64 accumulators)"
                             : spec.layout != GroupLayout::kDense ? string("a grouped problem")
                                                                  : "split_k=" + to_string(cfg.split_k)) +
-                           "; ping-pong consumers take dense problems with unpromoted accumulation (bf16, "
-                           "f16, FP8 with tensor or "
-                           "per-row scales on tiles of more than 64 accumulators per thread, e.g. 128x128 or "
-                           "64x256), warps 4x1, "
-                           "split_k 1 (or pingpong 0)");
+                           "; ping-pong consumers need a dense problem, warps 4x1, split_k 1 and unpromoted "
+                           "accumulation: bf16 or f16, or FP8 with tensor / per-row scales on a tile of more "
+                           "than 64 accumulators per thread (128x128, 64x256); otherwise use pingpong 0");
   // Split-K (the kernel's section 10): dense problems, no clusters.
   if (cfg.split_k > 1 && (spec.layout != GroupLayout::kDense || cfg.cluster_m != 1))
     return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " +
@@ -459,9 +457,12 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   if (smem > arch.max_smem_per_block())
     return ResourceExhausted(
         name + "stages * (block_m + block_n) * 128 bytes + barriers" +
-        (cfg.tma_store ? string(" + the staged output tile (tma_store)") : string()) + " = " + to_string(smem) +
-        " bytes of shared memory; " + arch.name() + " allows " + to_string(arch.max_smem_per_block()) +
-        " per block (fewer stages or smaller tiles)");
+        (cfg.tma_store ? string(cfg.pingpong ? " + a staged output tile per consumer (tma_store, pingpong)"
+                                             : " + the staged output tile (tma_store)") +
+                             (spec.b.scale == ScaleGranularity::kN ? " + the staged column scales" : "")
+                       : string()) +
+        " = " + to_string(smem) + " bytes of shared memory; " + arch.name() + " allows " +
+        to_string(arch.max_smem_per_block()) + " per block (fewer stages or smaller tiles)");
   return Status::Ok();
 }
 

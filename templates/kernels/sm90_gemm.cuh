@@ -58,8 +58,9 @@
 //    both CTAs' shared memory (ptx/tma.cuh): B's L2 -> SM traffic halves (per stage 32 KB instead of
 //    48 KB per CTA at 128 x 256). Since a CTA's multicast writes into its peer's ring, a stage may be
 //    refilled only when the consumers of BOTH CTAs released it: every consumer warp arrives on the
-//    empty[s] of each CTA of the cluster (mapa + remote arrive), and empty[s] counts 4 * kConsumers *
-//    kClusterM arrivals (ptx/mbarrier.cuh says why the arrive has default semantics). The walk is over
+//    empty[s] of each CTA of the cluster (mapa + remote arrive), and empty[s] counts 4 * kStageReaders *
+//    kClusterM arrivals (the consumer warpgroups that read a stage: all of them, or one with ping-pong,
+//    section 16; ptx/mbarrier.cuh says why the arrive has default semantics). The walk is over
 //    cluster tiles (kClusterM tile rows x 1 tile column) by cluster id; a CTA whose tile row falls
 //    past M still loads (from the last row of X: see produce) and multicasts its half of B, and
 //    stores nothing. A cluster-wide barrier follows the mbarrier inits and precedes exit.
@@ -68,7 +69,8 @@
 //      Y[m, n] = round_out( acc(m, n) * (row_factor(m) * col_factor(n)) ),
 //    row_factor = a's tensor scale or a_scale[m]; col_factor = b's tensor scale or b_scale[n]; 1 for a
 //    block-scaled operand. Per-row factors are loaded when a tile starts (their latency hides behind
-//    its mainloop), per-column ones in the epilogue, column pair by column pair. Block scales vary
+//    its mainloop), per-column ones in the epilogue, column pair by column pair (with TMA stores they
+//    too are loaded when the tile starts and staged in shared memory: section 12). Block scales vary
 //    along K and are applied to the promoted partial of every K tile: an FP8 K tile is 128 elements,
 //    exactly one scale block, so K tile kt is scale column kb = kt and
 //      acc = fma(part, sa[m, kb] * sb[n / 128, kb], acc)     (the reference's order and rounding)
@@ -199,9 +201,10 @@
 //    (bar.arrive / bar.sync), so every full[s] it waits on is at most one phase ahead (the parity wait
 //    stays exact however many laps a unit spans), and one warpgroup's epilogue runs under the other's
 //    wgmmas. Each consumer has its own TMA-store slab and column-scale slab (section 12).
-//    Measured on the H200 (bench/NOTES.md session 19): faster than the cooperative 128 x 256 tile where K
-//    is short (FP8 row 4096 x 32768 x 512: 136 against 144 us; 4096 x 24576 x 1536 in clusters of 2: 231
-//    against 242), slower where K is long or N does not fill 128-column tiles.
+//    Measured on the H200 (bench/NOTES.md session 19, graph replay) with 5 stages: faster than the
+//    cooperative tiles where K is short (FP8 row 4096 x 32768 x 512: 130.7 against 141.5 / 142.3 us;
+//    4096 x 24576 x 1536 in clusters of 2: 220.5 against 236.2 / 237.5), slower where K is long or N
+//    does not fill 128-column tiles.
 //
 // Preconditions the planner and runtime check (compiler/plan/sm90_plan.cpp, runtime/operands.cpp):
 // a and b 16-byte aligned, lda * elem_bytes and ldb * elem_bytes multiples of 16 (TMA global strides),
@@ -279,6 +282,18 @@ struct ConfigPingPong {
 template <class Config>
 struct ConfigPingPong<Config, typename VoidOf<decltype(Config::kPingPong)>::type> {
   static constexpr bool kValue = Config::kPingPong;
+};
+
+// The host's mirror of the kernel's shared memory (compiler/plan/sm90_plan.cpp sm90_smem_bytes, the
+// launch's dynamic size): `static constexpr int kHostSmemBytes`, emitted by the generated code; the
+// kernel checks that it equals its own layout's size.
+template <class Config, class = void>
+struct ConfigHostSmem {
+  static constexpr int kValue = -1;
+};
+template <class Config>
+struct ConfigHostSmem<Config, typename VoidOf<decltype(Config::kHostSmemBytes)>::type> {
+  static constexpr int kValue = Config::kHostSmemBytes;
 };
 
 template <class Config>
@@ -503,6 +518,9 @@ struct Gemm {
   static_assert(!kPromote || format_is_fp8(kA), "promotion exists for the FP8 accumulator only");
   static_assert(kStages >= 2 && kStages <= 16, "the ring needs 2..16 stages");
   static_assert(kSmemBytes <= 232448, "sm_90 grants at most 227 KB of shared memory per block");
+  static_assert(ConfigHostSmem<Config>::kValue < 0 || ConfigHostSmem<Config>::kValue == kSmemBytes,
+                "the host's shared-memory size for this config (sm90_smem_bytes) differs from the kernel's "
+                "layout: the two mirrors have drifted apart");
   static_assert(kTileBytesA % 1024 == 0 && kTileBytesB % 1024 == 0,
                 "every stage's A and B boxes start on 1024-byte boundaries (the swizzle period)");
   static_assert(Config::kGroupM >= 1, "grouped rasterization needs at least one tile row per group");
@@ -513,7 +531,8 @@ struct Gemm {
   static_assert(kProducerRegs * 128 * kProducerWgs + kConsumerRegs * 128 * kConsumers <= 65536,
                 "the producer/consumer register split must fit the 64K-register file");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
-  static_assert(!kPingPong || (kWgsM == 1 && kWgsN == 1 && !kPromote && !kMx && !kSplit && !kGrouped),
+  static_assert(!kPingPong ||
+                    (kWgsM == 1 && kWgsN == 1 && !kPromote && !kBlockScaled && !kMx && !kSplit && !kGrouped),
                 "ping-pong consumers (section 16): warps 4 x 1 (each warpgroup owns the whole tile), "
                 "unpromoted accumulation (bf16 / f16, FP8 with tensor or per-row scales), dense, no split-K");
   static_assert((kBoxRowsB * kRowBytes) % 1024 == 0,
@@ -1133,7 +1152,7 @@ struct Gemm {
   // ---- consumers --------------------------------------------------------------------------------
 
   // Releases stage s to the producers: one arrival per warp on the empty[s] of every CTA of the
-  // cluster (empty[s] counts 4 * kConsumers * kCluster). The other lanes' reads of a staged-scale slot
+  // cluster (empty[s] counts 4 * kStageReaders * kCluster). The other lanes' reads of a staged-scale slot
   // reach the producer's next write through __syncwarp (bar.warp.sync orders memory among the warp)
   // and lane 0's release: correct under the PTX memory model, but compute-sanitizer's racecheck does
   // not follow that chain and reports write-after-read hazards on the slots wherever the ring wraps.
@@ -1824,7 +1843,9 @@ struct Gemm {
         if constexpr (kColStage) {
           const int i = tid + 128 * r;
           const int col = tile.n * kBlockN + wg_n * kWgTileN + i;
-          if (i < kWgTileN && col < p.n) col_ld[r] = ldg_f32(b_scale_of<ScaleType::kF32>(p, tile.e) + col);
+          // (Where the output could not be mapped the direct epilogue runs and loads its own.)
+          if (out_tma && i < kWgTileN && col < p.n)
+            col_ld[r] = ldg_f32(b_scale_of<ScaleType::kF32>(p, tile.e) + col);
         }
       }
       // Per-row factors of a (per-token scales, or the tensor scale).

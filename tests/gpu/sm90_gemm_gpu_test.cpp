@@ -178,11 +178,12 @@ const Pin kPins[] = {
     {64, 192, 6, 4, 1},
     // Ping-pong consumers (the kernel's section 16), two warpgroups of 4 warps each owning
     // whole tiles: 53 128 x 128 with TMA stores, 54 with direct stores at 6 stages, 55 in
-    // clusters of 2, 56 64 x 256 with TMA stores.
+    // clusters of 2, 56 64 x 256 with TMA stores, 57 128 x 128 with TMA stores at 3 stages (f32 outputs).
     {128, 128, 4, 4, 1, 1, 8, 1, 1, 1, 0, 1},
     {128, 128, 6, 4, 1, 1, 8, 1, 1, 0, 0, 1},
     {128, 128, 4, 4, 1, 2, 8, 1, 1, 1, 0, 1},
-    {64, 256, 3, 4, 1, 1, 8, 1, 1, 1, 0, 1}};
+    {64, 256, 3, 4, 1, 1, 8, 1, 1, 1, 0, 1},
+    {128, 128, 3, 4, 1, 1, 8, 1, 1, 1, 0, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -532,23 +533,29 @@ std::vector<Case> odd_n_cases() {
   return cases;
 }
 
-// Ping-pong consumers (pins 53-56) on every unpromoted pairing: M = 1 (one tile: consumer 1 has none),
-// tails in M and N, several tiles per CTA (2000 x 3000: both consumers, odd tile counts), K of one atom
-// (fewer stages per tile than the ring holds) and of many.
+// Ping-pong consumers (pins 53-57) on every unpromoted pairing: M = 1 (one tile: consumer 1 has none),
+// tails in M and N, several tiles per CTA (2000 x 3000: both consumers, odd tile counts; 4096 x 4096 x
+// 256: eight tiles per CTA, so the order barriers complete several times), K of one atom (fewer stages
+// per tile than the ring holds) and of many; an epilogue functor and gate|up (direct stores).
 std::vector<Case> pingpong_cases() {
   std::vector<Case> cases;
-  const Shape shapes[] = {{1, 256, 512},      {77, 200, 1024},   {300, 129, 512},
-                          {1000, 1032, 1024}, {2000, 3000, 512}, {513, 4000, 64}};
+  const Shape shapes[] = {{1, 256, 512},     {77, 200, 1024}, {300, 129, 512},  {1000, 1032, 1024},
+                          {2000, 3000, 512}, {513, 4000, 64}, {4096, 4096, 256}};
   const char* const specs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=f16 b=f16 out=f32",
                                "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=e4m3:m b=e4m3:n out=bf16",
                                "gemm a=e5m2:m b=e4m3:n out=f32"};
   for (const char* sp : specs) {
     const bool f32_out = std::string(sp).find("out=f32") != std::string::npos;
-    for (int pin : {53, 54, 55, 56}) {
-      // f32 outputs: two staged 128 x 128 f32 tiles leave no room for a ring (direct stores only).
-      if (f32_out && kPins[pin].tma) continue;
+    // f32 outputs: two staged 128 x 128 f32 tiles leave room for 3 stages (pin 57) only.
+    for (int pin : f32_out ? std::vector<int>{54, 57} : std::vector<int>{53, 54, 55, 56}) {
       for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
     }
+  }
+  for (const Shape& sh : shapes) {
+    cases.push_back({"gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\"", sh.m,
+                     sh.n, sh.k, 53});
+    cases.push_back({"gemm a=e4m3:m b=e4m3:n out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\"",
+                     sh.m, sh.n + sh.n % 2, sh.k, 54});
   }
   return cases;
 }
