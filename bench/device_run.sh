@@ -144,6 +144,11 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
   echo "--- memcheck / racecheck (sm90 N tiles between the powers of two) at $(elapsed)s"
   sanitize memcheck gpu_sm90_gemm_gpu_test 'OddNConfigs/*m77_*:OddNConfigs/*m1_*' 150
   sanitize racecheck gpu_sm90_gemm_gpu_test 'OddNConfigs/*m77_*pin128x192w8x1t:OddNConfigs/*m77_*pin128x112*' 150
+  echo "--- memcheck / racecheck (sm90 ping-pong consumers, section 16) at $(elapsed)s"
+  sanitize memcheck gpu_sm90_gemm_gpu_test 'PingPongConfigs/*m77_*:PingPongConfigs/*m2000_*' 150
+  # Several tiles per CTA (2000 x 3000) and eight (4096 x 4096 x 256): the order barriers complete many times.
+  sanitize racecheck gpu_sm90_gemm_gpu_test \
+    'PingPongConfigs/*a_e4m3_m_*m2000_*pin128x128w4x1tp:PingPongConfigs/*a_bf16_b_bf16_out_bf16_m4096_*pin128x128w4x1c2tp' 150
   sanitize memcheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   sanitize racecheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   echo "--- memcheck (MXFP8 pre-pass: conversion kernel + bf16 kernel) at $(elapsed)s"
