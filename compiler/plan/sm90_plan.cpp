@@ -41,11 +41,13 @@ int atoms(const KernelSpec& spec, const TileConfig& c) {
   return c.block_k * elem_bytes(spec.a.format) / kRowBytes;
 }
 
-// Accumulator registers per consumer thread: (block_m / wgs_m) x (block_n / wgs_n) over 128 threads.
-int acc_regs(const TileConfig& c) {
-  const int wgs_m = std::max(1, c.warps_m / 4), wgs_n = std::max(1, c.warps_n);
-  return (c.block_m / wgs_m) * (c.block_n / wgs_n) / 128;
-}
+// One consumer warpgroup's tile: block_m / (warps_m / 4) x block_n / warps_n (the whole tile with
+// ping-pong's warps 4 x 1).
+int wg_tile_m(const TileConfig& c) { return c.block_m / std::max(1, c.warps_m / 4); }
+int wg_tile_n(const TileConfig& c) { return c.block_n / std::max(1, c.warps_n); }
+
+// Accumulator registers per consumer thread: the warpgroup tile over 128 threads.
+int acc_regs(const TileConfig& c) { return wg_tile_m(c) * wg_tile_n(c) / 128; }
 
 int64_t tiles(const ProblemSizes& s, const TileConfig& c) {
   const int64_t m = std::max<int64_t>(s.m, 1), n = std::max<int64_t>(s.n, 1);
@@ -205,15 +207,12 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
   // Grouped: the per-CTA expert table (cluster-tile ends, row bases, row counts: int32 each).
   const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
-  // TMA-store epilogue (the kernel's section 12): the output tile, staged before its TMA store.
-  // Ping-pong consumers each stage a whole tile.
+  // TMA-store epilogue (the kernel's section 12): each consumer warpgroup's output slab, staged before
+  // its TMA store, and with per-channel (n) scales its columns' scales (f32 each).
   const int out_tile =
-      cfg.tma_store ? (cfg.pingpong ? 2 : 1) * cfg.block_m * cfg.block_n * elem_bytes(spec.out.format) : 0;
-  // With per-channel (n) scales it also stages the column scales: f32 per column of each consumer
-  // warpgroup's tile (warps_m / 4 warpgroups along M each keep a copy: warps_m * block_n bytes in all).
-  const int col_scales = cfg.tma_store && spec.b.scale == ScaleGranularity::kN
-                             ? (cfg.pingpong ? 2 : 1) * cfg.warps_m * cfg.block_n
-                             : 0;
+      cfg.tma_store ? consumers(cfg) * wg_tile_m(cfg) * wg_tile_n(cfg) * elem_bytes(spec.out.format) : 0;
+  const int col_scales =
+      cfg.tma_store && spec.b.scale == ScaleGranularity::kN ? consumers(cfg) * 4 * wg_tile_n(cfg) : 0;
   // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
   // and its decoded scales (16 bytes per tile row), their barriers, and its own 1024-byte alignment.
   const int staging =

@@ -1776,8 +1776,8 @@ struct Gemm {
     if constexpr (kScaleB == Scale::kTensor) {
       if (p.b_scale != nullptr) b_t = ldg_f32(p.b_scale);
     }
-    const int wg_m = kPingPong ? 0 : consumer % kWgsM;
-    const int wg_n = kPingPong ? 0 : consumer / kWgsM;
+    const int wg_m = consumer % kWgsM;                  // (kWgsM is 1 with ping-pong)
+    const int wg_n = kPingPong ? 0 : consumer / kWgsM;  // ping-pong: both own the whole tile
     const int tid = threadIdx.x & 127;
     const int warp = tid >> 5;
     const int lane = tid & 31;
