@@ -193,7 +193,7 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   std::set<std::string> has_tma_store;
   // Ring depth is compared among the variants with the same store path (a TMA store's staging tile
   // takes a stage's shared memory).
-  auto depth_key = [&](const TileConfig& t) { return shape_of(t) + (t.tma_store ? "t" : ""); };
+  auto depth_key = [&](const TileConfig& t) { return shape_of(t) + "t" + std::to_string(t.tma_store); };
   for (const PrunedCandidate& p : c) {
     int& d = deepest[depth_key(p.config)];
     d = std::max(d, p.config.stages);

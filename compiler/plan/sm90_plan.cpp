@@ -196,6 +196,16 @@ int sm90_threads(const KernelSpec& spec, const TileConfig& cfg) {
 namespace {
 
 // Shared memory of cfg's kernel, with or without the staged block-scale slots.
+// tma_store = 2 (the kernel's section 12): every consumer warpgroup's buffer of one chunk, the first
+// ceil(boxes / 2) of its slab's boxes (128 bytes of a row, or 16 columns where its columns are not a
+// whole number of those).
+int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+  const int ob = elem_bytes(spec.out.format);
+  const int wg_n = wg_tile_n(cfg);
+  const int box_cols = (wg_n * ob) % 128 == 0 ? 128 / ob : 16;
+  return consumers(cfg) * ((wg_n / box_cols + 1) / 2) * wg_tile_m(cfg) * box_cols * ob;
+}
+
 int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bool staged_slots) {
   const bool dq = sm90_mx_dequant(spec, cfg);  // bf16 stages of 64 K (the kernel's section 13)
   const int row_bytes = dq ? kRowBytes : cfg.block_k * elem_bytes(spec.a.format);
@@ -210,7 +220,9 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
   // TMA-store epilogue (the kernel's section 12): each consumer warpgroup's output slab, staged before
   // its TMA store, and with per-channel (n) scales its columns' scales (f32 each).
   const int out_tile =
-      cfg.tma_store ? consumers(cfg) * wg_tile_m(cfg) * wg_tile_n(cfg) * elem_bytes(spec.out.format) : 0;
+      cfg.tma_store == 2 ? out_chunk_bytes(spec, cfg)
+      : cfg.tma_store    ? consumers(cfg) * wg_tile_m(cfg) * wg_tile_n(cfg) * elem_bytes(spec.out.format)
+                         : 0;
   const int col_scales =
       cfg.tma_store && spec.b.scale == ScaleGranularity::kN ? consumers(cfg) * 4 * wg_tile_n(cfg) : 0;
   // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
@@ -405,12 +417,20 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // a GLU writes N / 2 columns from column pairs.
   // Boxes of 128 bytes where the warpgroup's columns are a whole number of them, else of 16 columns.
   if (cfg.tma_store != 0 && wg_n % 16 != 0)
-    return InvalidArgument(name + "tma_store=1 with " + to_string(wg_n) + " columns per warpgroup: the staged "
+    return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " + to_string(wg_n) + " columns per warpgroup: the staged "
                            "slab is stored in boxes of 128 bytes or of 16 columns; use tma_store 0 or a multiple "
                            "of 16 columns");
-  if (cfg.tma_store != 0 && (cfg.tma_store != 1 || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
+  // tma_store = 2 stores the slab in two chunks of whole boxes (128 bytes of a row, or 16 columns), the
+  // first of ceil(boxes / 2); a warpgroup of one box has nothing to split.
+  if (cfg.tma_store == 2 && wg_n % 16 == 0) {
+    const int box_cols = (wg_n * elem_bytes(spec.out.format)) % 128 == 0 ? 128 / elem_bytes(spec.out.format) : 16;
+    if (wg_n / box_cols < 2)
+      return InvalidArgument(name + "tma_store=2 with " + to_string(wg_n) + " columns per warpgroup: one output " +
+                             "box of " + to_string(box_cols) + " columns cannot go out in two chunks; use tma_store 1");
+  }
+  if (cfg.tma_store != 0 && ((cfg.tma_store != 1 && cfg.tma_store != 2) || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +
-                           (cfg.tma_store != 1 ? string("a value other than 0 or 1")
+                           (cfg.tma_store != 1 && cfg.tma_store != 2 ? string("a value other than 0, 1 or 2")
                             : spec.layout != GroupLayout::kDense ? string("a grouped problem")
                                                                  : string("gate_up")) +
                            ": the TMA-store epilogue takes dense problems without gate|up (tma_store 0)");

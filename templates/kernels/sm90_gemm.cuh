@@ -135,13 +135,15 @@
 //    quad whose accumulators hold that column (16-byte loads); then arrives on full[s] (1 + 32
 //    arrivals). Warpgroup tiles hold at most 64 accumulators per thread (64 x 128 or 128 x 64), one atom
 //    per stage; grouped, split-K and clusters work as for the other formats.
-// 12. TMA-store epilogue (tma_store = 1; dense, no gate|up): each consumer warpgroup writes its scaled
+// 12. TMA-store epilogue (tma_store = 1 or 2; dense, no gate|up): each consumer warpgroup writes its scaled
 //    (and functor-mapped) output slab to shared memory as 128-byte-swizzled TMA boxes, fences the
 //    async proxy, and one thread stores the boxes with cp.async.bulk.tensor (clipped at M and N by the
 //    map), then the warpgroup goes straight on to its next tile: the stores overlap the next mainloop,
 //    and they leave in whole 128-byte lines instead of the direct epilogue's 4-byte pieces per thread.
 //    The runtime passes the output's map and out_tma = 1 when the output is TMA-addressable (16-byte
-//    aligned base and row stride); otherwise the direct epilogue runs.
+//    aligned base and row stride); otherwise the direct epilogue runs. With tma_store = 2 (kOutChunks = 2)
+//    the slab goes out in two column chunks through a buffer of one chunk: the second chunk waits until
+//    the first's stores have read the buffer, and the half-size buffer leaves room for one more stage.
 // 13. MXFP8 through a dequantizing producer (block_k = 64; dense and grouped, 2 consumer warpgroups, no
 //    clusters, no split-K). Section 11's promotion costs an FMUL and an FFMA per accumulator per 32 K, which
 //    keeps the FP8 tensor cores below half their rate; here the producer warpgroup turns each operand
@@ -252,7 +254,7 @@ namespace kiln_dev {
 namespace sm90 {
 
 // Whether the config asks for the TMA-store epilogue (section 12): `static constexpr bool kTmaStore`,
-// emitted only by configs with tma_store = 1, so every other config compiles to the code it did.
+// emitted only by configs with tma_store = 1 or 2, so every other config compiles to the code it did.
 template <class Config, class = void>
 struct ConfigTmaStore {
   static constexpr bool kValue = false;
@@ -271,6 +273,16 @@ struct ConfigStagedScales {
 template <class Config>
 struct ConfigStagedScales<Config, typename VoidOf<decltype(Config::kStagedScales)>::type> {
   static constexpr bool kValue = Config::kStagedScales;
+};
+
+// Section 12's slab in chunks (tma_store = 2): `static constexpr int kOutChunks`, emitted only then.
+template <class Config, class = void>
+struct ConfigOutChunks {
+  static constexpr int kValue = 1;
+};
+template <class Config>
+struct ConfigOutChunks<Config, typename VoidOf<decltype(Config::kOutChunks)>::type> {
+  static constexpr int kValue = Config::kOutChunks;
 };
 
 // Whether the config asks for ping-pong consumers (section 16): `static constexpr bool kPingPong`,
@@ -414,7 +426,14 @@ struct Gemm {
   static constexpr int kOutRowBytes = kOutBoxCols * kOutBytes;
   static constexpr int kOutBoxes = kWgTileN / kOutBoxCols;
   static constexpr int kOutBoxBytes = kWgTileM * kOutRowBytes;
-  static constexpr int kOutWgBytes = kOutBoxes * kOutBoxBytes;
+  // tma_store = 2: the slab goes out in kOutChunks column chunks of kChunkBoxes boxes through a buffer of
+  // one chunk (each chunk waits until the previous one's stores have read the buffer), which leaves
+  // shared memory for a deeper ring.
+  static constexpr int kOutChunks = ConfigOutChunks<Config>::kValue;
+  // (Chunks of ceil(kOutBoxes / kOutChunks) boxes; the last may hold fewer: 176 columns are 11 boxes of 16.)
+  static constexpr int kChunkBoxes = (kOutBoxes + kOutChunks - 1) / kOutChunks;
+  static constexpr int kChunkGroups = kChunkBoxes * kOutBoxCols / 8;  // 8-column accumulator groups per chunk
+  static constexpr int kOutWgBytes = kChunkBoxes * kOutBoxBytes;
   static constexpr int kOutTileBytes = kTmaStore ? kConsumers * kOutWgBytes : 0;
   // Section 12 with per-column (n) scales: the tile's column scales, loaded into registers when the tile
   // starts (their latency runs under the mainloop) and written to shared memory when its epilogue starts,
@@ -497,6 +516,8 @@ struct Gemm {
   static_assert(!kGlu || (kHasFn && kGateUp == GateUp::kInterleaved),
                 "gate_up: interleaved (gate, up) W rows combined by an epilogue functor (stacked halves run on "
                 "the portable family)");
+  static_assert(kOutChunks == 1 || (kTmaStore && kOutChunks == 2 && kOutBoxes >= 2),
+                "the TMA-store slab goes out whole or in 2 chunks of whole boxes");
   static_assert(!kTmaStore || (!kGrouped && !kGlu && kWgTileM <= 256 && kWgTileN % kOutBoxCols == 0),
                 "the TMA-store epilogue (section 12) takes dense problems without gate|up");
   static_assert(Config::kWarpsM % 4 == 0, "consumer warps come in warpgroups of 4 stacked along M");
@@ -1614,7 +1635,7 @@ struct Gemm {
     const int warp = tid >> 5, lane = tid & 31;
     const u32 buf = sm.out + u32(consumer * kOutWgBytes);
     // kColStage: this warpgroup's column scales into shared memory. Its previous tile's reads of them
-    // all came before that tile's second barrier below; the barrier that follows orders these writes
+    // all came before that tile's last barrier below; the barrier that follows orders these writes
     // before this tile's reads.
     if constexpr (kColStage) {
 #pragma unroll
@@ -1623,64 +1644,71 @@ struct Gemm {
         if (i < kWgTileN) sts_u32(sm.colsc + u32(consumer * kColWgBytes + 4 * i), __float_as_uint(col_ld[r]));
       }
     }
-    if (tid == 0) tma_store_wait_read<0>();
-    named_barrier_sync(1 + consumer, 128);
     const int slab_row0 = tile.row0 + wg_m * kWgTileM;
     const int slab_col0 = tile.n * kBlockN + wg_n * kWgTileN;
     const float* sb_row = kRowB ? b_scale_of<ScaleType::kF32>(p, tile.e) : nullptr;
 #pragma unroll
-    for (int j = 0; j < kAccRegs / 4; ++j) {
-      const int c = 8 * j + 2 * (lane & 3);  // slab column
-      const int col = slab_col0 + c;
-      float col_f0 = b_tile, col_f1 = b_tile;
-      if constexpr (kColStage) {
-        u32 lo, hi;
-        lds_u64(lo, hi, sm.colsc + u32(consumer * kColWgBytes + 4 * c));
-        col_f0 = __uint_as_float(lo);
-        col_f1 = __uint_as_float(hi);
-      } else {
-        if (col < p.n) col_factors(p, sb_row, b_tile, col, col_f0, col_f1);
-      }
-      const int box = c / kOutBoxCols;
-      const int off = (c % kOutBoxCols) * kOutBytes;
+    for (int q = 0; q < kOutChunks; ++q) {
+      // The buffer's previous stores (the previous chunk's, or the previous tile's last) have read it.
+      if (tid == 0) tma_store_wait_read<0>();
+      named_barrier_sync(1 + consumer, 128);
 #pragma unroll
-      for (int mi = 0; mi < kMmaM; ++mi) {
+      for (int jj = 0; jj < kChunkGroups; ++jj) {
+        const int j = q * kChunkGroups + jj;
+        if (j >= kAccRegs / 4) break;  // a shorter last chunk (compile-time: q and jj are unrolled)
+        const int c = 8 * j + 2 * (lane & 3);  // slab column
+        const int col = slab_col0 + c;
+        float col_f0 = b_tile, col_f1 = b_tile;
+        if constexpr (kColStage) {
+          u32 lo, hi;
+          lds_u64(lo, hi, sm.colsc + u32(consumer * kColWgBytes + 4 * c));
+          col_f0 = __uint_as_float(lo);
+          col_f1 = __uint_as_float(hi);
+        } else {
+          if (col < p.n) col_factors(p, sb_row, b_tile, col, col_f0, col_f1);
+        }
+        const int box = c / kOutBoxCols - q * kChunkBoxes;  // the buffer's box
+        const int off = (c % kOutBoxCols) * kOutBytes;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = mi * 64 + warp * 16 + (lane >> 2) + half * 8;  // slab row
-          const int row = slab_row0 + r;
-          float v0 = acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0);
-          float v1 = acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1);
-          if constexpr (kHasFn) {
-            if (row < tile.row_end && col < p.n) {
-              apply_fn_pair(p, tile, row, col, v0, v1);
-            } else {
-              v0 = v1 = 0.0f;
+        for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int r = mi * 64 + warp * 16 + (lane >> 2) + half * 8;  // slab row
+            const int row = slab_row0 + r;
+            float v0 = acc[mi][4 * j + 2 * half] * (row_f[mi][half] * col_f0);
+            float v1 = acc[mi][4 * j + 2 * half + 1] * (row_f[mi][half] * col_f1);
+            if constexpr (kHasFn) {
+              if (row < tile.row_end && col < p.n) {
+                apply_fn_pair(p, tile, row, col, v0, v1);
+              } else {
+                v0 = v1 = 0.0f;
+              }
             }
-          }
-          const u32 addr =
-              kOutNarrow ? buf + u32(box * kOutBoxBytes + r * kOutRowBytes + off)
-                         : buf + u32(box * kOutBoxBytes + r * 128 + ((((off >> 4) ^ (r & 7)) << 4) | (off & 15)));
-          if constexpr (kOut == Format::kBf16) {
-            sts_u32(addr, cvt_pack_bf16x2(v0, v1));
-          } else if constexpr (kOut == Format::kF16) {
-            sts_u32(addr, cvt_pack_f16x2(v0, v1));
-          } else {
-            sts_u32(addr, bits_from_f32(v0));
-            sts_u32(addr + 4, bits_from_f32(v1));
+            const u32 addr =
+                kOutNarrow ? buf + u32(box * kOutBoxBytes + r * kOutRowBytes + off)
+                           : buf + u32(box * kOutBoxBytes + r * 128 + ((((off >> 4) ^ (r & 7)) << 4) | (off & 15)));
+            if constexpr (kOut == Format::kBf16) {
+              sts_u32(addr, cvt_pack_bf16x2(v0, v1));
+            } else if constexpr (kOut == Format::kF16) {
+              sts_u32(addr, cvt_pack_f16x2(v0, v1));
+            } else {
+              sts_u32(addr, bits_from_f32(v0));
+              sts_u32(addr + 4, bits_from_f32(v1));
+            }
           }
         }
       }
-    }
-    fence_proxy_async_shared();  // this thread's writes, visible to the TMA unit
-    named_barrier_sync(1 + consumer, 128);
-    if (tid == 0 && slab_row0 < tile.row_end) {
+      fence_proxy_async_shared();  // this thread's writes, visible to the TMA unit
+      named_barrier_sync(1 + consumer, 128);
+      if (tid == 0 && slab_row0 < tile.row_end) {
 #pragma unroll
-      for (int b = 0; b < kOutBoxes; ++b) {
-        const int x = slab_col0 + b * kOutBoxCols;
-        if (x < p.n) tma_store_2d(tma_out, buf + u32(b * kOutBoxBytes), x, slab_row0);
+        for (int b = 0; b < kChunkBoxes; ++b) {
+          if (q * kChunkBoxes + b >= kOutBoxes) break;
+          const int x = slab_col0 + (q * kChunkBoxes + b) * kOutBoxCols;
+          if (x < p.n) tma_store_2d(tma_out, buf + u32(b * kOutBoxBytes), x, slab_row0);
+        }
+        tma_store_commit();
       }
-      tma_store_commit();
     }
   }
 

@@ -183,7 +183,17 @@ const Pin kPins[] = {
     {128, 128, 6, 4, 1, 1, 8, 1, 1, 0, 0, 1},
     {128, 128, 4, 4, 1, 2, 8, 1, 1, 1, 0, 1},
     {64, 256, 3, 4, 1, 1, 8, 1, 1, 1, 0, 1},
-    {128, 128, 3, 4, 1, 1, 8, 1, 1, 1, 0, 1}};
+    {128, 128, 3, 4, 1, 1, 8, 1, 1, 1, 0, 1},
+    // The TMA-store slab in two column chunks through a half-size buffer (tma_store 2, `_th`): 58 the wide
+    // tile at 4 stages, 59 in clusters of 2, 60 ping-pong 128 x 128 at 6 stages, 61 ping-pong at 5 (f32).
+    {128, 256, 4, 8, 1, 1, 8, 1, 1, 2},
+    {128, 256, 4, 8, 1, 2, 8, 1, 1, 2},
+    {128, 128, 6, 4, 1, 1, 8, 1, 1, 2, 0, 1},
+    {128, 128, 5, 4, 1, 1, 8, 1, 1, 2, 0, 1},
+    // 62: narrow boxes (64 x 160 per warpgroup: ten 16-column boxes, five per chunk); 63: 128 x 176 at 5
+    // stages (eleven 16-column boxes: chunks of six and five).
+    {128, 160, 5, 8, 1, 1, 8, 1, 1, 2},
+    {128, 176, 5, 8, 1, 1, 8, 1, 1, 2}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -207,7 +217,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
     out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
            std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "") +
            (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") +
-           (p.split > 1 ? "k" + std::to_string(p.split) : "") + (p.tma ? "t" : "") +
+           (p.split > 1 ? "k" + std::to_string(p.split) : "") + (p.tma == 1 ? "t" : p.tma == 2 ? "th" : "") +
            (p.bk > 0 ? "bk" + std::to_string(p.bk) : "") + (p.pp ? "p" : "");
   }
   return out;
@@ -560,6 +570,35 @@ std::vector<Case> pingpong_cases() {
   return cases;
 }
 
+// The half-size TMA-store buffer (pins 58-61): the same shapes as the ping-pong cases, every unpromoted
+// pairing on its pins (f32 outputs: ping-pong at 5 stages; per-row scales: ping-pong only, the wide
+// cooperative tile with staged column scales does not fit 4 stages), and the block-scaled wide tile.
+std::vector<Case> half_slab_cases() {
+  std::vector<Case> cases;
+  const Shape shapes[] = {{1, 256, 512},      {77, 200, 1024},   {300, 129, 512},  {1000, 1032, 1024},
+                          {2000, 3000, 512}, {513, 4000, 64},   {4096, 4096, 256}};
+  const struct {
+    const char* spec;
+    std::vector<int> pins;
+  } specs[] = {{"gemm a=bf16 b=bf16 out=bf16", {58, 59, 60, 62}},
+               {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", {58, 59, 60, 63}},
+               {"gemm a=e4m3:m b=e4m3:n out=bf16", {60, 63}},
+               {"gemm a=f16 b=f16 out=f32", {61}},
+               {"gemm a=f16 b=f16 out=f16", {58, 62}},
+               {"gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\"", {58, 60}},
+               {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", {59}}};
+  for (const auto& sp : specs) {
+    const bool block = std::string(sp.spec).find("block1x128") != std::string::npos;
+    for (int pin : sp.pins) {
+      for (const Shape& sh : shapes) {
+        if (block && sh.k % 128 != 0) continue;  // block scales need K % 128 == 0
+        cases.push_back({sp.spec, sh.m, sh.n, sh.k, pin});
+      }
+    }
+  }
+  return cases;
+}
+
 // Unpromoted two-atom stages (bf16, f16, fast-accumulating FP8 with tensor / row scales): K whose atom
 // count is odd (a last stage of one atom), M = 1, tails, a multi-wave shape, and with split-K.
 std::vector<Case> two_atom_cases() {
@@ -712,7 +751,8 @@ class PrecompileEnvironment : public testing::Environment {
       jobs.push_back({s, KernelFamily::kSm90Gemm, pinned(s, kPins[c.pin])});
     }
     for (const auto& list :
-         {split_cases(), grouped_cases(), mx_cases(), tma_cases(), odd_n_cases(), pingpong_cases()}) {
+         {split_cases(), grouped_cases(), mx_cases(), tma_cases(), odd_n_cases(), pingpong_cases(),
+          half_slab_cases()}) {
       for (const Case& c : list) {
         const KernelSpec s = spec_of(c.spec);
         if (c.pin >= 0) {
@@ -793,6 +833,7 @@ INSTANTIATE_TEST_SUITE_P(MxConfigs, Sm90GemmGpuTest, testing::ValuesIn(mx_cases(
 INSTANTIATE_TEST_SUITE_P(TmaStoreConfigs, Sm90GemmGpuTest, testing::ValuesIn(tma_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(OddNConfigs, Sm90GemmGpuTest, testing::ValuesIn(odd_n_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(PingPongConfigs, Sm90GemmGpuTest, testing::ValuesIn(pingpong_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(HalfSlabConfigs, Sm90GemmGpuTest, testing::ValuesIn(half_slab_cases()), case_name);
 
 // One split-K plan run at M = 64, 128, 64 on its own workspace: more tiles at the larger M must not
 // find their counters on the partials of the smaller one (the counters sit in a fixed region).

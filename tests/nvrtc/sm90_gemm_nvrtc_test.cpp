@@ -1039,6 +1039,59 @@ TEST(Sm90PingPongPlanTest, RulesAndSharedMemory) {
     for (const TileConfig& x : sm90_config_space(spec_of(text), sm90a())) EXPECT_EQ(x.pingpong, 0) << text;
 }
 
+// ---- the TMA-store slab in two chunks (tma_store 2) --------------------------------------------------
+
+// Half-size output buffers: the wide cooperative tile and ping-pong gain a stage; they compile without
+// spills with the bulk stores in the PTX, and the rules refuse slabs whose boxes do not split in two.
+TEST(Sm90HalfSlabNvrtcTest, ConfigsCompileAndRules) {
+  struct Run {
+    const char* spec;
+    TileConfig cfg;
+  };
+  auto cfg = [](int bm, int bn, int bk, int stages, int wm, int cluster, int pp) {
+    TileConfig c = v4_config(bm, bn, bk, stages, wm, 1, cluster);
+    c.tma_store = 2;
+    c.pingpong = pp;
+    return c;
+  };
+  const Run runs[] = {{"gemm a=bf16 b=bf16 out=bf16", cfg(128, 256, 64, 4, 8, 1, 0)},
+                      {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", cfg(128, 256, 128, 4, 8, 2, 0)},
+                      {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", cfg(128, 256, 128, 4, 8, 2, 0)},
+                      {"gemm a=e4m3:m b=e4m3:n out=bf16", cfg(128, 128, 128, 6, 4, 1, 1)},
+                      {"gemm a=f16 b=f16 out=f32", cfg(128, 128, 64, 5, 4, 1, 1)}};
+  for (const Run& r : runs) {
+    const KernelSpec s = spec_of(r.spec);
+    const std::string what = std::string(r.spec) + " " + r.cfg.to_string();
+    ASSERT_TRUE(sm90_check_config(s, sm90a(), r.cfg).ok()) << what << ": " << sm90_check_config(s, sm90a(), r.cfg).to_string();
+    const CompileResult c = compile_ok(s, r.cfg, what, /*want_ptx=*/true);
+    EXPECT_THAT(c.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta")) << what;
+    // One stage more than the whole-slab store fits.
+    TileConfig whole = r.cfg;
+    whole.tma_store = 1;
+    EXPECT_EQ(sm90_check_config(s, sm90a(), whole).code(), StatusCode::kResourceExhausted) << what;
+  }
+  const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  TileConfig wide = cfg(128, 256, 64, 4, 8, 1, 0);
+  EXPECT_EQ(wide.to_string(), "bm128_bn256_bk64_s4_w8x1_g8_th");
+  EXPECT_EQ(*config_from_name(wide.to_string()), wide);
+  // 4 stages of (128 + 256) x 64 bf16 + their barriers + half of the 128 x 256 bf16 tile + the slack.
+  EXPECT_EQ(sm90_smem_bytes(bf16, wide), 4 * 49152 + 16 * 4 + 32768 + 1024);
+  // 176 columns are 11 boxes of 16: chunks of 6 and 5. FP8 128 x 176 then fits 5 stages (4 with the whole
+  // slab).
+  const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
+  TileConfig odd = cfg(128, 176, 128, 5, 8, 1, 0);
+  EXPECT_EQ(sm90_smem_bytes(fp8, odd), 5 * 38912 + 16 * 5 + 2 * 6 * 64 * 32 + 1024);
+  ASSERT_TRUE(sm90_check_config(fp8, sm90a(), odd).ok()) << sm90_check_config(fp8, sm90a(), odd).to_string();
+  const CompileResult c176 = compile_ok(fp8, odd, "fp8 128x176 _th", /*want_ptx=*/true);
+  EXPECT_THAT(c176.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta"));
+  TileConfig odd_whole = odd;
+  odd_whole.tma_store = 1;
+  EXPECT_EQ(sm90_check_config(fp8, sm90a(), odd_whole).code(), StatusCode::kResourceExhausted);
+  // One box per warpgroup (64 x 64 bf16: one 128-byte box) has nothing to split.
+  TileConfig one_box = cfg(128, 64, 64, 4, 8, 1, 0);
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), one_box).message(), HasSubstr("cannot go out in two chunks"));
+}
+
 // ---- programmatic dependent launch (the kernel's section 15) ----------------------------------------
 
 // Every variant of the kernel waits for the previous grid on its stream (griddepcontrol.wait) and lets

@@ -452,6 +452,11 @@ TEST(TileConfigTest, NameRoundTrip) {
   EXPECT_EQ(*config_from_json(config_to_json(dq)), dq);
   EXPECT_THAT(config_from_name("bm128_bn128_bk64_s4_w4x1_g8_p_t").status().message(),
               HasSubstr("out of that order"));
+  dq.tma_store = 2;  // the slab in two chunks: "_th"
+  EXPECT_EQ(dq.to_string(), "bm128_bn128_bk64_s4_w2x4_g8_c2_k4_th_p");
+  EXPECT_EQ(*config_from_name(dq.to_string()), dq);
+  EXPECT_EQ(*config_from_json(config_to_json(dq)), dq);
+  dq.tma_store = 1;
   nlohmann::json bad = config_to_json(dq);
   bad["pingpong"] = 2;
   EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("pingpong must be 0 or 1"));
