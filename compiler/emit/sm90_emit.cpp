@@ -95,7 +95,8 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   body += constant("int", "kExperts", to_string(spec.layout == GroupLayout::kDense ? 0 : spec.experts));
   body += constant("int", "kArch", to_string(arch.sm()));
   if (cfg.tma_store) body += constant("bool", "kTmaStore", "true");  // the kernel's section 12
-  if (cfg.tma_store == 2) body += constant("int", "kOutChunks", "2");  // section 12's slab in two chunks
+  // Section 12's slab in two (tma_store 2) or four (4) chunks.
+  if (cfg.tma_store >= 2) body += constant("int", "kOutChunks", to_string(cfg.tma_store));
   if (cfg.pingpong) body += constant("bool", "kPingPong", "true");   // the kernel's section 16
   // The launch's dynamic shared memory: the kernel asserts that its own layout has the same size.
   body += constant("int", "kHostSmemBytes", to_string(sm90_smem_bytes(spec, cfg)));

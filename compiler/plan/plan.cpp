@@ -91,7 +91,11 @@ std::string TileConfig::to_string() const {
   return "bm" + std::to_string(block_m) + "_bn" + std::to_string(block_n) + "_bk" + std::to_string(block_k) +
          "_s" + std::to_string(stages) + "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
          "_g" + std::to_string(group_m) + (cluster_m != 1 ? "_c" + std::to_string(cluster_m) : "") +
-         (split_k != 1 ? "_k" + std::to_string(split_k) : "") + (tma_store == 1 ? "_t" : tma_store == 2 ? "_th" : "") +
+         (split_k != 1 ? "_k" + std::to_string(split_k) : "") +
+         (tma_store == 1   ? "_t"
+          : tma_store == 2 ? "_th"
+          : tma_store == 4 ? "_tq"
+                           : "") +
          (pingpong != 0 ? "_p" : "") +
          (decode == 1   ? "_d"
           : decode == 2 ? "_dw"
@@ -147,8 +151,9 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
     c.split_k = static_cast<int>(it->get<int64_t>());
   }
   if (auto it = j.find("tma_store"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 2)
-      return InvalidArgument("tile config: tma_store must be 0, 1 or 2, got " + it->dump());
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 4 ||
+        it->get<int64_t>() == 3)
+      return InvalidArgument("tile config: tma_store must be 0, 1, 2 or 4, got " + it->dump());
     c.tma_store = static_cast<int>(it->get<int64_t>());
   }
   if (auto it = j.find("pingpong"); it != j.end()) {
@@ -173,8 +178,8 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
 
 StatusOr<TileConfig> config_from_name(const std::string& name) {
   const string form =
-      "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>][_t|_th][_p]"
-      "[_d|_dw]";
+      "bm<rows>_bn<cols>_bk<k>_s<stages>_w<warps_m>x<warps_n>_g<group>[_c<cluster_m>][_k<split_k>]"
+      "[_t|_th|_tq][_p][_d|_dw]";
   auto bad = [&](const string& why) {
     return InvalidArgument("config '" + name + "': " + why + "; expected " + form + " (as kiln prints configs)");
   };
@@ -228,8 +233,8 @@ StatusOr<TileConfig> config_from_name(const std::string& name) {
     j["split_k"] = v;
     ++i;
   }
-  if (i < tokens.size() && (tokens[i] == "t" || tokens[i] == "th")) {
-    j["tma_store"] = tokens[i] == "t" ? 1 : 2;
+  if (i < tokens.size() && (tokens[i] == "t" || tokens[i] == "th" || tokens[i] == "tq")) {
+    j["tma_store"] = tokens[i] == "t" ? 1 : tokens[i] == "th" ? 2 : 4;
     ++i;
   }
   if (i < tokens.size() && tokens[i] == "p") {
@@ -241,7 +246,7 @@ StatusOr<TileConfig> config_from_name(const std::string& name) {
     ++i;
   }
   if (i < tokens.size())
-    return bad("'" + tokens[i] + "' is not c<n>, k<n>, t, th, p, d or dw (or comes out of that order)");
+    return bad("'" + tokens[i] + "' is not c<n>, k<n>, t, th, tq, p, d or dw (or comes out of that order)");
   auto c = config_from_json(j);
   if (!c.ok()) return bad(c.status().message());
   return c;

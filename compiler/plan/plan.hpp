@@ -53,7 +53,8 @@ struct TileConfig {
   // stores it with TMA, asynchronously, while the consumers go on to the next tile (dense, no gate|up).
   // Optional in JSON and to_string ("_t") when 0. 2 = the same through a buffer of half the output
   // tile, stored in two column chunks (the second waits until the first's stores have read the buffer),
-  // which leaves shared memory for a deeper ring ("_th").
+  // which leaves shared memory for a deeper ring ("_th"); 4 = in four chunks through a quarter-size
+  // buffer ("_tq").
   int tma_store = 0;
   // Hopper issue (sm90 family only): 1 = ping-pong consumers: two consumer warpgroups that each own
   // whole block_m x block_n tiles (warps 4 x 1) and take the CTA's tiles in turn, one's epilogue under

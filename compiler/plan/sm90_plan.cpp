@@ -19,6 +19,9 @@ using std::to_string;
 
 constexpr int kRowBytes = 128;     // one 128-byte swizzle atom of K per stage
 constexpr int kMaxAccRegs = 128;   // f32 accumulators (+ partials) per consumer thread
+// Ping-pong consumers hold one whole tile each and no partials: 128 x 176 and 128 x 192 tiles fit the
+// consumers' 232 registers without spills (the nvrtc tier checks).
+constexpr int kMaxPingPongAccRegs = 192;
 constexpr int kMaxPromotedBlockRegs = 192;  // the same for block-scaled one-atom tiles (64 x 192 per warpgroup)
 constexpr int kBarrierBytes = 16;  // full + empty mbarrier per stage
 constexpr int kAlignSlack = 1024;  // the ring starts on a 1024-byte boundary
@@ -203,7 +206,8 @@ int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int ob = elem_bytes(spec.out.format);
   const int wg_n = wg_tile_n(cfg);
   const int box_cols = (wg_n * ob) % 128 == 0 ? 128 / ob : 16;
-  return consumers(cfg) * ((wg_n / box_cols + 1) / 2) * wg_tile_m(cfg) * box_cols * ob;
+  const int chunks = cfg.tma_store;
+  return consumers(cfg) * ((wg_n / box_cols + chunks - 1) / chunks) * wg_tile_m(cfg) * box_cols * ob;
 }
 
 int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bool staged_slots) {
@@ -219,10 +223,10 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
   // TMA-store epilogue (the kernel's section 12): each consumer warpgroup's output slab, staged before
   // its TMA store, and with per-channel (n) scales its columns' scales (f32 each).
-  const int out_tile =
-      cfg.tma_store == 2 ? out_chunk_bytes(spec, cfg)
-      : cfg.tma_store    ? consumers(cfg) * wg_tile_m(cfg) * wg_tile_n(cfg) * elem_bytes(spec.out.format)
-                         : 0;
+  const int out_tile = cfg.tma_store >= 2 ? out_chunk_bytes(spec, cfg)
+                       : cfg.tma_store
+                           ? consumers(cfg) * wg_tile_m(cfg) * wg_tile_n(cfg) * elem_bytes(spec.out.format)
+                           : 0;
   const int col_scales =
       cfg.tma_store && spec.b.scale == ScaleGranularity::kN ? consumers(cfg) * 4 * wg_tile_n(cfg) : 0;
   // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
@@ -351,10 +355,11 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " over " + to_string(wgs_n) +
                            " warpgroups is not a wgmma N of 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256 per "
                            "warpgroup");
-  if (acc_regs(cfg) > kMaxAccRegs)
+  if (acc_regs(cfg) > (cfg.pingpong ? kMaxPingPongAccRegs : kMaxAccRegs))
     return InvalidArgument(name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" +
                            to_string(wg_n) + " needs " + to_string(acc_regs(cfg)) +
-                           " f32 accumulators per thread; at most " + to_string(kMaxAccRegs) +
+                           " f32 accumulators per thread; at most " +
+                           to_string(cfg.pingpong ? kMaxPingPongAccRegs : kMaxAccRegs) +
                            " (use two warpgroups or a smaller tile)");
   // Three consumer warpgroups have 160 registers each (the kernel's section 8).
   if (n_consumers == 3 && (acc_regs(cfg) > 64 || atoms(spec, cfg) != 1))
@@ -420,17 +425,21 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " + to_string(wg_n) + " columns per warpgroup: the staged "
                            "slab is stored in boxes of 128 bytes or of 16 columns; use tma_store 0 or a multiple "
                            "of 16 columns");
-  // tma_store = 2 stores the slab in two chunks of whole boxes (128 bytes of a row, or 16 columns), the
-  // first of ceil(boxes / 2); a warpgroup of one box has nothing to split.
-  if (cfg.tma_store == 2 && wg_n % 16 == 0) {
+  // tma_store = 2 / 4 stores the slab in two / four chunks of whole boxes (128 bytes of a row, or 16
+  // columns), each of ceil(boxes / chunks) but the last; a warpgroup needs a box per chunk.
+  const bool tma_value_ok = cfg.tma_store >= 0 && cfg.tma_store <= 4 && cfg.tma_store != 3;
+  if (cfg.tma_store >= 2 && tma_value_ok && wg_n % 16 == 0) {
     const int box_cols = (wg_n * elem_bytes(spec.out.format)) % 128 == 0 ? 128 / elem_bytes(spec.out.format) : 16;
-    if (wg_n / box_cols < 2)
-      return InvalidArgument(name + "tma_store=2 with " + to_string(wg_n) + " columns per warpgroup: one output " +
-                             "box of " + to_string(box_cols) + " columns cannot go out in two chunks; use tma_store 1");
+    if (wg_n / box_cols < cfg.tma_store)
+      return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " + to_string(wg_n) +
+                             " columns per warpgroup: " + to_string(wg_n / box_cols) + " output box(es) of " +
+                             to_string(box_cols) + " columns cannot go out in " + to_string(cfg.tma_store) +
+                             " chunks; use tma_store 1" + (wg_n / box_cols >= 2 ? " or 2" : ""));
   }
-  if (cfg.tma_store != 0 && ((cfg.tma_store != 1 && cfg.tma_store != 2) || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
+  if (cfg.tma_store != 0 &&
+      (!tma_value_ok || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +
-                           (cfg.tma_store != 1 && cfg.tma_store != 2 ? string("a value other than 0, 1 or 2")
+                           (!tma_value_ok                        ? string("a value other than 0, 1, 2 or 4")
                             : spec.layout != GroupLayout::kDense ? string("a grouped problem")
                                                                  : string("gate_up")) +
                            ": the TMA-store epilogue takes dense problems without gate|up (tma_store 0)");
@@ -735,11 +744,13 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
     }
   }
   // Ping-pong consumers (the kernel's section 16) for dense problems that accumulate unpromoted: two
-  // warpgroups taking whole 128 x 128 or 64 x 256 tiles in turn, with and without TMA stores, at the
-  // deepest ring that fits, unclustered and in clusters of 2 (check_config refuses the rest).
+  // warpgroups taking whole 128 x 128, 64 x 256 or 128 x 176 tiles in turn, with direct stores, TMA
+  // stores, or TMA stores through a half- or quarter-size buffer (a stage more), at the deepest ring that
+  // fits, unclustered and in clusters of 2 (check_config refuses the rest). 128 x 176 is N = 2112's tile
+  // (12 x 176; cuBLAS's FP8 kernel there is a 5-stage ping-pong of it).
   if (spec.layout == GroupLayout::kDense) {
-    for (const auto& s : {std::pair{128, 128}, std::pair{64, 256}}) {
-      for (int tma : {0, 1}) {
+    for (const auto& s : {std::pair{128, 128}, std::pair{64, 256}, std::pair{128, 176}}) {
+      for (int tma : {0, 1, 2, 4}) {
         if (tma && spec.gate_up != GateUp::kNone) continue;
         for (int cluster_m : {1, 2}) {
           TileConfig c = make(spec, s.first, s.second, 4, 1);

@@ -426,7 +426,7 @@ struct Gemm {
   static constexpr int kOutRowBytes = kOutBoxCols * kOutBytes;
   static constexpr int kOutBoxes = kWgTileN / kOutBoxCols;
   static constexpr int kOutBoxBytes = kWgTileM * kOutRowBytes;
-  // tma_store = 2: the slab goes out in kOutChunks column chunks of kChunkBoxes boxes through a buffer of
+  // tma_store = 2 / 4: the slab goes out in kOutChunks column chunks of kChunkBoxes boxes through a buffer of
   // one chunk (each chunk waits until the previous one's stores have read the buffer), which leaves
   // shared memory for a deeper ring.
   static constexpr int kOutChunks = ConfigOutChunks<Config>::kValue;
@@ -516,8 +516,9 @@ struct Gemm {
   static_assert(!kGlu || (kHasFn && kGateUp == GateUp::kInterleaved),
                 "gate_up: interleaved (gate, up) W rows combined by an epilogue functor (stacked halves run on "
                 "the portable family)");
-  static_assert(kOutChunks == 1 || (kTmaStore && kOutChunks == 2 && kOutBoxes >= 2),
-                "the TMA-store slab goes out whole or in 2 chunks of whole boxes");
+  static_assert(kOutChunks == 1 ||
+                    (kTmaStore && (kOutChunks == 2 || kOutChunks == 4) && kOutBoxes >= kOutChunks),
+                "the TMA-store slab goes out whole or in 2 or 4 chunks of whole boxes");
   static_assert(!kTmaStore || (!kGrouped && !kGlu && kWgTileM <= 256 && kWgTileN % kOutBoxCols == 0),
                 "the TMA-store epilogue (section 12) takes dense problems without gate|up");
   static_assert(Config::kWarpsM % 4 == 0, "consumer warps come in warpgroups of 4 stacked along M");
@@ -533,9 +534,10 @@ struct Gemm {
                 "a consumer warpgroup's N extent is one wgmma N: 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256 "
                 "(ptx/wgmma.cuh)");
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
-  static_assert(kPromote ? kMmaM * (kAccRegs + kPartRegs) <= kMaxPromotedRegs : kMmaM * kAccRegs <= 128,
+  static_assert(kPromote ? kMmaM * (kAccRegs + kPartRegs) <= kMaxPromotedRegs
+                         : kMmaM * kAccRegs <= (kPingPong ? 192 : 128),
                 "at most 128 f32 accumulator registers per consumer thread (partials included; 192 for "
-                "block-scaled one-atom tiles of 1 or 2 consumer warpgroups)");
+                "block-scaled one-atom tiles of 1 or 2 consumer warpgroups, and for ping-pong tiles)");
   static_assert(!kPromote || format_is_fp8(kA), "promotion exists for the FP8 accumulator only");
   static_assert(kStages >= 2 && kStages <= 16, "the ring needs 2..16 stages");
   static_assert(kSmemBytes <= 232448, "sm_90 grants at most 227 KB of shared memory per block");

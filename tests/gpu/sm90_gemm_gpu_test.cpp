@@ -193,7 +193,18 @@ const Pin kPins[] = {
     // 62: narrow boxes (64 x 160 per warpgroup: ten 16-column boxes, five per chunk); 63: 128 x 176 at 5
     // stages (eleven 16-column boxes: chunks of six and five).
     {128, 160, 5, 8, 1, 1, 8, 1, 1, 2},
-    {128, 176, 5, 8, 1, 1, 8, 1, 1, 2}};
+    {128, 176, 5, 8, 1, 1, 8, 1, 1, 2},
+    // Wide ping-pong tiles (176 and 192 accumulators per thread; N = 2112 = 12 x 176 = 11 x 192): 64
+    // 128 x 176 with half-slab TMA stores at 4 stages, 65 the same with direct stores at 5, 66 128 x 192
+    // with half-slab TMA stores at 4.
+    {128, 176, 4, 4, 1, 1, 8, 1, 1, 2, 0, 1},
+    {128, 176, 5, 4, 1, 1, 8, 1, 1, 0, 0, 1},
+    {128, 192, 4, 4, 1, 1, 8, 1, 1, 2, 0, 1},
+    // 67: the slab in four chunks through a quarter-size buffer (tma_store 4, `_tq`): ping-pong 128 x 176
+    // at 5 stages (eleven 16-column boxes: chunks of 3, 3, 3, 2); 68: cooperative 128 x 256 (two 128-byte
+    // boxes per chunk).
+    {128, 176, 5, 4, 1, 1, 8, 1, 1, 4, 0, 1},
+    {128, 256, 4, 8, 1, 1, 8, 1, 1, 4}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -217,7 +228,11 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
     out += "_pin" + std::to_string(p.bm) + "x" + std::to_string(p.bn) + "w" + std::to_string(p.wm) + "x" +
            std::to_string(p.wn) + (p.cluster > 1 ? "c" + std::to_string(p.cluster) : "") +
            (p.atoms > 1 ? "a" + std::to_string(p.atoms) : "") +
-           (p.split > 1 ? "k" + std::to_string(p.split) : "") + (p.tma == 1 ? "t" : p.tma == 2 ? "th" : "") +
+           (p.split > 1 ? "k" + std::to_string(p.split) : "") +
+           (p.tma == 1   ? "t"
+            : p.tma == 2 ? "th"
+            : p.tma == 4 ? "tq"
+                         : "") +
            (p.bk > 0 ? "bk" + std::to_string(p.bk) : "") + (p.pp ? "p" : "");
   }
   return out;
@@ -558,6 +573,13 @@ std::vector<Case> pingpong_cases() {
     const bool f32_out = std::string(sp).find("out=f32") != std::string::npos;
     // f32 outputs: two staged 128 x 128 f32 tiles leave room for 3 stages (pin 57) only.
     for (int pin : f32_out ? std::vector<int>{54, 57} : std::vector<int>{53, 54, 55, 56}) {
+      for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
+    }
+  }
+  // Wide ping-pong tiles (pins 64-67) and four-chunk slabs (67, 68): bf16, FP8 tensor and per-row scales
+  // (16-bit outputs: f32 slabs of these widths do not fit).
+  for (const char* sp : {specs[0], specs[2], specs[3]}) {
+    for (int pin : {64, 65, 66, 67, 68}) {
       for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
     }
   }

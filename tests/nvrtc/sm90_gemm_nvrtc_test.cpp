@@ -992,6 +992,30 @@ TEST(Sm90PingPongNvrtcTest, ConfigsCompileWithoutSpills) {
   EXPECT_THAT(plain.ptx, Not(HasSubstr("bar.arrive")));
 }
 
+// Ping-pong warpgroups own whole tiles, so a tile's accumulators are one thread's: 128 x 176 and 128 x 192
+// (176 and 192 per thread) fit the consumers' registers without spills; 128 x 256 (256) is refused.
+TEST(Sm90PingPongNvrtcTest, WideTilesCompileWithoutSpills) {
+  for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
+                           "gemm a=e4m3:m b=e4m3:n out=bf16"}) {
+    const KernelSpec s = spec_of(text);
+    const int bk = s.a.format == Format::kBf16 ? 64 : 128;
+    for (int bn : {176, 192}) {
+      TileConfig c = v4_config(128, bn, bk, 4, 4, 1);
+      c.pingpong = 1;
+      c.tma_store = 2;
+      const std::string what = std::string(text) + " " + c.to_string();
+      ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok())
+          << what << sm90_check_config(s, sm90a(), c).to_string();
+      compile_ok(s, c, what);
+    }
+    TileConfig wide = v4_config(128, 256, bk, 3, 4, 1);
+    wide.pingpong = 1;
+    const Status st = sm90_check_config(s, sm90a(), wide);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(st.message(), HasSubstr("256 f32 accumulators per thread; at most 192")) << text;
+  }
+}
+
 TEST(Sm90PingPongPlanTest, RulesAndSharedMemory) {
   const KernelSpec row = spec_of("gemm a=e4m3:m b=e4m3:n out=bf16");
   TileConfig c = v4_config(128, 128, 128, 4, 4, 1);
@@ -1089,7 +1113,27 @@ TEST(Sm90HalfSlabNvrtcTest, ConfigsCompileAndRules) {
   EXPECT_EQ(sm90_check_config(fp8, sm90a(), odd_whole).code(), StatusCode::kResourceExhausted);
   // One box per warpgroup (64 x 64 bf16: one 128-byte box) has nothing to split.
   TileConfig one_box = cfg(128, 64, 64, 4, 8, 1, 0);
-  EXPECT_THAT(sm90_check_config(bf16, sm90a(), one_box).message(), HasSubstr("cannot go out in two chunks"));
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), one_box).message(), HasSubstr("cannot go out in 2 chunks"));
+  // Four chunks (tma_store 4, "_tq"): the ping-pong 128 x 176 tile (eleven 16-column boxes per consumer,
+  // chunks of 3) fits 5 stages, as cuBLAS's N = 2112 FP8 kernel runs; two 128-byte boxes cannot split in 4.
+  TileConfig pp176 = cfg(128, 176, 128, 5, 4, 1, 0);
+  pp176.pingpong = 1;
+  pp176.tma_store = 4;
+  EXPECT_EQ(pp176.to_string(), "bm128_bn176_bk128_s5_w4x1_g8_tq_p");
+  EXPECT_EQ(*config_from_name(pp176.to_string()), pp176);
+  EXPECT_EQ(sm90_smem_bytes(fp8, pp176), 5 * 38912 + 16 * 5 + 2 * 3 * 128 * 32 + 1024);
+  ASSERT_TRUE(sm90_check_config(fp8, sm90a(), pp176).ok())
+      << sm90_check_config(fp8, sm90a(), pp176).to_string();
+  const CompileResult cq = compile_ok(fp8, pp176, "fp8 128x176 _tq_p", /*want_ptx=*/true);
+  EXPECT_THAT(cq.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta"));
+  TileConfig pp176_half = pp176;
+  pp176_half.tma_store = 2;
+  EXPECT_EQ(sm90_check_config(fp8, sm90a(), pp176_half).code(), StatusCode::kResourceExhausted);
+  TileConfig two_box = cfg(128, 128, 64, 4, 8, 1, 0);  // 64 x 128 bf16 per warpgroup: two 128-byte boxes
+  two_box.tma_store = 4;
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), two_box).message(), HasSubstr("cannot go out in 4 chunks"));
+  two_box.tma_store = 3;
+  EXPECT_THAT(sm90_check_config(bf16, sm90a(), two_box).message(), HasSubstr("other than 0, 1, 2 or 4"));
 }
 
 // ---- programmatic dependent launch (the kernel's section 15) ----------------------------------------

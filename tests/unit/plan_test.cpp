@@ -456,8 +456,15 @@ TEST(TileConfigTest, NameRoundTrip) {
   EXPECT_EQ(dq.to_string(), "bm128_bn128_bk64_s4_w2x4_g8_c2_k4_th_p");
   EXPECT_EQ(*config_from_name(dq.to_string()), dq);
   EXPECT_EQ(*config_from_json(config_to_json(dq)), dq);
+  dq.tma_store = 4;  // four chunks: "_tq"
+  EXPECT_EQ(dq.to_string(), "bm128_bn128_bk64_s4_w2x4_g8_c2_k4_tq_p");
+  EXPECT_EQ(*config_from_name(dq.to_string()), dq);
+  EXPECT_EQ(*config_from_json(config_to_json(dq)), dq);
   dq.tma_store = 1;
   nlohmann::json bad = config_to_json(dq);
+  bad["tma_store"] = 3;
+  EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("tma_store must be 0, 1, 2 or 4"));
+  bad["tma_store"] = 1;
   bad["pingpong"] = 2;
   EXPECT_THAT(config_from_json(bad).status().message(), HasSubstr("pingpong must be 0 or 1"));
 }
