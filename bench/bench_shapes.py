@@ -2,6 +2,7 @@
 
 Usage (GPU machine, after building; kiln through libkiln.so via KILN_LIBRARY or the repo build dir):
     python3 bench/bench_shapes.py [--shapes PATH] [--out DIR] [--only dense|moe] [--quick]
+                                  [--min-m M] [--max-m M] [--repeats R]
 Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
 
 Dense shapes [M, N, K]: kiln bf16, FP8 tensor, FP8 row (m x n), FP8 DeepSeek blocks (K % 128 == 0),
@@ -15,8 +16,12 @@ Every kiln path timed is first checked against a float64 torch reference on the 
 Frobenius error; NaN-poisoned output must be fully written). Timing: anchors.bench_graph for both
 sides (CUDA-graph replay, inputs rotated past L2). Writes results.json and RESULTS.fragment.md
 (date, GPU, command, a table with ms, TFLOP/s, GB/s and the ratio to the named anchor) to --out.
+--repeats R (dense shapes): the anchors and every kiln path are timed R times, in turn, on each shape;
+the table gives the medians and a last column with the range of the R per-repeat ratios. On the H200
+(700 W) one timing of a shape moves by up to ~10% from one run to the next while the same-repeat ratio
+moves less, so ratios near 1.0 want R >= 3.
 """
-import argparse, datetime, json, os, sys, time
+import argparse, datetime, json, os, statistics, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -142,6 +147,59 @@ def fast_accum_anchors(M, N, K):
     return r
 
 
+def time_dense_shape(rt, M, N, K):
+    """One pass over a dense shape: the anchors (a dict of ms, or of errors) and every kiln path in table
+    order: a dict from a stable key (the path, whether or not it ran) to {name, ms, err, unwritten, desc,
+    anchor, nbytes} or {name, error}."""
+    anc = anchors.dense_anchors(M, N, K)
+    anc.update(anchors.mxfp4_eager_anchor(M, N, K))
+    anc.update(fast_accum_anchors(M, N, K))
+    paths = {}
+    for name, spec, fmt, anchor_key, ab, bb in DENSE_SPECS:
+        if fmt == "fp8_block" and K % 128:
+            continue
+        nbytes = M * K * ab + N * K * bb + M * N * 2
+        try:
+            ms, err, unwritten, desc = kiln_dense(rt, spec, M, N, K, fmt)
+        except Exception as e:  # report, do not hide
+            paths[name] = {"name": name, "error": str(e)[:300]}
+            continue
+        # FP8 tensor / row: the anchor that accumulates as the kernel kiln runs here does (the issue's
+        # "compare with the anchor that does the same"): cuBLAS fast accumulation where kiln's bucket adds
+        # into wgmma's FP8 accumulator, cuBLAS's promoted default where it promotes or accumulates in f32.
+        if anchor_key.endswith("_fast") and bucket_of(desc, M).get("fp8_accumulation") != "fast":
+            anchor_key = anchor_key[:-len("_fast")]
+        paths[name] = {"name": f"kiln {name} [{family_of(desc, M)}]", "ms": ms, "err": err, "unwritten": unwritten,
+                       "desc": desc, "anchor": anchor_key, "nbytes": nbytes}
+        # MXFP8 at large M: also through the bf16 pre-pass (the caller's workspace; runtime/mx_prepass.hpp),
+        # against the same anchor (kiln's FP8 block path).
+        if fmt == "mxfp8" and "mx_prepass" in desc and M >= desc["mx_prepass"]["min_m"]:
+            try:
+                ms, err, unwritten, desc2 = kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=True)
+                paths[name + " pre-pass"] = {"name": "kiln mxfp8 pre-pass [sm90 bf16]", "ms": ms, "err": err,
+                                             "unwritten": unwritten, "desc": desc2, "anchor": anchor_key,
+                                             "nbytes": nbytes}
+            except Exception as e:
+                paths[name + " pre-pass"] = {"name": "mxfp8 pre-pass", "error": str(e)[:300]}
+    try:
+        ms, err, unwritten, desc = kiln_mxfp4_dense(rt, M, N, K)
+        paths["bf16 x mxfp4"] = {"name": f"kiln bf16 x mxfp4 [{family_of(desc, M)}]", "ms": ms, "err": err,
+                                 "unwritten": unwritten, "desc": desc, "anchor": "mxfp4_eager",
+                                 "nbytes": M * K * 2 + N * K // 2 + N * K // 32 + M * N * 2}
+    except Exception as e:
+        paths["bf16 x mxfp4"] = {"name": "bf16 x mxfp4", "error": str(e)[:300]}
+    return anc, paths
+
+
+def median_anchors(runs):
+    """Per key, the median of the repeats' anchor times (the first repeat's value where one is not a time)."""
+    out = {}
+    for key, val in runs[0].items():
+        vals = [r.get(key) for r in runs]
+        out[key] = statistics.median(vals) if all(isinstance(v, float) for v in vals) else val
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=None, help="shapes.json (default: the one next to anchors.py)")
@@ -151,7 +209,11 @@ def main():
     ap.add_argument("--jobs", type=int, default=8, help="parallel compiles before timing starts")
     ap.add_argument("--min-m", type=int, default=0, help="dense shapes with at least this M only")
     ap.add_argument("--max-m", type=int, default=0, help="dense shapes with at most this M only (0: no bound)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="dense shapes: time the anchors and kiln this many times in turn; medians, ratio ranges")
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error(f"--repeats must be at least 1, got {args.repeats}")
     path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
     shapes = json.load(open(path))
     shapes["dense"] = [s for s in shapes["dense"] if s[0] >= args.min_m and (args.max_m <= 0 or s[0] <= args.max_m)]
@@ -177,51 +239,45 @@ def main():
     dense = [] if args.only == "moe" else dense_shapes(shapes, args.quick)
     for M, N, K in dense:
         flop = 2.0 * M * N * K
-        anc = anchors.dense_anchors(M, N, K)
-        anc.update(anchors.mxfp4_eager_anchor(M, N, K))
-        anc.update(fast_accum_anchors(M, N, K))
+        # --repeats R: the anchors and every kiln path R times over, in turn (anchors, kiln, anchors, kiln,
+        # ...), so both sides see the same spread of clocks (a 700 W GPU moves by several percent from one
+        # timing to the next); the table gives medians and the range of the per-repeat ratios.
+        reps = [time_dense_shape(rt, M, N, K) for _ in range(args.repeats)]
+        anc = median_anchors([r[0] for r in reps])
+        if args.repeats > 1:
+            anc["repeats"] = [r[0] for r in reps]
         results.append({"shape": [M, N, K], "anchors": anc})
-        for name, spec, fmt, anchor_key, ab, bb in DENSE_SPECS:
-            if fmt == "fp8_block" and K % 128:
+        keys = list(dict.fromkeys(k for r in reps for k in r[1]))  # table order; a path any repeat ran
+        for key in keys:
+            runs = [r[1].get(key, {"name": key, "error": "not run in every repeat"}) for r in reps]
+            bad = next((x for x in runs if "error" in x), None)
+            if bad is not None:  # report, do not hide
+                results.append({"shape": [M, N, K], "name": bad["name"], "error": bad["error"]})
                 continue
-            try:
-                ms, err, unwritten, desc = kiln_dense(rt, spec, M, N, K, fmt)
-            except Exception as e:  # report, do not hide
-                results.append({"shape": [M, N, K], "name": name, "error": str(e)[:300]})
-                continue
-            # FP8 tensor / row: the anchor that accumulates as the kernel kiln runs here does (the issue's
-            # "compare with the anchor that does the same"): cuBLAS fast accumulation where kiln's bucket adds
-            # into wgmma's FP8 accumulator, cuBLAS's promoted default where it promotes or accumulates in f32.
-            if anchor_key.endswith("_fast") and bucket_of(desc, M).get("fp8_accumulation") != "fast":
-                anchor_key = anchor_key[:-len("_fast")]
-            anchor_ms = anc.get(anchor_key)
-            if anchor_key.startswith("kiln "):  # a kiln path timed above on this shape
-                anchor_ms = next((r["ms"] for r in rows if r["shape"] == [M, N, K] and
-                                  r["name"].startswith(anchor_key + " [")), None)
-            add([M, N, K], f"kiln {name} [{family_of(desc, M)}]", ms, flop, M * K * ab + N * K * bb + M * N * 2,
-                err, unwritten, desc, anchor_key, anchor_ms)
-            # MXFP8 at large M: also through the bf16 pre-pass (the caller's workspace; runtime/mx_prepass.hpp),
-            # against the same anchor (kiln's FP8 block path).
-            if fmt == "mxfp8" and "mx_prepass" in desc and M >= desc["mx_prepass"]["min_m"]:
-                try:
-                    ms, err, unwritten, desc2 = kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=True)
-                except Exception as e:
-                    results.append({"shape": [M, N, K], "name": "mxfp8 pre-pass", "error": str(e)[:300]})
-                    continue
-                add([M, N, K], "kiln mxfp8 pre-pass [sm90 bf16]", ms, flop,
-                    M * K * ab + N * K * bb + M * N * 2, err, unwritten, desc2, anchor_key, anchor_ms)
-        try:
-            ms, err, unwritten, desc = kiln_mxfp4_dense(rt, M, N, K)
-            add([M, N, K], f"kiln bf16 x mxfp4 [{family_of(desc, M)}]", ms, flop,
-                M * K * 2 + N * K // 2 + N * K // 32 + M * N * 2, err, unwritten, desc, "mxfp4_eager",
-                anc.get("mxfp4_eager"))
-        except Exception as e:
-            results.append({"shape": [M, N, K], "name": "bf16 x mxfp4", "error": str(e)[:300]})
+            path = runs[0]
+            ms = statistics.median(x["ms"] for x in runs)
+            anchor_key = path["anchor"]
+            if anchor_key.startswith("kiln "):  # a kiln path timed on this shape, in the same repeats
+                twin = next((k for k in keys if reps[0][1].get(k, {}).get("name", "").startswith(anchor_key + " [")),
+                            None)
+                anchor_runs = None if twin is None else [r[1].get(twin, {}).get("ms") for r in reps]
+            else:
+                anchor_runs = [r[0].get(anchor_key) for r in reps]
+            anchor_ms = None
+            if anchor_runs and all(isinstance(a, float) for a in anchor_runs):
+                anchor_ms = statistics.median(anchor_runs)
+            add([M, N, K], path["name"], ms, flop, path["nbytes"], max(x["err"] for x in runs),
+                max(x["unwritten"] for x in runs), path["desc"], anchor_key, anchor_ms)
+            if args.repeats > 1:
+                rows[-1]["ms_runs"] = [x["ms"] for x in runs]
+                if anchor_ms is not None:
+                    rows[-1]["ratio_range"] = (min(a / x["ms"] for a, x in zip(anchor_runs, runs)),
+                                               max(a / x["ms"] for a, x in zip(anchor_runs, runs)))
         for key, val in anc.items():
             if isinstance(val, float):
                 rows.append({"shape": [M, N, K], "name": "anchor " + key, "ms": val, "tflops": flop / val / 1e9})
         write_outputs(args.out, meta, results, rows)  # after every shape: a time-out keeps what ran
-        log(f"dense {M}x{N}x{K} done")
+        log(f"dense {M}x{N}x{K} done" + (f" ({args.repeats} repeats)" if args.repeats > 1 else ""))
 
     moe = [] if args.only == "dense" else moe_layers(shapes, args.quick)
     for layer in moe:
@@ -254,16 +310,23 @@ def write_outputs(out_dir, meta, results, rows):
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=1)
     fmt = lambda v, p=3: "" if v is None else (f"{v:.{p}g}" if isinstance(v, float) else str(v))
+    ranged = any("ratio_range" in r for r in rows)  # --repeats: medians, and the per-repeat ratios' range
     lines = [f"Run {meta['date']} on {meta['gpu']} (torch {meta['torch']}): `{meta['command']}`", "",
-             "| shape | path | ms | TFLOP/s | GB/s | rel err | anchor | anchor ms | kiln / anchor |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| shape | path | ms | TFLOP/s | GB/s | rel err | anchor | anchor ms | kiln / anchor |" +
+             (" range |" if ranged else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|" if ranged else "")]
     for r in rows:
         ratio = r["anchor_ms"] / r["ms"] if r.get("anchor_ms") else None
         shape = r["shape"] if isinstance(r["shape"][0], str) else "x".join(map(str, r["shape"]))
         if isinstance(shape, list):
             shape = f"{shape[0]} ({shape[1]}x{shape[2]}x{shape[3]})"
+        span = ""
+        if ranged:
+            lo_hi = r.get("ratio_range")
+            span = f" {lo_hi[0]:.3g}-{lo_hi[1]:.3g} |" if lo_hi else " |"
         lines.append(f"| {shape} | {r['name']} | {r['ms']:.4f} | {r['tflops']:.1f} | {fmt(r.get('gbps'), 4)} | "
-                     f"{fmt(r.get('rel_err'))} | {fmt(r.get('anchor'))} | {fmt(r.get('anchor_ms'))} | {fmt(ratio)} |")
+                     f"{fmt(r.get('rel_err'))} | {fmt(r.get('anchor'))} | {fmt(r.get('anchor_ms'))} | {fmt(ratio)} |" +
+                     span)
     errors = [r for r in results if "error" in r]
     if errors:
         lines += ["", "Errors (kiln paths that did not run):"] + [f"- {e['shape']} {e['name']}: {e['error']}" for e in errors]
