@@ -21,7 +21,7 @@ the table gives the medians and a last column with the range of the R per-repeat
 (700 W) one timing of a shape moves by up to ~10% from one run to the next while the same-repeat ratio
 moves less, so ratios near 1.0 want R >= 3.
 """
-import argparse, datetime, json, os, statistics, sys, time
+import argparse, datetime, json, math, os, statistics, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -192,12 +192,28 @@ def time_dense_shape(rt, M, N, K):
 
 
 def median_anchors(runs):
-    """Per key, the median of the repeats' anchor times (the first repeat's value where one is not a time)."""
-    out = {}
-    for key, val in runs[0].items():
+    """Per key, the median of the repeats' anchor times. A key that is not a time in every repeat (an
+    anchor that failed in some) is kept as the first repeat's value where no repeat timed it, and as an
+    error string where only some did: such an anchor has no median, and rows against it no ratio."""
+    out, partial = {}, {}
+    for key in dict.fromkeys(k for r in runs for k in r):
         vals = [r.get(key) for r in runs]
-        out[key] = statistics.median(vals) if all(isinstance(v, float) for v in vals) else val
+        timed = sum(isinstance(v, float) for v in vals)
+        if timed == len(vals):
+            out[key] = statistics.median(vals)
+        elif timed == 0:
+            out[key] = next(v for v in vals if v is not None)
+        else:
+            partial[key] = timed
+    for key, timed in partial.items():  # after the loop: this message wins over one repeat's own error
+        why = next((r[key + "_error"] for r in runs if key + "_error" in r), None)
+        out[key + "_error"] = f"timed in {timed} of {len(runs)} repeats" + (f" ({why})" if why else "")
     return out
+
+
+def worst_error(errs):
+    """The largest relative error of the repeats, NaN (an unusable result) above every number."""
+    return math.nan if any(math.isnan(e) for e in errs) else max(errs)
 
 
 def main():
@@ -266,7 +282,7 @@ def main():
             anchor_ms = None
             if anchor_runs and all(isinstance(a, float) for a in anchor_runs):
                 anchor_ms = statistics.median(anchor_runs)
-            add([M, N, K], path["name"], ms, flop, path["nbytes"], max(x["err"] for x in runs),
+            add([M, N, K], path["name"], ms, flop, path["nbytes"], worst_error([x["err"] for x in runs]),
                 max(x["unwritten"] for x in runs), path["desc"], anchor_key, anchor_ms)
             if args.repeats > 1:
                 rows[-1]["ms_runs"] = [x["ms"] for x in runs]

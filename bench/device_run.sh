@@ -151,8 +151,11 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
     'PingPongConfigs/*a_e4m3_m_*m2000_*pin128x128w4x1tp:PingPongConfigs/*a_bf16_b_bf16_out_bf16_m4096_*pin128x128w4x1c2tp' 150
   # The slab in two / four chunks (tma_store 2 / 4) and the wide ping-pong tiles (128 x 176 / 192).
   sanitize memcheck gpu_sm90_gemm_gpu_test 'HalfSlabConfigs/*m77_*:PingPongConfigs/*m77_*tq*:PingPongConfigs/*m1_*pin128x176*' 150
+  # (racecheck: one tile per CTA, and eight: 4096 x 4096 x 256 reuses each chunk buffer across tiles.)
   sanitize racecheck gpu_sm90_gemm_gpu_test \
     'HalfSlabConfigs/*bf16_b_bf16_out_bf16_m77_*pin128x256w8x1th:PingPongConfigs/*e4m3_m_b_e4m3_n_out_bf16_m1000_*pin128x176w4x1tqp' 150
+  sanitize racecheck gpu_sm90_gemm_gpu_test \
+    'HalfSlabConfigs/*a_bf16_b_bf16_out_bf16_m4096_*pin128x128w4x1thp:PingPongConfigs/*a_bf16_b_bf16_out_bf16_m4096_*pin128x176w4x1tqp' 150
   sanitize memcheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   sanitize racecheck gpu_sm90_gemm_gpu_test 'Sm90GemmRepeatTest.*' 120
   echo "--- memcheck (MXFP8 pre-pass: conversion kernel + bf16 kernel) at $(elapsed)s"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test tier: unit, nvrtc (compiles kernels with
 # the toolkit, no GPU needed) and gpu (each test skips itself without a device), then the Python
-# binding's tests against `pip install -e python/` in a throwaway venv, then the epilogue parser's
-# libFuzzer target for a bounded time (installing clang when missing). This is what CI runs (.ci/run).
+# binding's tests against `pip install -e python/` in a throwaway venv and the bench driver's own tests
+# (bench/tests), then the epilogue parser's libFuzzer target for a bounded time (installing clang when
+# missing). This is what CI runs (.ci/run).
 #   KILN_BUILD_DIR, KILN_JOBS, KILN_CUDA_HOME: as for build.sh
 #   KILN_CTEST_ARGS    extra ctest arguments, e.g. "-L unit" or "-L gpu"
 #   KILN_FUZZ          0: skip the libFuzzer session (default: run it)
@@ -49,6 +50,8 @@ if "$py" -m venv --system-site-packages "$venv" &&
     'import kiln; print("test.sh: kiln", kiln.__version__, "installed at", kiln.__file__, "over", kiln.library_path())') ||
     failed=1
   KILN_PYTEST_REQUIRE_INSTALLED=1 KILN_LIBRARY="$lib" "$venv/bin/python" -m pytest -q python/tests || failed=1
+  # The benchmark driver's bookkeeping (bench_shapes.py --repeats), on scripted timings: no GPU, no torch.
+  "$venv/bin/python" -m pytest -q bench/tests || failed=1
 else
   echo "test.sh: pip install -e python/ into a venv failed (python3-venv and python3-wheel installed?)" >&2
   failed=1

@@ -241,7 +241,7 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
     std::vector<PrunedCandidate> kept(c.begin(),
                                       c.begin() + static_cast<std::ptrdiff_t>(options.max_candidates));
     // Ping-pong consumers (the kernel's section 16) overlap one tile's epilogue with the next tile's
-    // mainloop, which the model does not see: it ranks them as the 128 x 128 tiles they are. Where K is
+    // mainloop, which the model does not see: it ranks them as plain tiles of their shape. Where K is
     // short and M large they measured 1-8% faster than every cooperative tile (H200, FP8 row / tensor and
     // bf16 at M = 4096, K = 512 .. 2048; slower at K = 7168 and 16384: bench/NOTES.md session 19), so
     // there the best-ranked one takes the cap's last place if none made it.

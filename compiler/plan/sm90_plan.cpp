@@ -199,8 +199,8 @@ int sm90_threads(const KernelSpec& spec, const TileConfig& cfg) {
 namespace {
 
 // Shared memory of cfg's kernel, with or without the staged block-scale slots.
-// tma_store = 2 (the kernel's section 12): every consumer warpgroup's buffer of one chunk, the first
-// ceil(boxes / 2) of its slab's boxes (128 bytes of a row, or 16 columns where its columns are not a
+// tma_store = 2 / 4 (the kernel's section 12): every consumer warpgroup's buffer of one chunk, the first
+// ceil(boxes / chunks) of its slab's boxes (128 bytes of a row, or 16 columns where its columns are not a
 // whole number of those).
 int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   const int ob = elem_bytes(spec.out.format);
@@ -360,7 +360,9 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            to_string(wg_n) + " needs " + to_string(acc_regs(cfg)) +
                            " f32 accumulators per thread; at most " +
                            to_string(cfg.pingpong ? kMaxPingPongAccRegs : kMaxAccRegs) +
-                           " (use two warpgroups or a smaller tile)");
+                           (cfg.pingpong ? string(" for a ping-pong warpgroup (a smaller tile, or pingpong 0 "
+                                                  "with two warpgroups sharing it)")
+                                         : string(" (use two warpgroups or a smaller tile)")));
   // Three consumer warpgroups have 160 registers each (the kernel's section 8).
   if (n_consumers == 3 && (acc_regs(cfg) > 64 || atoms(spec, cfg) != 1))
     return InvalidArgument(name + "3 consumer warpgroups of " + to_string(cfg.block_m / wgs_m) + "x" +
@@ -422,20 +424,11 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // a GLU writes N / 2 columns from column pairs.
   // Boxes of 128 bytes where the warpgroup's columns are a whole number of them, else of 16 columns.
   if (cfg.tma_store != 0 && wg_n % 16 != 0)
-    return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " + to_string(wg_n) + " columns per warpgroup: the staged "
-                           "slab is stored in boxes of 128 bytes or of 16 columns; use tma_store 0 or a multiple "
-                           "of 16 columns");
-  // tma_store = 2 / 4 stores the slab in two / four chunks of whole boxes (128 bytes of a row, or 16
-  // columns), each of ceil(boxes / chunks) but the last; a warpgroup needs a box per chunk.
+    return InvalidArgument(
+        name + "tma_store=" + to_string(cfg.tma_store) + " with " + to_string(wg_n) +
+        " columns per warpgroup: the staged slab is stored in boxes of 128 bytes or of 16 columns; use "
+        "tma_store 0 or a multiple of 16 columns");
   const bool tma_value_ok = cfg.tma_store >= 0 && cfg.tma_store <= 4 && cfg.tma_store != 3;
-  if (cfg.tma_store >= 2 && tma_value_ok && wg_n % 16 == 0) {
-    const int box_cols = (wg_n * elem_bytes(spec.out.format)) % 128 == 0 ? 128 / elem_bytes(spec.out.format) : 16;
-    if (wg_n / box_cols < cfg.tma_store)
-      return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " + to_string(wg_n) +
-                             " columns per warpgroup: " + to_string(wg_n / box_cols) + " output box(es) of " +
-                             to_string(box_cols) + " columns cannot go out in " + to_string(cfg.tma_store) +
-                             " chunks; use tma_store 1" + (wg_n / box_cols >= 2 ? " or 2" : ""));
-  }
   if (cfg.tma_store != 0 &&
       (!tma_value_ok || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +
@@ -443,6 +436,20 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                             : spec.layout != GroupLayout::kDense ? string("a grouped problem")
                                                                  : string("gate_up")) +
                            ": the TMA-store epilogue takes dense problems without gate|up (tma_store 0)");
+  // tma_store = 2 / 4 stores the slab in two / four chunks of whole boxes (128 bytes of a row, or 16
+  // columns), each of ceil(boxes / chunks) but the last, which must not be empty (5 boxes in 4 chunks
+  // would be 2 + 2 + 1 + 0: a wait and a commit for nothing, through the buffer of 3 chunks).
+  if (cfg.tma_store >= 2 && wg_n % 16 == 0) {
+    const int box_cols =
+        (wg_n * elem_bytes(spec.out.format)) % 128 == 0 ? 128 / elem_bytes(spec.out.format) : 16;
+    const int boxes = wg_n / box_cols, chunks = cfg.tma_store;
+    if ((chunks - 1) * ((boxes + chunks - 1) / chunks) >= boxes)
+      return InvalidArgument(name + "tma_store=" + to_string(chunks) + " with " + to_string(wg_n) +
+                             " columns per warpgroup: " + to_string(boxes) + " output box(es) of " +
+                             to_string(box_cols) + " columns do not fill " + to_string(chunks) +
+                             " chunks of ceil(" + to_string(boxes) + " / " + to_string(chunks) +
+                             ") boxes; use tma_store 1" + (chunks == 4 && boxes >= 2 ? " or 2" : ""));
+  }
   // Split-K with unpromoted two-atom stages: ptxas serializes the wgmmas (C7520, the conditional second
   // atom of a split's odd tail), so that pairing is refused.
   if (cfg.split_k > 1 && atoms(spec, cfg) == 2 && !sm90_promotes(spec, cfg))
@@ -458,23 +465,27 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // Ping-pong consumers (the kernel's section 16): each of the two warpgroups owns the whole tile and
   // adds into its accumulators without promotion; the consumers find each tile's stages in the ring by
   // counting, so every tile has the same K range (dense, no split-K).
-  if (cfg.pingpong != 0 &&
-      (cfg.pingpong != 1 || cfg.warps_m != 4 || cfg.warps_n != 1 || sm90_promotes(spec, cfg) ||
-       sm90_mx(spec) || spec.layout != GroupLayout::kDense || cfg.split_k != 1))
-    return InvalidArgument(name + "pingpong=" + to_string(cfg.pingpong) + ": " +
-                           (cfg.pingpong != 1 ? string("a value other than 0 or 1")
-                            : cfg.warps_m != 4 || cfg.warps_n != 1
-                                ? "warps " + to_string(cfg.warps_m) + "x" + to_string(cfg.warps_n) +
-                                      " (ping-pong warpgroups each own the whole tile: warps 4x1)"
-                            : sm90_mx(spec) ? string("a=mxfp8 (promoted every 32-K step)")
-                            : sm90_promotes(spec, cfg)
-                                ? "a promoted FP8 tile of " + to_string(cfg.block_m) + "x" +
-                                      to_string(cfg.block_n) + " (block scales, or at most 64 accumulators)"
-                            : spec.layout != GroupLayout::kDense ? string("a grouped problem")
-                                                                 : "split_k=" + to_string(cfg.split_k)) +
-                           "; ping-pong consumers need a dense problem, warps 4x1, split_k 1 and unpromoted "
-                           "accumulation: bf16 or f16, or FP8 with tensor / per-row scales on a tile of more "
-                           "than 64 accumulators per thread (128x128, 64x256); otherwise use pingpong 0");
+  if (cfg.pingpong != 0 && (cfg.pingpong != 1 || cfg.warps_m != 4 || cfg.warps_n != 1 ||
+                            (cfg.block_m != 64 && cfg.block_m != 128) || sm90_promotes(spec, cfg) ||
+                            sm90_mx(spec) || spec.layout != GroupLayout::kDense || cfg.split_k != 1))
+    return InvalidArgument(
+        name + "pingpong=" + to_string(cfg.pingpong) + ": " +
+        (cfg.pingpong != 1 ? string("a value other than 0 or 1")
+         : cfg.warps_m != 4 || cfg.warps_n != 1
+             ? "warps " + to_string(cfg.warps_m) + "x" + to_string(cfg.warps_n) +
+                   " (ping-pong warpgroups each own the whole tile: warps 4x1)"
+         : cfg.block_m != 64 && cfg.block_m != 128
+             ? "block_m=" + to_string(cfg.block_m) + " (ping-pong tiles have 64 or 128 rows)"
+         : sm90_mx(spec) ? string("a=mxfp8 (promoted every 32-K step)")
+         : sm90_promotes(spec, cfg)
+             ? "a promoted FP8 tile of " + to_string(cfg.block_m) + "x" + to_string(cfg.block_n) +
+                   " (block scales, or at most 64 accumulators)"
+         : spec.layout != GroupLayout::kDense ? string("a grouped problem")
+                                              : "split_k=" + to_string(cfg.split_k)) +
+        "; ping-pong consumers need a dense problem, warps 4x1, split_k 1 and unpromoted "
+        "accumulation: bf16 or f16, or FP8 with tensor / per-row scales on a tile of more "
+        "than 64 accumulators per thread (e.g. 128x128, 64x256, 128x176); otherwise use "
+        "pingpong 0");
   // Split-K (the kernel's section 10): dense problems, no clusters.
   if (cfg.split_k > 1 && (spec.layout != GroupLayout::kDense || cfg.cluster_m != 1))
     return InvalidArgument(name + "split_k=" + to_string(cfg.split_k) + " with " +

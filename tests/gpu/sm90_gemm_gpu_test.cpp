@@ -201,10 +201,13 @@ const Pin kPins[] = {
     {128, 176, 5, 4, 1, 1, 8, 1, 1, 0, 0, 1},
     {128, 192, 4, 4, 1, 1, 8, 1, 1, 2, 0, 1},
     // 67: the slab in four chunks through a quarter-size buffer (tma_store 4, `_tq`): ping-pong 128 x 176
-    // at 5 stages (eleven 16-column boxes: chunks of 3, 3, 3, 2); 68: cooperative 128 x 256 (two 128-byte
-    // boxes per chunk).
+    // at 5 stages (eleven 16-column boxes: chunks of 3, 3, 3, 2); 68: cooperative 128 x 256 (16-bit
+    // outputs: four 128-byte boxes per warpgroup, one per chunk). f32 outputs: 69 the same tile (eight
+    // 128-byte boxes, two per chunk), 70 ping-pong 128 x 176 at 4 stages (16-column f32 boxes).
     {128, 176, 5, 4, 1, 1, 8, 1, 1, 4, 0, 1},
-    {128, 256, 4, 8, 1, 1, 8, 1, 1, 4}};
+    {128, 256, 4, 8, 1, 1, 8, 1, 1, 4},
+    {128, 256, 3, 8, 1, 1, 8, 1, 1, 4},
+    {128, 176, 4, 4, 1, 1, 8, 1, 1, 4, 0, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -576,10 +579,15 @@ std::vector<Case> pingpong_cases() {
       for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
     }
   }
-  // Wide ping-pong tiles (pins 64-67) and four-chunk slabs (67, 68): bf16, FP8 tensor and per-row scales
-  // (16-bit outputs: f32 slabs of these widths do not fit).
+  // Wide ping-pong tiles (pins 64-67) and four-chunk slabs (67, 68): bf16, FP8 tensor and per-row scales;
+  // f32 outputs through four chunks (69, 70: pins 64-68's stage counts do not fit f32 slabs).
   for (const char* sp : {specs[0], specs[2], specs[3]}) {
     for (int pin : {64, 65, 66, 67, 68}) {
+      for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
+    }
+  }
+  for (const char* sp : {specs[1], specs[4]}) {
+    for (int pin : {69, 70}) {
       for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
     }
   }

@@ -1,0 +1,138 @@
+"""bench_shapes.py's --repeats bookkeeping, without a GPU or torch: bench_slice (torch, anchors, kiln) is
+replaced by a fake whose timings are scripted per repeat, and the table / results.json are checked."""
+import importlib
+import json
+import math
+import os
+import sys
+import types
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+
+# Anchor ms per repeat, kiln ms per (path, repeat): ratios are anchor / kiln.
+ANCHORS = [{"bf16": 1.0, "fp8_tensor": 0.5, "fp8_row": 0.5, "fp8_block": 0.8},
+           {"bf16": 1.2, "fp8_tensor": 0.5, "fp8_row": 0.5, "fp8_block": 0.9},
+           {"bf16": 0.9, "fp8_tensor": 0.5, "fp8_row": 0.5, "fp8_block": 1.0}]
+KILN = {"bf16": [1.0, 1.1, 0.95], "e4m3": [0.4, 0.42, 0.41], "fp8_row": [0.45, 0.5, 0.44],
+        "fp8_block": [0.7, 0.75, 0.8], "mxfp8": [1.5, 1.6, 1.4]}
+DESC = {"buckets": [{"m_max": 1 << 30, "family": "sm90_gemm", "fp8_accumulation": "fast"}]}
+
+
+class FakeSlice(types.ModuleType):
+    def __init__(self, fail=None, nan=None, drop=None):
+        super().__init__("bench_slice")
+        self.rep = {"anchors": 0}
+        self.calls = {}
+        self.fail = fail or set()  # (fmt, repeat) pairs whose kiln call raises
+        self.nan = nan or set()  # (fmt, repeat) pairs whose relative error is NaN
+        self.drop = drop or set()  # (anchor key, repeat) pairs that fail (an error string, as anchors.py)
+        self.torch = types.SimpleNamespace(__version__="fake",
+                                           cuda=types.SimpleNamespace(get_device_name=lambda: "FakeGPU"))
+        self.kiln = types.SimpleNamespace(Runtime=lambda **kw: object())
+        self.anchors = types.SimpleNamespace(dev="cuda", copies_for=lambda n: 1,
+                                             dense_anchors=self._dense_anchors,
+                                             mxfp4_eager_anchor=lambda M, N, K: {"mxfp4_eager": 3.0})
+
+    def _dense_anchors(self, M, N, K):
+        i = self.rep["anchors"]
+        r = dict(ANCHORS[i % len(ANCHORS)])
+        for key, rep in self.drop:
+            if rep == i:
+                del r[key]
+                r[key + "_error"] = "scripted anchor failure"
+        self.rep["anchors"] += 1
+        return r
+
+    def kiln_dense(self, rt, spec, M, N, K, fmt, mx_prepass=False):
+        i = self.calls.get(fmt, 0)
+        self.calls[fmt] = i + 1
+        if (fmt, i) in self.fail:
+            raise RuntimeError(f"scripted failure of {fmt} in repeat {i}")
+        return KILN[fmt][i], float("nan") if (fmt, i) in self.nan else 1e-3, 0, DESC
+
+
+def run(tmp_path, monkeypatch, repeats, fail=None, nan=None, drop=None):
+    fake = FakeSlice(fail, nan, drop)
+    monkeypatch.setitem(sys.modules, "bench_slice", fake)
+    monkeypatch.syspath_prepend(BENCH)
+    sys.modules.pop("bench_shapes", None)
+    bs = importlib.import_module("bench_shapes")
+    monkeypatch.setattr(bs, "fast_accum_anchors", lambda M, N, K: {"fp8_tensor_fast": 0.45, "fp8_row_fast": 0.45})
+    monkeypatch.setattr(bs, "kiln_mxfp4_dense", lambda rt, M, N, K: (2.0, 1e-3, 0, DESC))
+    monkeypatch.setattr(bs, "compile_all", lambda *a, **kw: None)
+    shapes = tmp_path / "shapes.json"
+    shapes.write_text(json.dumps({"dense": [[4096, 7168, 2048]], "moe": []}))
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["bench_shapes.py", "--shapes", str(shapes), "--out", str(out),
+                                      "--only", "dense", "--repeats", str(repeats)])
+    bs.main()
+    results = json.loads((out / "results.json").read_text())["results"]
+    return results, (out / "RESULTS.fragment.md").read_text()
+
+
+def row(results, prefix):
+    return next(r for r in results if r.get("name", "").startswith(prefix) and "ms" in r)
+
+
+def test_repeats_give_medians_and_the_per_repeat_ratio_range(tmp_path, monkeypatch):
+    results, table = run(tmp_path, monkeypatch, 3)
+    bf16 = row(results, "kiln bf16 [")
+    assert bf16["ms"] == pytest.approx(1.0)  # median of 1.0, 1.1, 0.95
+    assert bf16["anchor_ms"] == pytest.approx(1.0)  # median of 1.0, 1.2, 0.9
+    ratios = [1.0 / 1.0, 1.2 / 1.1, 0.9 / 0.95]
+    assert bf16["ratio_range"] == pytest.approx([min(ratios), max(ratios)])
+    assert bf16["ms_runs"] == pytest.approx(KILN["bf16"])
+    # A kiln-anchored row (MXFP8 against kiln's block path) takes the block path's median, repeat by repeat.
+    mx = row(results, "kiln mxfp8 [")
+    assert mx["anchor_ms"] == pytest.approx(0.75)
+    mx_ratios = [a / b for a, b in zip(KILN["fp8_block"], KILN["mxfp8"])]
+    assert mx["ratio_range"] == pytest.approx([min(mx_ratios), max(mx_ratios)])
+    anc = next(r for r in results if "anchors" in r)["anchors"]
+    assert anc["fp8_block"] == pytest.approx(0.9) and len(anc["repeats"]) == 3
+    header = next(line for line in table.splitlines() if line.startswith("| shape"))
+    assert header.endswith("| kiln / anchor | range |")
+    assert "| kiln bf16 [sm90_gemm] |" in table and "| 0.947-1.09 |" in table  # bf16's range, 3 digits
+
+
+def test_a_path_failing_in_one_repeat_is_reported_not_timed(tmp_path, monkeypatch):
+    results, table = run(tmp_path, monkeypatch, 3, fail={("fp8_row", 1)})
+    assert not any(r.get("name", "").startswith("kiln e4m3 row [") for r in results)
+    errors = [r for r in results if "error" in r]
+    assert [e["name"] for e in errors] == ["e4m3 row"]
+    assert "scripted failure of fp8_row in repeat 1" in errors[0]["error"]
+    assert "Errors (kiln paths that did not run):" in table
+
+
+def test_one_repeat_keeps_the_table_as_before(tmp_path, monkeypatch):
+    results, table = run(tmp_path, monkeypatch, 1)
+    header = next(line for line in table.splitlines() if line.startswith("| shape"))
+    assert header == "| shape | path | ms | TFLOP/s | GB/s | rel err | anchor | anchor ms | kiln / anchor |"
+    bf16 = row(results, "kiln bf16 [")
+    assert bf16["ms"] == pytest.approx(1.0) and "ratio_range" not in bf16 and "ms_runs" not in bf16
+    assert "repeats" not in next(r for r in results if "anchors" in r)["anchors"]
+
+
+def test_repeats_below_one_are_refused(tmp_path, monkeypatch):
+    with pytest.raises(SystemExit):
+        run(tmp_path, monkeypatch, 0)
+
+
+def test_a_nan_in_any_repeat_is_the_rows_error(tmp_path, monkeypatch):
+    results, table = run(tmp_path, monkeypatch, 3, nan={("bf16", 2)})
+    assert math.isnan(row(results, "kiln bf16 [")["rel_err"])
+    assert row(results, "kiln e4m3 tensor [")["rel_err"] == pytest.approx(1e-3)
+
+
+def test_an_anchor_failing_in_some_repeats_has_no_median_and_no_ratio(tmp_path, monkeypatch):
+    results, table = run(tmp_path, monkeypatch, 3, drop={("fp8_block", 1)})
+    anc = next(r for r in results if "anchors" in r)["anchors"]
+    assert "fp8_block" not in anc
+    assert anc["fp8_block_error"] == "timed in 2 of 3 repeats (scripted anchor failure)"
+    block = row(results, "kiln e4m3 block [")
+    assert block["anchor_ms"] is None and "ratio_range" not in block
+    assert "| anchor fp8_block |" not in table
+    # The other anchors are unaffected.
+    assert row(results, "kiln bf16 [")["anchor_ms"] == pytest.approx(1.0)
