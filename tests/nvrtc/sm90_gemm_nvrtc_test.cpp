@@ -7,11 +7,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
+#include <vector>
 
 #include "compiler/emit/emit.hpp"
 #include "compiler/nvrtc/nvrtc.hpp"
@@ -53,16 +58,17 @@ KernelSpec spec_of(const std::string& text) {
   return r.ok() ? *r : KernelSpec{};
 }
 
-// Emits and compiles one sm90 kernel; fails on a compile error, a spill, a stack frame, or a ptxas
-// warning that the warp specialization did not take effect.
-CompileResult compile_ok(const KernelSpec& spec, const TileConfig& cfg, const std::string& what,
-                         bool want_ptx = false) {
+StatusOr<CompileResult> emit_and_compile(const KernelSpec& spec, const TileConfig& cfg, bool want_ptx) {
   auto k = emit_kernel(spec, KernelFamily::kSm90Gemm, cfg, sm90a());
-  EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
-  if (!k.ok()) return {};
+  if (!k.ok()) return k.status();
   CompileOptions o;
   o.want_ptx = want_ptx;
-  auto r = compile_cuda(k->source, sm90a(), o);
+  return compile_cuda(k->source, sm90a(), o);
+}
+
+// Fails on an emit or compile error, a spill, a stack frame, or a ptxas warning that the warp
+// specialization did not take effect.
+CompileResult expect_clean(const StatusOr<CompileResult>& r, const std::string& what) {
   EXPECT_TRUE(r.ok()) << what << ": " << r.status().to_string();
   if (!r.ok()) return {};
   EXPECT_EQ(r->spill_stores, 0) << what << "\n" << r->log;
@@ -75,6 +81,38 @@ CompileResult compile_ok(const KernelSpec& spec, const TileConfig& cfg, const st
                                                "ELF"))
       << what;
   return *r;
+}
+
+// Emits and compiles one sm90 kernel (expect_clean's checks).
+CompileResult compile_ok(const KernelSpec& spec, const TileConfig& cfg, const std::string& what,
+                         bool want_ptx = false) {
+  return expect_clean(emit_and_compile(spec, cfg, want_ptx), what);
+}
+
+struct CompileJob {
+  KernelSpec spec;
+  TileConfig cfg;
+  std::string what;
+};
+
+// compile_ok over many kernels on every core (NVRTC compiles independent programs concurrently; the
+// checks run here, in order, on the test's thread): the config-space sweeps are most of this tier's time.
+std::vector<CompileResult> compile_all_ok(const std::vector<CompileJob>& jobs, bool want_ptx = false) {
+  std::vector<std::optional<StatusOr<CompileResult>>> done(jobs.size());
+  std::atomic<size_t> next{0};
+  const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < workers; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < jobs.size(); i = next++)
+        done[i].emplace(emit_and_compile(jobs[i].spec, jobs[i].cfg, want_ptx));
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  std::vector<CompileResult> out;
+  out.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) out.push_back(expect_clean(*done[i], jobs[i].what));
+  return out;
 }
 
 class Sm90GemmNvrtcTest : public ::testing::TestWithParam<Pairing> {
@@ -110,18 +148,19 @@ TEST(Sm90GemmNvrtcTest, EveryShapeOfTheConfigSpaceCompiles) {
   for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16"}) {
     const KernelSpec s = spec_of(text);
     std::string seen;
-    int compiled = 0;
+    std::vector<CompileJob> jobs;
     for (const TileConfig& c : sm90_config_space(s, sm90a())) {
       const std::string shape = std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "w" +
                                 std::to_string(c.warps_m) + "x" + std::to_string(c.warps_n) + "c" +
                                 std::to_string(c.cluster_m) + ";";
       if (seen.find(shape) != std::string::npos) continue;
       seen += shape;
-      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string());
-      std::cout << "[ registers ] " << text << " " << c.to_string() << ": " << r.registers << "\n";
-      ++compiled;
+      jobs.push_back({s, c, std::string(text) + " " + c.to_string()});
     }
-    EXPECT_GE(compiled, 16) << text;
+    const std::vector<CompileResult> rs = compile_all_ok(jobs);
+    for (size_t i = 0; i < jobs.size(); ++i)
+      std::cout << "[ registers ] " << jobs[i].what << ": " << rs[i].registers << "\n";
+    EXPECT_GE(jobs.size(), 16u) << text;
   }
 }
 
@@ -196,6 +235,7 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
     const KernelSpec s = spec_of(c.spec);
     std::string seen;
     int compiled = 0;
+    std::vector<CompileJob> jobs;
     for (const TileConfig& cfg : sm90_config_space(s, sm90a())) {
       EXPECT_TRUE(sm90_promotes(s, cfg)) << c.spec << " " << cfg.to_string();
       // One config per shape and scale path: since session 17 most configs stage their scales, and the
@@ -206,8 +246,13 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
                                 (sm90_staged_scales(s, cfg) ? "s" : "g") + ";";
       if (seen.find(shape) != std::string::npos) continue;
       seen += shape;
-      const CompileResult r = compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
-      std::cout << "[ registers ] " << c.spec << " " << cfg.to_string() << ": " << r.registers << "\n";
+      jobs.push_back({s, cfg, std::string(c.spec) + " " + cfg.to_string()});
+    }
+    const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const TileConfig& cfg = jobs[i].cfg;
+      const CompileResult& r = rs[i];
+      std::cout << "[ registers ] " << jobs[i].what << ": " << r.registers << "\n";
       for (const char* e : {"wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d", "fma.rn.f32"})
         EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec << " " << cfg.to_string();
       // v4 configs stage the scales through shared memory (the kernel's section 8); E8M0 keeps a
@@ -253,23 +298,29 @@ TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
   const TileConfig configs[] = {v4_config(128, 128, 256, 3, 8, 1), v4_config(64, 128, 256, 4, 4, 1),
                                 v4_config(192, 128, 128, 5, 12, 1), v4_config(192, 128, 128, 5, 12, 1, 2),
                                 v4_config(128, 128, 256, 3, 8, 1, 2)};
+  std::vector<CompileJob> jobs;
   for (const TileConfig& cfg : configs) {
     for (const char* pair : kBlockScalePairs) {
       for (const char* out : {"bf16", "f32"}) {
         const KernelSpec s = spec_of(std::string("gemm ") + pair + " out=" + out);
         ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
         EXPECT_TRUE(sm90_staged_scales(s, cfg)) << cfg.to_string();
-        const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
-        const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
-        std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.spill_stores
-                  << " spill stores, " << r.spill_loads << " spill loads, " << r.compile_ms << " ms\n";
-        for (const char* e : {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "cp.async.ca.shared.global",
-                              "cp.async.mbarrier.arrive.noinc", "ld.shared.u32", "fma.rn.f32", "setmaxnreg.inc"})
-          EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
-        // Two-atom stages keep one batch in flight while promoting the other partial.
-        if (cfg.block_k == 256) EXPECT_THAT(r.ptx, HasSubstr("wgmma.wait_group.sync.aligned 1")) << what;
+        jobs.push_back({s, cfg, std::string(pair) + " out=" + out + " " + cfg.to_string()});
       }
     }
+  }
+  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string& what = jobs[i].what;
+    const CompileResult& r = rs[i];
+    std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.spill_stores
+              << " spill stores, " << r.spill_loads << " spill loads, " << r.compile_ms << " ms\n";
+    for (const char* e :
+         {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "cp.async.ca.shared.global",
+          "cp.async.mbarrier.arrive.noinc", "ld.shared.u32", "fma.rn.f32", "setmaxnreg.inc"})
+      EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
+    // Two-atom stages keep one batch in flight while promoting the other partial.
+    if (jobs[i].cfg.block_k == 256) EXPECT_THAT(r.ptx, HasSubstr("wgmma.wait_group.sync.aligned 1")) << what;
   }
   // The promoted tensor-scaled path takes bk256 too (no scales to stage).
   const KernelSpec t = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
@@ -807,9 +858,18 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
   runs.push_back({"grouped_gemm[experts=8,layout=masked] a=mxfp8 b=mxfp8 out=f16", plain});
   runs.push_back({"grouped_gemm[experts=32,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 gate_up=interleaved "
                   "epilogue=\"out = silu(gate) * up\"", plain});
+  std::vector<CompileJob> jobs;
   for (const auto& [text, cfg] : runs) {
-    const std::string what = text + " " + cfg.to_string();
-    const CompileResult r = compile_checked(text, cfg);
+    const Status ok = sm90_check_config(spec_of(text), sm90a(), cfg);
+    ASSERT_TRUE(ok.ok()) << text << " " << cfg.to_string() << ": " << ok.to_string();
+    jobs.push_back({spec_of(text), cfg, text + " " + cfg.to_string()});
+  }
+  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& [text, cfg] = runs[i];
+    const std::string& what = jobs[i].what;
+    const CompileResult& r = rs[i];
+    std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.compile_ms << " ms\n";
     for (const char* e : {"wgmma.mma_async.sync.aligned.m64n", ".bf16.bf16", "shared::cluster.global.tile",
                           "cvt.rn.f16x2.e4m3x2", "ld.shared.v4.u32", "st.shared.v4.u32", "fence.proxy.async.shared::cta",
                           "setmaxnreg.dec.sync.aligned.u32",
@@ -900,23 +960,25 @@ TEST(Sm90MxPlanTest, ConfigRulesNameTheReason) {
 // functor, with the bulk tensor stores, the proxy fence and the bulk-group waits in the PTX; the extra
 // kernel parameters appear only in these kernels.
 TEST(Sm90TmaStoreNvrtcTest, TmaStoreConfigsCompileWithoutSpills) {
-  int compiled = 0;
+  std::vector<CompileJob> jobs;
   for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=f32",
                            "gemm a=e4m3:m b=e4m3:n out=f16 epilogue=\"out = silu(acc + bias[n])\""}) {
     const KernelSpec s = spec_of(text);
     for (const TileConfig& c : sm90_config_space(s, sm90a())) {
       // (Ping-pong configs: Sm90PingPongNvrtcTest compiles every one of them.)
       if (!c.tma_store || c.cluster_m != 1 || c.pingpong) continue;
-      const std::string what = std::string(text) + " " + c.to_string();
-      const CompileResult r = compile_ok(s, c, what, /*want_ptx=*/true);
-      std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
-      for (const char* e : {"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
-                            "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read 0", "cp.async.bulk.wait_group 0"})
-        EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
-      ++compiled;
+      jobs.push_back({s, c, std::string(text) + " " + c.to_string()});
     }
   }
-  EXPECT_GE(compiled, 12);
+  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::cout << "[ registers ] " << jobs[i].what << ": " << rs[i].registers << " registers\n";
+    for (const char* e :
+         {"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
+          "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read 0", "cp.async.bulk.wait_group 0"})
+      EXPECT_THAT(rs[i].ptx, HasSubstr(e)) << jobs[i].what;
+  }
+  EXPECT_GE(jobs.size(), 12u);
   // A plain config's kernel keeps its four parameters and no store path.
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
   auto plain = emit_kernel(bf16, KernelFamily::kSm90Gemm, v4_config(128, 128, 64, 6, 8, 1), sm90a());
@@ -976,7 +1038,7 @@ TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
 // barrier's bar.arrive in the PTX; a cooperative config of the same tile has none. Clustered configs
 // for bf16 and FP8 per-row only (the cluster's code does not depend on the pairing; CI's time does).
 TEST(Sm90PingPongNvrtcTest, ConfigsCompileWithoutSpills) {
-  int compiled = 0;
+  std::vector<CompileJob> jobs;
   for (const char* text : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
                            "gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=e5m2:m b=e4m3:n out=f32"}) {
     const KernelSpec s = spec_of(text);
@@ -984,14 +1046,15 @@ TEST(Sm90PingPongNvrtcTest, ConfigsCompileWithoutSpills) {
         s.a.format == Format::kBf16 || (s.a.format == Format::kE4m3 && s.a.scale == ScaleGranularity::kM);
     for (const TileConfig& c : sm90_config_space(s, sm90a())) {
       if (!c.pingpong || (c.cluster_m != 1 && !clusters)) continue;
-      const std::string what = std::string(text) + " " + c.to_string();
-      const CompileResult r = compile_ok(s, c, what, /*want_ptx=*/true);
-      std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
-      EXPECT_THAT(r.ptx, HasSubstr("bar.arrive")) << what;
-      ++compiled;
+      jobs.push_back({s, c, std::string(text) + " " + c.to_string()});
     }
   }
-  EXPECT_GE(compiled, 10);
+  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::cout << "[ registers ] " << jobs[i].what << ": " << rs[i].registers << " registers\n";
+    EXPECT_THAT(rs[i].ptx, HasSubstr("bar.arrive")) << jobs[i].what;
+  }
+  EXPECT_GE(jobs.size(), 10u);
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
   const CompileResult plain = compile_ok(bf16, v4_config(128, 128, 64, 6, 4, 1), "bf16 128x128 w4x1", true);
   EXPECT_THAT(plain.ptx, Not(HasSubstr("bar.arrive")));
