@@ -3,14 +3,17 @@ rotated past L2), instead of the tuner's CUDA events. Each config is imported as
 fresh cache directory (`kiln cache import`), so the plan picks it exactly as it would a tuned winner.
 
 Usage (GPU machine; KILN_CLI, KILN_LIBRARY as bench/device_run.sh sets them):
-    python3 bench/probe_graph_configs.py CANDIDATES.json [--repeat 2]
+    python3 bench/probe_graph_configs.py CANDIDATES.json [--repeat 2] [--rounds 3]
 CANDIDATES.json: [{"spec": ..., "fmt": "fp8_block", "m": 64, "n": 2112, "k": 7168,
                    "configs": [{"block_m": 64, ...}, ...]}, ...]
 Prints one line per config: us, GB/s (A + W + output bytes, as bench_shapes.py counts them), the relative
 error against float64 torch, and the config the plan ran. The plan's own config (no tuning row but the
 built-in table) is timed first and last as the baseline.
+--rounds R times the whole list of a shape R times over, round-robin (own, candidates, own; again ...),
+then prints each config's median and its spread: configs a few percent apart need that, since one
+timing of a shape moves by several percent with the GPU's clock (bench/NOTES.md session 20).
 """
-import argparse, json, os, subprocess, sys, tempfile
+import argparse, json, os, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -42,7 +45,7 @@ def run_one(shape, cfg):
         r = subprocess.run([os.environ.get("KILN_CLI", "kiln"), "cache", "import", path],
                            env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True)
         if r.returncode != 0:
-            return f"import failed: {r.stdout.strip()} {r.stderr.strip()}"
+            return None, f"import failed: {r.stdout.strip()} {r.stderr.strip()}"
     rt = kiln.Runtime(cache_dir=d)
     M, N, K = shape["m"], shape["n"], shape["k"]
     ms, err, unwritten, desc = kiln_dense(rt, shape["spec"], M, N, K, shape["fmt"])
@@ -50,25 +53,63 @@ def run_one(shape, cfg):
     name = ran.get("config", "?")
     elem = 1 if shape["fmt"] != "bf16" else 2
     gbs = (M * K * elem + N * K * elem + M * N * 2) / (ms * 1e-3) / 1e9
-    return f"{ms * 1e3:8.2f} us {gbs:7.0f} GB/s err {err:.2e} unwritten {unwritten} ran {name}"
+    return ms, f"{ms * 1e3:8.2f} us {gbs:7.0f} GB/s err {err:.2e} unwritten {unwritten} ran {name}"
+
+
+OWN = "plan's own"  # the label of the plan's own config (the built-in table's, no tuning row)
+
+
+def summary(label_times):
+    """Lines of 'median us (min-max, n)' per label, in first-seen order; labels without a time say so."""
+    out = []
+    for label, times in label_times.items():
+        if times:
+            t = sorted(times)
+            out.append(f"  {label}: median {statistics.median(t) * 1e3:.2f} us "
+                       f"({t[0] * 1e3:.2f}-{t[-1] * 1e3:.2f}, {len(t)} timings)")
+        else:
+            out.append(f"  {label}: no timing (every run failed)")
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("candidates")
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1, help="time each candidate this many times in a row")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time a shape's whole list this many times, round-robin, then print medians")
     args = ap.parse_args()
+    if args.repeat < 1 or args.rounds < 1:
+        ap.error(f"--repeat and --rounds must be at least 1, got {args.repeat} and {args.rounds}")
+
+    def timed(shape, cfg, times, label):
+        """One run's line; its time joins label's list (an error: a line saying so, no time)."""
+        try:
+            ms, line = run_one(shape, cfg)
+        except Exception as e:  # a config the plan refuses, a failed compile: say so, go on
+            return f"error: {e}"
+        if isinstance(ms, float):
+            times.setdefault(label, []).append(ms)
+        return line
+
     for shape in json.load(open(args.candidates)):
         print(f"=== {shape['spec']} {shape['m']}x{shape['n']}x{shape['k']}", flush=True)
-        print(f"  plan's own      {run_one(shape, None)}", flush=True)
+        times = {OWN: []}
         for cfg in shape["configs"]:
-            for _ in range(args.repeat):
-                try:
-                    line = run_one(shape, cfg)
-                except Exception as e:  # a config the plan refuses, a failed compile: say so, go on
-                    line = f"error: {e}"
-                print(f"  {json.dumps(cfg, separators=(',', ':'))}\n      {line}", flush=True)
-        print(f"  plan's own      {run_one(shape, None)}", flush=True)
+            times.setdefault(json.dumps(cfg, separators=(",", ":")), [])
+        for r in range(args.rounds):
+            if args.rounds > 1:
+                print(f" round {r + 1} of {args.rounds}", flush=True)
+            print(f"  plan's own      {timed(shape, None, times, OWN)}", flush=True)
+            for cfg in shape["configs"]:
+                label = json.dumps(cfg, separators=(",", ":"))
+                for _ in range(args.repeat):
+                    print(f"  {label}\n      {timed(shape, cfg, times, label)}", flush=True)
+            print(f"  plan's own      {timed(shape, None, times, OWN)}", flush=True)
+        if args.rounds > 1 or args.repeat > 1:
+            print(" medians", flush=True)
+            for line in summary(times):
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,96 @@
+"""probe_graph_configs.py's --rounds bookkeeping, without a GPU or torch: bench_slice (kiln, kiln_dense) and
+`kiln cache import` are replaced by fakes whose timings are scripted."""
+import importlib
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class FakePlan:
+    def describe(self):
+        return {"buckets": [{"m_max": 4096, "config": "fake_cfg"}]}
+
+
+def load(monkeypatch, times, import_rc=0):
+    """The module with kiln_dense returning `times` in call order (ms); a time of None raises."""
+    calls = iter(times)
+
+    def kiln_dense(rt, spec, M, N, K, fmt):
+        t = next(calls)
+        if t is None:
+            raise RuntimeError("scripted compile failure")
+        return t, 1e-3, 0, FakePlan().describe()
+
+    fake = types.ModuleType("bench_slice")
+    fake.kiln = types.SimpleNamespace(Runtime=lambda cache_dir=None: types.SimpleNamespace(
+        plan=lambda spec, n, k: FakePlan()))
+    fake.kiln_dense = kiln_dense
+    monkeypatch.setitem(sys.modules, "bench_slice", fake)
+    monkeypatch.syspath_prepend(BENCH)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **kw: types.SimpleNamespace(
+        returncode=import_rc, stdout="", stderr="bad row" if import_rc else ""))
+    sys.modules.pop("probe_graph_configs", None)
+    return importlib.import_module("probe_graph_configs")
+
+
+def write_cands(tmp_path, n_configs):
+    cands = [{"spec": "gemm a=bf16 b=bf16 out=bf16", "fmt": "bf16", "m": 4096, "n": 4096, "k": 4096,
+              "configs": [{"block_m": 128, "block_n": 128 + 16 * i} for i in range(n_configs)]}]
+    path = tmp_path / "cands.json"
+    path.write_text(json.dumps(cands))
+    return str(path)
+
+
+def test_rounds_time_the_list_round_robin_and_print_medians(tmp_path, monkeypatch, capsys):
+    # Per round: own, config 0, config 1, own.
+    times = [0.100, 0.090, 0.095, 0.102,
+             0.110, 0.091, 0.097, 0.108,
+             0.104, 0.089, 0.096, 0.106]
+    mod = load(monkeypatch, times)
+    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 2), "--rounds", "3"])
+    mod.main()
+    out = capsys.readouterr().out
+    assert out.count("round ") == 3
+    assert "plan's own: median 105.00 us (100.00-110.00, 6 timings)" in out
+    assert '{"block_m":128,"block_n":128}: median 90.00 us (89.00-91.00, 3 timings)' in out
+    assert '{"block_m":128,"block_n":144}: median 96.00 us (95.00-97.00, 3 timings)' in out
+
+
+def test_failures_are_lines_not_timings(tmp_path, monkeypatch, capsys):
+    times = [0.100, None, 0.095, 0.102, 0.101, None, 0.094, 0.103]
+    mod = load(monkeypatch, times)
+    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 2), "--rounds", "2"])
+    mod.main()
+    out = capsys.readouterr().out
+    assert out.count("error: scripted compile failure") == 2
+    assert '{"block_m":128,"block_n":128}: no timing (every run failed)' in out
+
+
+def test_a_failed_import_is_reported_and_not_timed(tmp_path, monkeypatch, capsys):
+    mod = load(monkeypatch, [0.100, 0.101], import_rc=1)
+    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 1), "--repeat", "2"])
+    mod.main()
+    out = capsys.readouterr().out
+    assert out.count("import failed:") == 2
+    assert "plan's own: median" in out and "no timing (every run failed)" in out
+
+
+def test_one_round_prints_no_medians(tmp_path, monkeypatch, capsys):
+    mod = load(monkeypatch, [0.100, 0.090, 0.101])
+    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 1)])
+    mod.main()
+    out = capsys.readouterr().out
+    assert "medians" not in out and out.count("plan's own") == 2
+
+
+def test_rounds_below_one_are_refused(tmp_path, monkeypatch):
+    mod = load(monkeypatch, [])
+    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 1), "--rounds", "0"])
+    with pytest.raises(SystemExit):
+        mod.main()
