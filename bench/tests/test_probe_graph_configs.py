@@ -39,12 +39,16 @@ def load(monkeypatch, times, import_rc=0):
     return importlib.import_module("probe_graph_configs")
 
 
-def write_cands(tmp_path, n_configs):
+def probe(tmp_path, monkeypatch, capsys, times, n_configs, *flags, import_rc=0):
+    """Runs main() on one shape with n_configs candidates; returns what it printed."""
+    mod = load(monkeypatch, times, import_rc)
     cands = [{"spec": "gemm a=bf16 b=bf16 out=bf16", "fmt": "bf16", "m": 4096, "n": 4096, "k": 4096,
               "configs": [{"block_m": 128, "block_n": 128 + 16 * i} for i in range(n_configs)]}]
     path = tmp_path / "cands.json"
     path.write_text(json.dumps(cands))
-    return str(path)
+    monkeypatch.setattr(sys, "argv", ["probe", str(path), *flags])
+    mod.main()
+    return capsys.readouterr().out
 
 
 def test_rounds_time_the_list_round_robin_and_print_medians(tmp_path, monkeypatch, capsys):
@@ -52,10 +56,7 @@ def test_rounds_time_the_list_round_robin_and_print_medians(tmp_path, monkeypatc
     times = [0.100, 0.090, 0.095, 0.102,
              0.110, 0.091, 0.097, 0.108,
              0.104, 0.089, 0.096, 0.106]
-    mod = load(monkeypatch, times)
-    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 2), "--rounds", "3"])
-    mod.main()
-    out = capsys.readouterr().out
+    out = probe(tmp_path, monkeypatch, capsys, times, 2, "--rounds", "3")
     assert out.count("round ") == 3
     assert "plan's own: median 105.00 us (100.00-110.00, 6 timings)" in out
     assert '{"block_m":128,"block_n":128}: median 90.00 us (89.00-91.00, 3 timings)' in out
@@ -63,34 +64,23 @@ def test_rounds_time_the_list_round_robin_and_print_medians(tmp_path, monkeypatc
 
 
 def test_failures_are_lines_not_timings(tmp_path, monkeypatch, capsys):
-    times = [0.100, None, 0.095, 0.102, 0.101, None, 0.094, 0.103]
-    mod = load(monkeypatch, times)
-    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 2), "--rounds", "2"])
-    mod.main()
-    out = capsys.readouterr().out
+    out = probe(tmp_path, monkeypatch, capsys, [0.100, None, 0.095, 0.102, 0.101, None, 0.094, 0.103], 2,
+                "--rounds", "2")
     assert out.count("error: scripted compile failure") == 2
     assert '{"block_m":128,"block_n":128}: no timing (every run failed)' in out
 
 
 def test_a_failed_import_is_reported_and_not_timed(tmp_path, monkeypatch, capsys):
-    mod = load(monkeypatch, [0.100, 0.101], import_rc=1)
-    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 1), "--repeat", "2"])
-    mod.main()
-    out = capsys.readouterr().out
+    out = probe(tmp_path, monkeypatch, capsys, [0.100, 0.101], 1, "--repeat", "2", import_rc=1)
     assert out.count("import failed:") == 2
     assert "plan's own: median" in out and "no timing (every run failed)" in out
 
 
 def test_one_round_prints_no_medians(tmp_path, monkeypatch, capsys):
-    mod = load(monkeypatch, [0.100, 0.090, 0.101])
-    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 1)])
-    mod.main()
-    out = capsys.readouterr().out
+    out = probe(tmp_path, monkeypatch, capsys, [0.100, 0.090, 0.101], 1)
     assert "medians" not in out and out.count("plan's own") == 2
 
 
-def test_rounds_below_one_are_refused(tmp_path, monkeypatch):
-    mod = load(monkeypatch, [])
-    monkeypatch.setattr(sys, "argv", ["probe", write_cands(tmp_path, 1), "--rounds", "0"])
+def test_rounds_below_one_are_refused(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
-        mod.main()
+        probe(tmp_path, monkeypatch, capsys, [], 1, "--rounds", "0")
