@@ -198,17 +198,22 @@ int sm90_threads(const KernelSpec& spec, const TileConfig& cfg) {
 
 namespace {
 
-// Shared memory of cfg's kernel, with or without the staged block-scale slots.
-// tma_store = 2 / 4 (the kernel's section 12): every consumer warpgroup's buffer of one chunk, the first
-// ceil(boxes / chunks) of its slab's boxes (128 bytes of a row, or 16 columns where its columns are not a
-// whole number of those).
-int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+// Columns per TMA-store box (the kernel's section 12): 128 bytes of a row where a warpgroup's columns
+// are a whole number of those, else 16.
+int out_box_cols(const KernelSpec& spec, const TileConfig& cfg) {
   const int ob = elem_bytes(spec.out.format);
-  const int wg_n = wg_tile_n(cfg);
-  const int box_cols = (wg_n * ob) % 128 == 0 ? 128 / ob : 16;
-  const int chunks = cfg.tma_store;
-  return consumers(cfg) * ((wg_n / box_cols + chunks - 1) / chunks) * wg_tile_m(cfg) * box_cols * ob;
+  return (wg_tile_n(cfg) * ob) % 128 == 0 ? 128 / ob : 16;
 }
+
+// The TMA-store staging buffers (tma_store = 1, 2 or 4 chunks): every consumer warpgroup's buffer of
+// one chunk, ceil(boxes / chunks) of its slab's boxes (tma_store 1: the whole slab).
+int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+  const int box_cols = out_box_cols(spec, cfg), chunks = cfg.tma_store;
+  return consumers(cfg) * ((wg_tile_n(cfg) / box_cols + chunks - 1) / chunks) * wg_tile_m(cfg) * box_cols *
+         elem_bytes(spec.out.format);
+}
+
+// Shared memory of cfg's kernel, with or without the staged block-scale slots.
 
 int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bool staged_slots) {
   const bool dq = sm90_mx_dequant(spec, cfg);  // bf16 stages of 64 K (the kernel's section 13)
@@ -223,10 +228,7 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup
   // TMA-store epilogue (the kernel's section 12): each consumer warpgroup's output slab, staged before
   // its TMA store, and with per-channel (n) scales its columns' scales (f32 each).
-  const int out_tile = cfg.tma_store >= 2 ? out_chunk_bytes(spec, cfg)
-                       : cfg.tma_store
-                           ? consumers(cfg) * wg_tile_m(cfg) * wg_tile_n(cfg) * elem_bytes(spec.out.format)
-                           : 0;
+  const int out_tile = cfg.tma_store ? out_chunk_bytes(spec, cfg) : 0;
   const int col_scales =
       cfg.tma_store && spec.b.scale == ScaleGranularity::kN ? consumers(cfg) * 4 * wg_tile_n(cfg) : 0;
   // The dequantizing producer's FP8 staging ring (the kernel's section 13): 2 stages of one 128-K atom
@@ -440,8 +442,7 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // columns), each of ceil(boxes / chunks) but the last, which must not be empty (5 boxes in 4 chunks
   // would be 2 + 2 + 1 + 0: a wait and a commit for nothing, through the buffer of 3 chunks).
   if (cfg.tma_store >= 2 && wg_n % 16 == 0) {
-    const int box_cols =
-        (wg_n * elem_bytes(spec.out.format)) % 128 == 0 ? 128 / elem_bytes(spec.out.format) : 16;
+    const int box_cols = out_box_cols(spec, cfg);
     const int boxes = wg_n / box_cols, chunks = cfg.tma_store;
     if ((chunks - 1) * ((boxes + chunks - 1) / chunks) >= boxes)
       return InvalidArgument(name + "tma_store=" + to_string(chunks) + " with " + to_string(wg_n) +
