@@ -2,7 +2,7 @@
 
 Usage (GPU machine, after building; kiln through libkiln.so via KILN_LIBRARY or the repo build dir):
     python3 bench/bench_shapes.py [--shapes PATH] [--out DIR] [--only dense|moe] [--quick]
-                                  [--min-m M] [--max-m M] [--repeats R]
+                                  [--min-m M] [--max-m M] [--repeats R] [--settle S]
 Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
 
 Dense shapes [M, N, K]: kiln bf16, FP8 tensor, FP8 row (m x n), FP8 DeepSeek blocks (K % 128 == 0),
@@ -20,13 +20,18 @@ sides (CUDA-graph replay, inputs rotated past L2). Writes results.json and RESUL
 the table gives the medians and a last column with the range of the R per-repeat ratios. On the H200
 (700 W) one timing of a shape moves by up to ~10% from one run to the next while the same-repeat ratio
 moves less, so ratios near 1.0 want R >= 3.
+--settle S (default 0.3): every timing, the anchors' and kiln's alike, starts after S seconds idle
+(bench_slice.settle_timings). Without it a timing takes the clock that the work before it left at the
+700 W limit: session 21 measured a cuBLAS anchor timed after three other heavy timings up to 15% slower than
+after a pause, and the repeats of one shape spread by ~10%; with it they agree within ~1%. Sustained,
+power-limited throughput is a different question: bench/clock_probe.py measures it (time, clock, power).
 """
 import argparse, datetime, json, math, os, statistics, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # bench_slice finds anchors.py and kiln's Python package (its search order) when it is imported.
-from bench_slice import anchors, kiln, kiln_dense, torch  # noqa: E402
+from bench_slice import anchors, kiln, kiln_dense, settle_timings, torch  # noqa: E402
 from plan_list import DENSE_SPECS, GROUPED_FMTS, MXFP4_DENSE_SPEC, compile_all, dense_shapes, grouped_spec, \
     moe_layers, plans  # noqa: E402
 
@@ -227,9 +232,14 @@ def main():
     ap.add_argument("--max-m", type=int, default=0, help="dense shapes with at most this M only (0: no bound)")
     ap.add_argument("--repeats", type=int, default=1,
                     help="dense shapes: time the anchors and kiln this many times in turn; medians, ratio ranges")
+    ap.add_argument("--settle", type=float, default=0.3,
+                    help="seconds idle before every timing, anchors and kiln alike (0: none; see below)")
     args = ap.parse_args()
     if args.repeats < 1:
         ap.error(f"--repeats must be at least 1, got {args.repeats}")
+    if not 0 <= args.settle <= 10:
+        ap.error(f"--settle must be between 0 and 10 seconds, got {args.settle}")
+    settle_timings(args.settle)
     path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
     shapes = json.load(open(path))
     shapes["dense"] = [s for s in shapes["dense"] if s[0] >= args.min_m and (args.max_m <= 0 or s[0] <= args.max_m)]
@@ -238,7 +248,7 @@ def main():
     rows, results = [], []
     t0 = time.time()
     meta = {"date": datetime.date.today().isoformat(), "gpu": gpu, "torch": torch.__version__,
-            "command": "python3 " + " ".join(sys.argv), "shapes": path}
+            "command": "python3 " + " ".join(sys.argv), "shapes": path, "settle_s": args.settle}
 
     def log(*a, **kw):
         print(f"[{time.time() - t0:6.1f} s]", *a, flush=True)
@@ -327,7 +337,8 @@ def write_outputs(out_dir, meta, results, rows):
         json.dump({"meta": meta, "results": results}, f, indent=1)
     fmt = lambda v, p=3: "" if v is None else (f"{v:.{p}g}" if isinstance(v, float) else str(v))
     ranged = any("ratio_range" in r for r in rows)  # --repeats: medians, and the per-repeat ratios' range
-    lines = [f"Run {meta['date']} on {meta['gpu']} (torch {meta['torch']}): `{meta['command']}`", "",
+    lines = [f"Run {meta['date']} on {meta['gpu']} (torch {meta['torch']}): `{meta['command']}`" +
+             (f" ({meta['settle_s']:g} s idle before every timing)" if meta.get("settle_s") else ""), "",
              "| shape | path | ms | TFLOP/s | GB/s | rel err | anchor | anchor ms | kiln / anchor |" +
              (" range |" if ranged else ""),
              "|---|---|---|---|---|---|---|---|---|" + ("---|" if ranged else "")]

@@ -21,6 +21,30 @@ import anchors  # noqa: E402
 import kiln  # noqa: E402
 
 
+def settle_timings(seconds):
+    """Makes every anchors.bench_graph timing, the anchors' and kiln's alike, start after `seconds` idle.
+
+    On the H200 the power limit (700 W) sets the clock of the large GEMMs, and one bench_graph timing (a
+    few tens of ms) takes whatever clock the work just before it left: measured in session 21, a timing
+    right after three other heavy timings ran up to 15% slower than the same timing after an idle pause,
+    and it went either way depending on the order. An idle pause before each timing starts them all
+    from the same state (the spread of one shape's repeats fell from ~10% to under 1%). bench_graph's
+    own warm-up and timed replays are unchanged. seconds <= 0 leaves bench_graph as it is."""
+    import time
+    original = getattr(anchors.bench_graph, "kiln_unsettled", anchors.bench_graph)
+    if seconds <= 0:
+        anchors.bench_graph = original
+        return
+
+    def settled(calls, *args, **kwargs):
+        torch.cuda.synchronize()
+        time.sleep(seconds)
+        return original(calls, *args, **kwargs)
+
+    settled.kiln_unsettled = original
+    anchors.bench_graph = settled
+
+
 def mx_quantize(x):
     """(e4m3 [R, K], E8M0 uint8 [R, K/32]): per 32 along K, scale 2^ceil(log2(amax / 448)) (NUMERICS.md §2's
     rceil), elements x / scale rounded to e4m3 (saturating)."""
@@ -37,25 +61,22 @@ def mx_dequantize(q, s):
     return (q.double().reshape(R, K // 32, 32) * torch.exp2(s.double() - 127)[:, :, None]).reshape(R, K)
 
 
-def kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=False):
-    """ms per call and relative error of kiln on `spec`, inputs rotated like anchors.dense_anchors.
-    mx_prepass (MXFP8): every call gets a workspace of plan.mx_prepass_workspace_size(M) bytes, so kiln
-    converts X and W to bf16 first and runs the bf16 kernel (one workspace: the calls run in order)."""
+def kiln_inputs(fmt, M, N, K):
+    """Rotated inputs for kiln like anchors.dense_anchors makes them (enough copies to pass L2): a list of
+    (a, b, a_scale, b_scale), quantized as `fmt` says (bf16, e4m3 per tensor, fp8_row, fp8_block, mxfp8)."""
     n_copies = anchors.copies_for(2 * (M * K + N * K))
-    plan = rt.plan(spec, n=N, k=K, m_hint=M)
     xs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16) for _ in range(n_copies)]
     ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) for _ in range(n_copies)]
     if fmt == "bf16":
-        args = [(x, w, None, None) for x, w in zip(xs, ws)]
-    elif fmt == "fp8_row":  # e4m3 per token x per channel, f32 scales [M], [N]
-        args = []
+        return [(x, w, None, None) for x, w in zip(xs, ws)]
+    args = []
+    if fmt == "fp8_row":  # e4m3 per token x per channel, f32 scales [M], [N]
         for x, w in zip(xs, ws):
             sx = x.abs().amax(dim=1).float().clamp(min=1e-4) / 448.0
             sw = w.abs().amax(dim=1).float().clamp(min=1e-4) / 448.0
             args.append(((x.float() / sx[:, None]).to(torch.float8_e4m3fn),
                          (w.float() / sw[:, None]).to(torch.float8_e4m3fn), sx.contiguous(), sw.contiguous()))
     elif fmt == "fp8_block":  # DeepSeek: x 1x128 blocks [M, K/128], w 128x128 blocks [ceil(N/128), K/128], f32
-        args = []
         for x, w in zip(xs, ws):
             xb = x.float().reshape(M, K // 128, 128)
             sx = xb.abs().amax(dim=2).clamp(min=1e-4) / 448.0
@@ -71,11 +92,33 @@ def kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=False):
         args = [mx_quantize(x) + mx_quantize(w) for x, w in zip(xs, ws)]
         args = [(xq, wq, sx, sw) for xq, sx, wq, sw in args]
     else:  # e4m3 with per-tensor scales
-        args = []
         for x, w in zip(xs, ws):
             sx = (x.abs().amax().float() / 448.0).reshape(1)
             sw = (w.abs().amax().float() / 448.0).reshape(1)
             args.append(((x.float() / sx).to(torch.float8_e4m3fn), (w.float() / sw).to(torch.float8_e4m3fn), sx, sw))
+    return args
+
+
+def reference(fmt, a, b, sa, sb, M, N, K):
+    """float64 torch's result for one of kiln_inputs' tuples."""
+    if fmt == "fp8_block":
+        ad = (a.double().reshape(M, K // 128, 128) * sa.double()[:, :, None]).reshape(M, K)
+        sbe = sb.double().repeat_interleave(128, dim=0)[:N].repeat_interleave(128, dim=1)
+        return ad @ (b.double() * sbe).t()
+    if fmt == "fp8_row":
+        return (a.double() @ b.double().t()) * sa.double()[:, None] * sb.double()[None, :]
+    if fmt == "mxfp8":
+        return mx_dequantize(a, sa) @ mx_dequantize(b, sb).t()
+    ref = a.double() @ b.double().t()
+    return ref if sa is None else ref * (sa.double() * sb.double())
+
+
+def kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=False):
+    """ms per call and relative error of kiln on `spec`, inputs rotated like anchors.dense_anchors.
+    mx_prepass (MXFP8): every call gets a workspace of plan.mx_prepass_workspace_size(M) bytes, so kiln
+    converts X and W to bf16 first and runs the bf16 kernel (one workspace: the calls run in order)."""
+    plan = rt.plan(spec, n=N, k=K, m_hint=M)
+    args = kiln_inputs(fmt, M, N, K)
     outs = [torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in args]
     ws = None
     if mx_prepass:
@@ -88,19 +131,7 @@ def kiln_dense(rt, spec, M, N, K, fmt, mx_prepass=False):
     outs[0].fill_(float("nan"))
     plan.run(a, b, out=outs[0], a_scale=sa, b_scale=sb, workspace=ws)
     torch.cuda.synchronize()
-    if fmt == "fp8_block":
-        ad = (a.double().reshape(M, K // 128, 128) * sa.double()[:, :, None]).reshape(M, K)
-        nb = sb.shape[0]
-        sbe = sb.double().repeat_interleave(128, dim=0)[:N].repeat_interleave(128, dim=1)
-        ref = ad @ (b.double() * sbe).t()
-    elif fmt == "fp8_row":
-        ref = (a.double() @ b.double().t()) * sa.double()[:, None] * sb.double()[None, :]
-    elif fmt == "mxfp8":
-        ref = mx_dequantize(a, sa) @ mx_dequantize(b, sb).t()
-    else:
-        ref = (a.double() @ b.double().t())
-        if sa is not None:
-            ref = ref * (sa.double() * sb.double())
+    ref = reference(fmt, a, b, sa, sb, M, N, K)
     err = ((outs[0].double() - ref).norm() / ref.norm()).item()
     unwritten = int(torch.isnan(outs[0]).sum())
     calls = [lambda a=a, b=b, sa=sa, sb=sb, o=o: plan.run(a, b, out=o, a_scale=sa, b_scale=sb, workspace=ws)

@@ -9,15 +9,17 @@ CANDIDATES.json: [{"spec": ..., "fmt": "fp8_block", "m": 64, "n": 2112, "k": 716
 Prints one line per config: us, GB/s (A + W + output bytes, as bench_shapes.py counts them), the relative
 error against float64 torch, and the config the plan ran. The plan's own config (no tuning row but the
 built-in table) is timed first and last as the baseline.
+Each config keeps its cache directory for the whole probe (compiled once, by --jobs parallel `kiln compile`
+runs before the first round), so rounds after the first do not compile.
 --rounds R times the whole list of a shape R times over, round-robin (own, candidates, own; again ...),
 then prints each config's median and its spread: configs a few percent apart need that, since one
 timing of a shape moves by several percent with the GPU's clock (bench/NOTES.md session 20).
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile
+import argparse, concurrent.futures, json, os, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_slice import kiln, kiln_dense  # noqa: E402
+from bench_slice import kiln, kiln_dense, settle_timings  # noqa: E402
 
 # The tuning rows' device identity: the one kiln's H200 table is keyed by (tuner/pretuned/h200.json).
 with open(os.path.join(os.path.dirname(HERE), "tuner", "pretuned", "h200.json")) as f:
@@ -29,23 +31,47 @@ def ran_bucket(desc, m):
     return next((b for b in desc.get("buckets", []) if m <= b["m_max"]), desc.get("buckets", [{}])[-1])
 
 
-def run_one(shape, cfg):
+def prepare_dir(shape, cfg):
+    """A cache directory whose only tuning row is cfg for shape (cfg None: no row, the plan's own config);
+    returns (directory, None) or (None, why the import failed). Rounds reuse it, so each kernel is
+    compiled once per probe, not once per round."""
     d = tempfile.mkdtemp(prefix="kiln-probe-")
-    if cfg is not None:
-        # (Planned in a cache of its own: d's tuning store must first be opened after the import.)
-        desc = kiln.Runtime(cache_dir=tempfile.mkdtemp(prefix="kiln-probe-")).plan(
-            shape["spec"], n=shape["n"], k=shape["k"]).describe()
-        m_bucket = ran_bucket(desc, shape["m"])["m_max"]
-        row = {"candidates": 1, "config": cfg, "device": DEVICE, "experts": 0, "family": "sm90_gemm",
-               "k": shape["k"], "m_bucket": m_bucket, "median_us": 1.0, "n": shape["n"],
-               "spec": shape["spec"], "tuned_unix": 1800000000}
-        path = os.path.join(d, "row.json")
-        with open(path, "w") as f:
-            json.dump({"format": "kiln-tunings", "version": 1, "tunings": [row]}, f)
-        r = subprocess.run([os.environ.get("KILN_CLI", "kiln"), "cache", "import", path],
-                           env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True)
-        if r.returncode != 0:
-            return None, f"import failed: {r.stdout.strip()} {r.stderr.strip()}"
+    if cfg is None:
+        return d, None
+    # (Planned in a cache of its own: d's tuning store must first be opened after the import.)
+    desc = kiln.Runtime(cache_dir=tempfile.mkdtemp(prefix="kiln-probe-")).plan(
+        shape["spec"], n=shape["n"], k=shape["k"]).describe()
+    m_bucket = ran_bucket(desc, shape["m"])["m_max"]
+    row = {"candidates": 1, "config": cfg, "device": DEVICE, "experts": 0, "family": "sm90_gemm",
+           "k": shape["k"], "m_bucket": m_bucket, "median_us": 1.0, "n": shape["n"],
+           "spec": shape["spec"], "tuned_unix": 1800000000}
+    path = os.path.join(d, "row.json")
+    with open(path, "w") as f:
+        json.dump({"format": "kiln-tunings", "version": 1, "tunings": [row]}, f)
+    r = subprocess.run([os.environ.get("KILN_CLI", "kiln"), "cache", "import", path],
+                       env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, f"import failed: {r.stdout.strip()} {r.stderr.strip()}"
+    return d, None
+
+
+def precompile(shape, dirs, jobs):
+    """Compiles every candidate's kernel into its directory with `kiln compile`, jobs at a time, so the
+    first round does not compile them one after the other in this process. A failure here is not
+    reported: the timed run compiles again and reports it."""
+    def one(item):
+        cfg, d = item
+        subprocess.run([os.environ.get("KILN_CLI", "kiln"), "compile", shape["spec"], "--m", str(shape["m"]),
+                        "--n", str(shape["n"]), "--k", str(shape["k"]), "--config",
+                        json.dumps(cfg, separators=(",", ":"))],
+                       env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True)
+    items = [(cfg, d) for cfg, d in dirs if cfg is not None and d is not None]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, items))
+
+
+def run_one(shape, d):
+    """Times the shape with cache directory d (prepare_dir's); returns (ms, the line to print)."""
     rt = kiln.Runtime(cache_dir=d)
     M, N, K = shape["m"], shape["n"], shape["k"]
     ms, err, unwritten, desc = kiln_dense(rt, shape["spec"], M, N, K, shape["fmt"])
@@ -78,34 +104,55 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="time each candidate this many times in a row")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time a shape's whole list this many times, round-robin, then print medians")
+    ap.add_argument("--jobs", type=int, default=8,
+                    help="compile a shape's candidates this many at a time before timing (1: in the timed runs)")
+    ap.add_argument("--settle", type=float, default=0.3,
+                    help="seconds idle before every timing (bench_slice.settle_timings; 0: none)")
     args = ap.parse_args()
     if args.repeat < 1 or args.rounds < 1:
         ap.error(f"--repeat and --rounds must be at least 1, got {args.repeat} and {args.rounds}")
+    if not 0 <= args.settle <= 10:
+        ap.error(f"--settle must be between 0 and 10 seconds, got {args.settle}")
+    settle_timings(args.settle)
 
-    def timed(shape, cfg, times, label):
+    def timed(shape, prepared, times, label):
         """One run's line; its time joins label's list (an error: a line saying so, no time)."""
+        d, why = prepared
+        if d is None:
+            return why
         try:
-            ms, line = run_one(shape, cfg)
+            ms, line = run_one(shape, d)
         except Exception as e:  # a config the plan refuses, a failed compile: say so, go on
             return f"error: {e}"
         if isinstance(ms, float):
             times.setdefault(label, []).append(ms)
         return line
 
+    def prepared_or_error(shape, cfg):
+        try:
+            return prepare_dir(shape, cfg)
+        except Exception as e:  # the plan refuses the shape: every run of it says so
+            return None, f"error: {e}"
+
     for shape in json.load(open(args.candidates)):
         print(f"=== {shape['spec']} {shape['m']}x{shape['n']}x{shape['k']}", flush=True)
         times = {OWN: []}
+        own = prepared_or_error(shape, None)
+        dirs = []
         for cfg in shape["configs"]:
             times.setdefault(json.dumps(cfg, separators=(",", ":")), [])
+            dirs.append((cfg, prepared_or_error(shape, cfg)))
+        if args.jobs > 1:
+            precompile(shape, [(cfg, p[0]) for cfg, p in dirs], args.jobs)
         for r in range(args.rounds):
             if args.rounds > 1:
                 print(f" round {r + 1} of {args.rounds}", flush=True)
-            print(f"  plan's own      {timed(shape, None, times, OWN)}", flush=True)
-            for cfg in shape["configs"]:
+            print(f"  plan's own      {timed(shape, own, times, OWN)}", flush=True)
+            for cfg, prepared in dirs:
                 label = json.dumps(cfg, separators=(",", ":"))
                 for _ in range(args.repeat):
-                    print(f"  {label}\n      {timed(shape, cfg, times, label)}", flush=True)
-            print(f"  plan's own      {timed(shape, None, times, OWN)}", flush=True)
+                    print(f"  {label}\n      {timed(shape, prepared, times, label)}", flush=True)
+            print(f"  plan's own      {timed(shape, own, times, OWN)}", flush=True)
         if args.rounds > 1 or args.repeat > 1:
             print(" medians", flush=True)
             for line in summary(times):

@@ -32,6 +32,8 @@ class FakeSlice(types.ModuleType):
         self.torch = types.SimpleNamespace(__version__="fake",
                                            cuda=types.SimpleNamespace(get_device_name=lambda: "FakeGPU"))
         self.kiln = types.SimpleNamespace(Runtime=lambda **kw: object())
+        self.settled = []  # settle_timings' arguments, in call order
+        self.settle_timings = self.settled.append
         self.anchors = types.SimpleNamespace(dev="cuda", copies_for=lambda n: 1,
                                              dense_anchors=self._dense_anchors,
                                              mxfp4_eager_anchor=lambda M, N, K: {"mxfp4_eager": 3.0})
@@ -54,8 +56,8 @@ class FakeSlice(types.ModuleType):
         return KILN[fmt][i], float("nan") if (fmt, i) in self.nan else 1e-3, 0, DESC
 
 
-def run(tmp_path, monkeypatch, repeats, fail=None, nan=None, drop=None):
-    fake = FakeSlice(fail, nan, drop)
+def run(tmp_path, monkeypatch, repeats, fail=None, nan=None, drop=None, extra=(), fake=None):
+    fake = fake or FakeSlice(fail, nan, drop)
     monkeypatch.setitem(sys.modules, "bench_slice", fake)
     monkeypatch.syspath_prepend(BENCH)
     sys.modules.pop("bench_shapes", None)
@@ -67,7 +69,7 @@ def run(tmp_path, monkeypatch, repeats, fail=None, nan=None, drop=None):
     shapes.write_text(json.dumps({"dense": [[4096, 7168, 2048]], "moe": []}))
     out = tmp_path / "out"
     monkeypatch.setattr(sys, "argv", ["bench_shapes.py", "--shapes", str(shapes), "--out", str(out),
-                                      "--only", "dense", "--repeats", str(repeats)])
+                                      "--only", "dense", "--repeats", str(repeats), *extra])
     bs.main()
     results = json.loads((out / "results.json").read_text())["results"]
     return results, (out / "RESULTS.fragment.md").read_text()
@@ -136,3 +138,45 @@ def test_an_anchor_failing_in_some_repeats_has_no_median_and_no_ratio(tmp_path, 
     assert "| anchor fp8_block |" not in table
     # The other anchors are unaffected.
     assert row(results, "kiln bf16 [")["anchor_ms"] == pytest.approx(1.0)
+
+
+def test_every_timing_settles_by_default_and_the_table_says_so(tmp_path, monkeypatch):
+    fake = FakeSlice()
+    results, table = run(tmp_path, monkeypatch, 1, fake=fake)
+    assert fake.settled == [0.3]
+    assert "(0.3 s idle before every timing)" in table.splitlines()[0]
+    fake = FakeSlice()
+    results, table = run(tmp_path, monkeypatch, 1, extra=("--settle", "0"), fake=fake)
+    assert fake.settled == [0.0] and "idle before" not in table
+
+
+def test_a_settle_out_of_range_is_refused(tmp_path, monkeypatch):
+    with pytest.raises(SystemExit):
+        run(tmp_path, monkeypatch, 1, extra=("--settle", "-1"))
+
+
+def test_settle_timings_wraps_bench_graph_once_and_undoes_it(monkeypatch):
+    """bench_slice.settle_timings itself, with torch, anchors and kiln replaced by fakes."""
+    events = []
+    fake_torch = types.ModuleType("torch")
+    fake_torch.cuda = types.SimpleNamespace(synchronize=lambda: events.append("sync"))
+    fake_anchors = types.ModuleType("anchors")
+
+    def bench_graph(calls, reps=30):
+        events.append(("time", reps))
+        return 0.5
+
+    fake_anchors.bench_graph = bench_graph
+    for name, mod in (("torch", fake_torch), ("anchors", fake_anchors), ("kiln", types.ModuleType("kiln"))):
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.syspath_prepend(BENCH)
+    monkeypatch.delitem(sys.modules, "bench_slice", raising=False)
+    bs = importlib.import_module("bench_slice")
+    import time
+    monkeypatch.setattr(time, "sleep", lambda s: events.append(("sleep", s)))
+    bs.settle_timings(0.25)
+    bs.settle_timings(0.5)  # replaces the first: one pause per timing, not two
+    assert fake_anchors.bench_graph([], reps=7) == 0.5
+    assert events == ["sync", ("sleep", 0.5), ("time", 7)]
+    bs.settle_timings(0)
+    assert fake_anchors.bench_graph is bench_graph

@@ -31,6 +31,7 @@ def load(monkeypatch, times, import_rc=0):
     fake.kiln = types.SimpleNamespace(Runtime=lambda cache_dir=None: types.SimpleNamespace(
         plan=lambda spec, n, k: FakePlan()))
     fake.kiln_dense = kiln_dense
+    fake.settle_timings = lambda seconds: None
     monkeypatch.setitem(sys.modules, "bench_slice", fake)
     monkeypatch.syspath_prepend(BENCH)
     monkeypatch.setattr(subprocess, "run", lambda *a, **kw: types.SimpleNamespace(
@@ -84,3 +85,18 @@ def test_one_round_prints_no_medians(tmp_path, monkeypatch, capsys):
 def test_rounds_below_one_are_refused(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         probe(tmp_path, monkeypatch, capsys, [], 1, "--rounds", "0")
+
+
+def test_each_config_is_imported_and_compiled_once_across_rounds(tmp_path, monkeypatch, capsys):
+    mod = load(monkeypatch, [0.100, 0.090, 0.095, 0.102] * 3)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd[1]) or types.SimpleNamespace(
+        returncode=0, stdout="", stderr=""))
+    cands = [{"spec": "gemm a=bf16 b=bf16 out=bf16", "fmt": "bf16", "m": 4096, "n": 4096, "k": 4096,
+              "configs": [{"block_m": 128, "block_n": 128}, {"block_m": 128, "block_n": 144}]}]
+    path = tmp_path / "cands.json"
+    path.write_text(json.dumps(cands))
+    monkeypatch.setattr(sys, "argv", ["probe", str(path), "--rounds", "3", "--jobs", "4"])
+    mod.main()
+    assert sorted(calls) == ["cache", "cache", "compile", "compile"]
+    assert capsys.readouterr().out.count(" timings)") == 3

@@ -1,0 +1,160 @@
+"""Sustained replay with the GPU's clock and power beside the time: kiln's configs of one shape against its
+cuBLAS anchor, each replayed for --seconds on rotated inputs while a thread reads the SM clock and the board
+power through NVML. A kernel that moves more DRAM bytes draws more power; at the power limit the clock
+drops, and the same kernel takes longer than it does alone (ncu times one launch at whatever clock it
+finds). Cycles per call (time x mean clock) separate the two: equal cycles at a lower clock is power, not
+the kernel's schedule.
+
+Usage (GPU machine; KILN_CLI, KILN_LIBRARY as bench/device_run.sh sets them):
+    python3 bench/clock_probe.py CANDIDATES.json [--seconds 2] [--rounds 2]
+CANDIDATES.json: probe_graph_configs.py's format; "fmt" bf16, e4m3 (per tensor), fp8_row or fp8_block; the
+anchor is cuBLAS bf16, FP8 per tensor / per row with fast accumulation, or FP8 blocks (scaled_mm BlockWise). Each round times the anchor, the plan's own config, then every
+candidate; every kiln config is checked against float64 torch once before it is timed.
+"""
+import argparse, json, os, statistics, sys, threading, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_slice import anchors, kiln, kiln_inputs, reference, torch  # noqa: E402
+import probe_graph_configs as probe  # noqa: E402
+
+FMTS = ("bf16", "e4m3", "fp8_row", "fp8_block")
+
+
+class Sampler:
+    """SM clock (MHz) and board power (W) every `period` seconds, from NVML, while running."""
+
+    def __init__(self, period=0.02):
+        import pynvml
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        self.h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        self.period, self.clocks, self.watts, self.stop = period, [], [], threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.clocks.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
+            self.watts.append(self.nvml.nvmlDeviceGetPowerUsage(self.h) / 1000.0)
+            time.sleep(self.period)
+
+
+def sustained(calls, seconds):
+    """(ms per call, mean SM MHz, mean W) over about `seconds` of back-to-back graph replays of `calls`."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for c in calls:
+            c()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for c in calls:
+            c()
+    g.replay()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    g.replay()
+    torch.cuda.synchronize()
+    reps = max(3, int(seconds / max(time.perf_counter() - t0, 1e-6)))
+    sampler = Sampler()
+    th = threading.Thread(target=sampler.run)
+    th.start()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(reps):
+        g.replay()
+    b.record()
+    b.synchronize()
+    sampler.stop.set()
+    th.join()
+    ms = a.elapsed_time(b) / (reps * len(calls))
+    # The first samples can predate the replays' start: drop the first tenth.
+    c, w = sampler.clocks[len(sampler.clocks) // 10:], sampler.watts[len(sampler.watts) // 10:]
+    return ms, statistics.mean(c or [0]), statistics.mean(w or [0])
+
+
+def anchor_calls(fmt, M, N, K):
+    """The cuBLAS calls of fmt's anchor, on rotated inputs built as anchors.dense_anchors builds them: bf16;
+    FP8 per tensor / per row with fast accumulation (bench_shapes.fast_accum_anchors); FP8 1x128 x 128x128
+    blocks (torch scaled_mm BlockWise)."""
+    n = anchors.copies_for(2 * (M * K + N * K))
+    xs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16) for _ in range(n)]
+    ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) for _ in range(n)]
+    if fmt == "bf16":
+        return [lambda x=x, w=w: x @ w.t() for x, w in zip(xs, ws)]
+    q = [(anchors.fp8_rowwise(x), anchors.fp8_rowwise(w)) for x, w in zip(xs, ws)]
+    one = torch.ones((), device="cuda")
+    mm = torch._scaled_mm
+    if fmt == "e4m3":
+        return [lambda a=a, b=b: mm(a[0], b[0].t(), one, one, out_dtype=torch.bfloat16, use_fast_accum=True)
+                for a, b in q]
+    if fmt == "fp8_row":
+        return [lambda a=a, b=b: mm(a[0], b[0].t(), a[1], b[1].t(), out_dtype=torch.bfloat16, use_fast_accum=True)
+                for a, b in q]
+    from torch.nn.functional import scaled_mm, ScalingType
+    calls = []
+    for a, b in q:
+        sa = (torch.rand(M, K // 128, device="cuda") + 0.5).t().contiguous().t()
+        sb = torch.rand((N + 127) // 128, K // 128, device="cuda") + 0.5
+        calls.append(lambda a=a, b=b, sa=sa, sb=sb: scaled_mm(a[0], b[0].t(), sa, ScalingType.BlockWise1x128, sb.t(),
+                                                              ScalingType.BlockWise128x128,
+                                                              output_dtype=torch.bfloat16))
+    return calls
+
+
+def kiln_calls(d, shape):
+    """The rotated calls of kiln's plan in cache directory d, after one run checked against float64 torch."""
+    M, N, K, fmt = shape["m"], shape["n"], shape["k"], shape["fmt"]
+    plan = kiln.Runtime(cache_dir=d).plan(shape["spec"], n=N, k=K, m_hint=M)
+    args = kiln_inputs(fmt, M, N, K)
+    outs = [torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in args]
+    a, b, sa, sb = args[0]
+    outs[0].fill_(float("nan"))
+    plan.run(a, b, out=outs[0], a_scale=sa, b_scale=sb)
+    torch.cuda.synchronize()
+    ref = reference(fmt, a, b, sa, sb, M, N, K)
+    err = ((outs[0].double() - ref).norm() / ref.norm()).item()
+    if not err < 1e-2 or torch.isnan(outs[0]).any():
+        raise RuntimeError(f"relative error {err:.2e} against float64 torch (or unwritten output)")
+    name = probe.ran_bucket(plan.describe(), M).get("config", "?")
+    return name, [lambda a=a, b=b, sa=sa, sb=sb, o=o: plan.run(a, b, out=o, a_scale=sa, b_scale=sb)
+                  for (a, b, sa, sb), o in zip(args, outs)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("candidates")
+    ap.add_argument("--seconds", type=float, default=2.0, help="replay time per config and round")
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    if args.seconds <= 0 or args.rounds < 1:
+        ap.error(f"--seconds must be > 0 and --rounds >= 1, got {args.seconds} and {args.rounds}")
+    for shape in json.load(open(args.candidates)):
+        if shape["fmt"] not in FMTS:
+            print(f"=== {shape['spec']}: fmt {shape['fmt']!r} not timed here ({', '.join(FMTS)})")
+            continue
+        M, N, K = shape["m"], shape["n"], shape["k"]
+        print(f"=== {shape['spec']} {M}x{N}x{K} ({args.seconds:g} s sustained per line)", flush=True)
+        entries = [("cuBLAS", anchor_calls(shape["fmt"], M, N, K))]
+        for cfg in [None] + shape["configs"]:
+            d, why = probe.prepare_dir(shape, cfg)
+            if d is None:
+                print(f"  {json.dumps(cfg)}: {why}", flush=True)
+                continue
+            try:
+                name, calls = kiln_calls(d, shape)
+            except Exception as e:  # a refused config or a wrong result: say so, go on
+                print(f"  {json.dumps(cfg)}: error: {e}", flush=True)
+                continue
+            entries.append((("plan's own " if cfg is None else "") + name, calls))
+        flop = 2.0 * M * N * K
+        for r in range(args.rounds):
+            for label, calls in entries:
+                ms, mhz, watts = sustained(calls, args.seconds)
+                print(f"  round {r + 1} {label:44s} {ms * 1e3:8.2f} us {flop / ms / 1e9:7.1f} TFLOP/s "
+                      f"{mhz:6.0f} MHz {watts:5.0f} W {ms * 1e-3 * mhz * 1e6 / 1e3:8.1f} kcycles", flush=True)
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
