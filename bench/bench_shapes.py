@@ -22,8 +22,8 @@ the table gives the medians and a last column with the range of the R per-repeat
 moves less, so ratios near 1.0 want R >= 3.
 --settle S (default 0.3): every timing, the anchors' and kiln's alike, starts after S seconds idle
 (bench_slice.settle_timings). Without it a timing takes the clock that the work before it left at the
-700 W limit: session 21 measured a cuBLAS anchor timed after three other heavy timings up to 15% slower than
-after a pause, and the repeats of one shape spread by ~10%; with it they agree within ~1%. Sustained,
+700 W limit: session 21 measured cuBLAS's block anchor, timed after three other heavy timings, 22% slower
+than after a pause, and the repeats of one shape spread by ~10%; with it they agree within ~1%. Sustained,
 power-limited throughput is a different question: bench/clock_probe.py measures it (time, clock, power).
 """
 import argparse, datetime, json, math, os, statistics, sys, time

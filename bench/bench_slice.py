@@ -25,11 +25,13 @@ def settle_timings(seconds):
     """Makes every anchors.bench_graph timing, the anchors' and kiln's alike, start after `seconds` idle.
 
     On the H200 the power limit (700 W) sets the clock of the large GEMMs, and one bench_graph timing (a
-    few tens of ms) takes whatever clock the work just before it left: measured in session 21, a timing
-    right after three other heavy timings ran up to 15% slower than the same timing after an idle pause,
-    and it went either way depending on the order. An idle pause before each timing starts them all
-    from the same state (the spread of one shape's repeats fell from ~10% to under 1%). bench_graph's
-    own warm-up and timed replays are unchanged. seconds <= 0 leaves bench_graph as it is."""
+    few tens of ms) takes whatever clock the work just before it left. Measured in session 21: cuBLAS's
+    FP8 block anchor at 4096 x 7168 x 16384, timed right after three other heavy timings as
+    anchors.dense_anchors times it, took 908 us (median of 4) against 747 us after an idle pause, and
+    moving kiln's float64 check before or after its timing moved kiln's ratios by up to 11%. An idle
+    pause before each timing starts them all from the same state (one shape's repeats then agree within
+    about 1%). bench_graph's own warm-up and timed replays are unchanged. seconds <= 0 leaves bench_graph
+    as it is."""
     import time
     original = getattr(anchors.bench_graph, "kiln_unsettled", anchors.bench_graph)
     if seconds <= 0:
