@@ -10,6 +10,8 @@ Usage (GPU machine; KILN_CLI, KILN_LIBRARY as bench/device_run.sh sets them):
 CANDIDATES.json: probe_graph_configs.py's format; "fmt" bf16, e4m3 (per tensor), fp8_row or fp8_block; the
 anchor is cuBLAS bf16, FP8 per tensor / per row with fast accumulation, or FP8 blocks (scaled_mm BlockWise). Each round times the anchor, the plan's own config, then every
 candidate; every kiln config is checked against float64 torch once before it is timed.
+NVML reads the GPU whose index torch uses: on a machine with several GPUs, run it with one visible GPU in
+the same order (CUDA_DEVICE_ORDER=PCI_BUS_ID). Meant for large M (FP8 against fast accumulation).
 """
 import argparse, json, os, statistics, sys, threading, time
 
@@ -19,6 +21,10 @@ from bench_slice import anchors, kiln, kiln_inputs, reference, torch  # noqa: E4
 import probe_graph_configs as probe  # noqa: E402
 
 FMTS = ("bf16", "e4m3", "fp8_row", "fp8_block")
+# FP8 tensor / row: cuBLAS's fast accumulation, the like-for-like anchor of kiln's large-M FP8 tiles (which
+# do not promote); a promoted kiln bucket (small M) would want the promoted anchor: bench_shapes.py picks it.
+ANCHOR_LABEL = {"bf16": "cuBLAS", "e4m3": "cuBLAS fast accumulation", "fp8_row": "cuBLAS fast accumulation",
+                "fp8_block": "cuBLAS block"}
 
 
 class Sampler:
@@ -57,20 +63,24 @@ def sustained(calls, seconds):
     torch.cuda.synchronize()
     reps = max(3, int(seconds / max(time.perf_counter() - t0, 1e-6)))
     sampler = Sampler()
-    th = threading.Thread(target=sampler.run)
+    th = threading.Thread(target=sampler.run, daemon=True)
     th.start()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(reps):
-        g.replay()
-    b.record()
-    b.synchronize()
-    sampler.stop.set()
-    th.join()
+    try:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            g.replay()
+        b.record()
+        b.synchronize()
+    finally:
+        sampler.stop.set()
+        th.join()
     ms = a.elapsed_time(b) / (reps * len(calls))
-    # The first samples can predate the replays' start: drop the first tenth.
+    # The replays are queued faster than they run, so the samples cover them; the first tenth is dropped
+    # (it can predate the first replay). The clock is that of the run's last 90%, the time of all of it.
     c, w = sampler.clocks[len(sampler.clocks) // 10:], sampler.watts[len(sampler.watts) // 10:]
-    return ms, statistics.mean(c or [0]), statistics.mean(w or [0])
+    nan = float("nan")
+    return ms, statistics.mean(c) if c else nan, statistics.mean(w) if w else nan
 
 
 def anchor_calls(fmt, M, N, K):
@@ -82,6 +92,8 @@ def anchor_calls(fmt, M, N, K):
     ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) for _ in range(n)]
     if fmt == "bf16":
         return [lambda x=x, w=w: x @ w.t() for x, w in zip(xs, ws)]
+    if fmt == "fp8_block" and (K % 128 or M < 2):
+        raise ValueError(f"cuBLAS's block anchor needs K % 128 == 0 and M > 1, got M={M} K={K}")
     q = [(anchors.fp8_rowwise(x), anchors.fp8_rowwise(w)) for x, w in zip(xs, ws)]
     one = torch.ones((), device="cuda")
     mm = torch._scaled_mm
@@ -135,16 +147,21 @@ def main():
             continue
         M, N, K = shape["m"], shape["n"], shape["k"]
         print(f"=== {shape['spec']} {M}x{N}x{K} ({args.seconds:g} s sustained per line)", flush=True)
-        entries = [("cuBLAS", anchor_calls(shape["fmt"], M, N, K))]
+        entries = []
+        try:
+            entries.append((ANCHOR_LABEL[shape["fmt"]], anchor_calls(shape["fmt"], M, N, K)))
+        except Exception as e:  # no block scaling in this torch, a shape it refuses: say so, go on
+            print(f"  cuBLAS anchor: error: {e}", flush=True)
         for cfg in [None] + shape["configs"]:
-            d, why = probe.prepare_dir(shape, cfg)
+            label = "plan's own" if cfg is None else json.dumps(cfg, separators=(",", ":"))
+            d, why = probe.prepared_or_error(shape, cfg)
             if d is None:
-                print(f"  {json.dumps(cfg)}: {why}", flush=True)
+                print(f"  {label}: {why}", flush=True)
                 continue
             try:
                 name, calls = kiln_calls(d, shape)
             except Exception as e:  # a refused config or a wrong result: say so, go on
-                print(f"  {json.dumps(cfg)}: error: {e}", flush=True)
+                print(f"  {label}: error: {e}", flush=True)
                 continue
             entries.append((("plan's own " if cfg is None else "") + name, calls))
         flop = 2.0 * M * N * K

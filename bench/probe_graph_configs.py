@@ -9,8 +9,10 @@ CANDIDATES.json: [{"spec": ..., "fmt": "fp8_block", "m": 64, "n": 2112, "k": 716
 Prints one line per config: us, GB/s (A + W + output bytes, as bench_shapes.py counts them), the relative
 error against float64 torch, and the config the plan ran. The plan's own config (no tuning row but the
 built-in table) is timed first and last as the baseline.
-Each config keeps its cache directory for the whole probe (compiled once, by --jobs parallel `kiln compile`
-runs before the first round), so rounds after the first do not compile.
+Each candidate keeps its cache directory for the whole probe (compiled once, by --jobs parallel `kiln
+compile` runs before the first round; the plan's own config compiles in its first run), so rounds after the
+first do not compile. A run whose output is wrong (relative error >= 1e-2 or unwritten elements) is
+reported as an error line and not timed.
 --rounds R times the whole list of a shape R times over, round-robin (own, candidates, own; again ...),
 then prints each config's median and its spread: configs a few percent apart need that, since one
 timing of a shape moves by several percent with the GPU's clock (bench/NOTES.md session 20).
@@ -55,16 +57,27 @@ def prepare_dir(shape, cfg):
     return d, None
 
 
+def prepared_or_error(shape, cfg):
+    """prepare_dir, with an exception (the plan refuses the shape, no kiln CLI) as the reason instead."""
+    try:
+        return prepare_dir(shape, cfg)
+    except Exception as e:  # every run of it then says so
+        return None, f"error: {e}"
+
+
 def precompile(shape, dirs, jobs):
     """Compiles every candidate's kernel into its directory with `kiln compile`, jobs at a time, so the
     first round does not compile them one after the other in this process. A failure here is not
     reported: the timed run compiles again and reports it."""
     def one(item):
         cfg, d = item
-        subprocess.run([os.environ.get("KILN_CLI", "kiln"), "compile", shape["spec"], "--m", str(shape["m"]),
-                        "--n", str(shape["n"]), "--k", str(shape["k"]), "--config",
-                        json.dumps(cfg, separators=(",", ":"))],
-                       env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True)
+        try:
+            subprocess.run([os.environ.get("KILN_CLI", "kiln"), "compile", shape["spec"], "--m", str(shape["m"]),
+                            "--n", str(shape["n"]), "--k", str(shape["k"]), "--config",
+                            json.dumps(cfg, separators=(",", ":"))],
+                           env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.SubprocessError):
+            pass  # the timed run compiles again and reports what fails
     items = [(cfg, d) for cfg, d in dirs if cfg is not None and d is not None]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(one, items))
@@ -75,6 +88,8 @@ def run_one(shape, d):
     rt = kiln.Runtime(cache_dir=d)
     M, N, K = shape["m"], shape["n"], shape["k"]
     ms, err, unwritten, desc = kiln_dense(rt, shape["spec"], M, N, K, shape["fmt"])
+    if not err < MAX_ERR or unwritten:  # a wrong result is a line, never a timing
+        return None, f"error: relative error {err:.2e} against float64 torch, {unwritten} outputs unwritten"
     ran = ran_bucket(desc, M)
     name = ran.get("config", "?")
     elem = 1 if shape["fmt"] != "bf16" else 2
@@ -82,6 +97,7 @@ def run_one(shape, d):
     return ms, f"{ms * 1e3:8.2f} us {gbs:7.0f} GB/s err {err:.2e} unwritten {unwritten} ran {name}"
 
 
+MAX_ERR = 1e-2  # relative error against float64 torch above which a run is reported, not timed
 OWN = "plan's own"  # the label of the plan's own config (the built-in table's, no tuning row)
 
 
@@ -113,6 +129,8 @@ def main():
         ap.error(f"--repeat and --rounds must be at least 1, got {args.repeat} and {args.rounds}")
     if not 0 <= args.settle <= 10:
         ap.error(f"--settle must be between 0 and 10 seconds, got {args.settle}")
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, got {args.jobs}")
     settle_timings(args.settle)
 
     def timed(shape, prepared, times, label):
@@ -127,12 +145,6 @@ def main():
         if isinstance(ms, float):
             times.setdefault(label, []).append(ms)
         return line
-
-    def prepared_or_error(shape, cfg):
-        try:
-            return prepare_dir(shape, cfg)
-        except Exception as e:  # the plan refuses the shape: every run of it says so
-            return None, f"error: {e}"
 
     for shape in json.load(open(args.candidates)):
         print(f"=== {shape['spec']} {shape['m']}x{shape['n']}x{shape['k']}", flush=True)

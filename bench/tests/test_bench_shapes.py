@@ -151,8 +151,9 @@ def test_every_timing_settles_by_default_and_the_table_says_so(tmp_path, monkeyp
 
 
 def test_a_settle_out_of_range_is_refused(tmp_path, monkeypatch):
-    with pytest.raises(SystemExit):
-        run(tmp_path, monkeypatch, 1, extra=("--settle", "-1"))
+    for value in ("-1", "10.5"):
+        with pytest.raises(SystemExit):
+            run(tmp_path, monkeypatch, 1, extra=("--settle", value))
 
 
 def test_settle_timings_wraps_bench_graph_once_and_undoes_it(monkeypatch):
@@ -170,7 +171,9 @@ def test_settle_timings_wraps_bench_graph_once_and_undoes_it(monkeypatch):
     for name, mod in (("torch", fake_torch), ("anchors", fake_anchors), ("kiln", types.ModuleType("kiln"))):
         monkeypatch.setitem(sys.modules, name, mod)
     monkeypatch.syspath_prepend(BENCH)
-    monkeypatch.delitem(sys.modules, "bench_slice", raising=False)
+    # None first, so that monkeypatch removes the real module (bound to the fakes) again afterwards.
+    monkeypatch.setitem(sys.modules, "bench_slice", None)
+    del sys.modules["bench_slice"]
     bs = importlib.import_module("bench_slice")
     import time
     monkeypatch.setattr(time, "sleep", lambda s: events.append(("sleep", s)))

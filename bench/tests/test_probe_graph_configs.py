@@ -25,13 +25,15 @@ def load(monkeypatch, times, import_rc=0):
         t = next(calls)
         if t is None:
             raise RuntimeError("scripted compile failure")
-        return t, 1e-3, 0, FakePlan().describe()
+        t, err = t if isinstance(t, tuple) else (t, 1e-3)  # (ms, relative error): a wrong result
+        return t, err, 0, FakePlan().describe()
 
     fake = types.ModuleType("bench_slice")
     fake.kiln = types.SimpleNamespace(Runtime=lambda cache_dir=None: types.SimpleNamespace(
         plan=lambda spec, n, k: FakePlan()))
     fake.kiln_dense = kiln_dense
-    fake.settle_timings = lambda seconds: None
+    fake.settled = []
+    fake.settle_timings = fake.settled.append
     monkeypatch.setitem(sys.modules, "bench_slice", fake)
     monkeypatch.syspath_prepend(BENCH)
     monkeypatch.setattr(subprocess, "run", lambda *a, **kw: types.SimpleNamespace(
@@ -100,3 +102,18 @@ def test_each_config_is_imported_and_compiled_once_across_rounds(tmp_path, monke
     mod.main()
     assert sorted(calls) == ["cache", "cache", "compile", "compile"]
     assert capsys.readouterr().out.count(" timings)") == 3
+
+
+def test_a_wrong_result_is_a_line_not_a_timing(tmp_path, monkeypatch, capsys):
+    out = probe(tmp_path, monkeypatch, capsys, [0.100, (0.050, float("nan")), 0.101, 0.100, (0.050, 0.2), 0.101],
+                1, "--rounds", "2")
+    assert out.count("error: relative error") == 2
+    assert '{"block_m":128,"block_n":128}: no timing (every run failed)' in out
+
+
+def test_settle_reaches_bench_slice_and_bad_values_are_refused(tmp_path, monkeypatch, capsys):
+    probe(tmp_path, monkeypatch, capsys, [0.100, 0.090, 0.101], 1, "--settle", "0.5")
+    assert sys.modules["bench_slice"].settled == [0.5]
+    for flags in (("--settle", "10.5"), ("--jobs", "0")):
+        with pytest.raises(SystemExit):
+            probe(tmp_path, monkeypatch, capsys, [], 1, *flags)
