@@ -167,7 +167,11 @@ def main():
         flop = 2.0 * M * N * K
         for r in range(args.rounds):
             for label, calls in entries:
-                ms, mhz, watts = sustained(calls, args.seconds)
+                try:
+                    ms, mhz, watts = sustained(calls, args.seconds)
+                except Exception as e:  # a failed capture or launch: say so, go on with the others
+                    print(f"  round {r + 1} {label:44s} error: {e}", flush=True)
+                    continue
                 print(f"  round {r + 1} {label:44s} {ms * 1e3:8.2f} us {flop / ms / 1e9:7.1f} TFLOP/s "
                       f"{mhz:6.0f} MHz {watts:5.0f} W {ms * 1e-3 * mhz * 1e6 / 1e3:8.1f} kcycles", flush=True)
             torch.cuda.empty_cache()
