@@ -31,7 +31,7 @@ import argparse, datetime, json, math, os, statistics, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # bench_slice finds anchors.py and kiln's Python package (its search order) when it is imported.
-from bench_slice import anchors, kiln, kiln_dense, settle_timings, torch  # noqa: E402
+from bench_slice import anchor_calls, anchors, kiln, kiln_dense, settle_timings, torch  # noqa: E402
 from plan_list import DENSE_SPECS, GROUPED_FMTS, MXFP4_DENSE_SPEC, compile_all, dense_shapes, grouped_spec, \
     moe_layers, plans  # noqa: E402
 
@@ -131,22 +131,11 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
 def fast_accum_anchors(M, N, K):
     """ms per call: cuBLAS FP8 tensor / row scales with fast accumulation (no promotion), the like-for-like
     anchors of kiln's unpromoted FP8 tensor / row paths. anchors.dense_anchors times the promoted default;
-    these are the same calls with use_fast_accum=True, inputs built the same way."""
-    import torch
-    n_copies = anchors.copies_for(2 * (M * K + N * K))
-    xq = [anchors.fp8_rowwise(torch.randn(M, K, device=anchors.dev, dtype=torch.bfloat16)) for _ in range(n_copies)]
-    wq = [anchors.fp8_rowwise(torch.randn(N, K, device=anchors.dev, dtype=torch.bfloat16)) for _ in range(n_copies)]
-    one = torch.ones((), device=anchors.dev)
-    calls = {
-        "fp8_tensor_fast": lambda a, b: torch._scaled_mm(a[0], b[0].t(), one, one, out_dtype=torch.bfloat16,
-                                                         use_fast_accum=True),
-        "fp8_row_fast": lambda a, b: torch._scaled_mm(a[0], b[0].t(), a[1], b[1].t(), out_dtype=torch.bfloat16,
-                                                      use_fast_accum=True),
-    }
+    these are the same calls with use_fast_accum=True, inputs built the same way (bench_slice.anchor_calls)."""
     r = {}
-    for key, call in calls.items():
+    for key, calls in anchor_calls(M, N, K, ("fp8_tensor_fast", "fp8_row_fast")).items():
         try:
-            r[key] = anchors.bench_graph([lambda a=a, b=b, call=call: call(a, b) for a, b in zip(xq, wq)])
+            r[key] = anchors.bench_graph(calls)
         except Exception as e:  # report, do not hide: those rows then have no anchor
             r[key + "_error"] = str(e)[:300]
     return r

@@ -63,6 +63,49 @@ def mx_dequantize(q, s):
     return (q.double().reshape(R, K // 32, 32) * torch.exp2(s.double() - 127)[:, :, None]).reshape(R, K)
 
 
+def anchor_calls(M, N, K, paths, copies=None):
+    """cuBLAS's calls for the anchor paths named (bf16; fp8_tensor and fp8_row, promoted, or with fast
+    accumulation as fp8_tensor_fast / fp8_row_fast; fp8_block, only where K % 128 == 0 and M > 1 as in
+    anchors.dense_anchors): {path: [one call per input set]}, over `copies` input sets (default: enough to
+    pass L2, as dense_anchors rotates them), each built as dense_anchors builds its inputs."""
+    n = copies or anchors.copies_for(2 * (M * K + N * K))
+    xs = [torch.randn(M, K, device=anchors.dev, dtype=torch.bfloat16) for _ in range(n)]
+    ws = [torch.randn(N, K, device=anchors.dev, dtype=torch.bfloat16) for _ in range(n)]
+    out = {}
+    if "bf16" in paths:
+        out["bf16"] = [lambda x=x, w=w: x @ w.t() for x, w in zip(xs, ws)]
+    fp8 = [p for p in paths if p != "bf16"]
+    if not fp8:
+        return out
+    q = [(anchors.fp8_rowwise(x), anchors.fp8_rowwise(w)) for x, w in zip(xs, ws)]
+    one = torch.ones((), device=anchors.dev)
+    mm = torch._scaled_mm
+    for p in fp8:
+        fast = p.endswith("_fast")
+        base = p[:-len("_fast")] if fast else p
+        if base == "fp8_tensor":
+            out[p] = [lambda a=a, b=b, fast=fast: mm(a[0], b[0].t(), one, one, out_dtype=torch.bfloat16,
+                                                     use_fast_accum=fast) for a, b in q]
+        elif base == "fp8_row":
+            out[p] = [lambda a=a, b=b, fast=fast: mm(a[0], b[0].t(), a[1], b[1].t(), out_dtype=torch.bfloat16,
+                                                     use_fast_accum=fast) for a, b in q]
+        elif p == "fp8_block":
+            if K % 128 or M < 2:
+                continue
+            from torch.nn.functional import scaled_mm, ScalingType
+            calls = []
+            for a, b in q:
+                sa = (torch.rand(M, K // 128, device=anchors.dev) + 0.5).t().contiguous().t()
+                sb = torch.rand((N + 127) // 128, K // 128, device=anchors.dev) + 0.5
+                calls.append(lambda a=a, b=b, sa=sa, sb=sb: scaled_mm(
+                    a[0], b[0].t(), sa, ScalingType.BlockWise1x128, sb.t(), ScalingType.BlockWise128x128,
+                    output_dtype=torch.bfloat16))
+            out[p] = calls
+        else:
+            raise ValueError(f"anchor path {p!r}: bf16, fp8_tensor[_fast], fp8_row[_fast] or fp8_block")
+    return out
+
+
 def kiln_inputs(fmt, M, N, K):
     """Rotated inputs for kiln like anchors.dense_anchors makes them (enough copies to pass L2): a list of
     (a, b, a_scale, b_scale), quantized as `fmt` says (bf16, e4m3 per tensor, fp8_row, fp8_block, mxfp8)."""

@@ -17,14 +17,13 @@ import argparse, json, os, statistics, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_slice import anchors, kiln, kiln_inputs, reference, torch  # noqa: E402
+from bench_slice import anchor_calls, kiln, kiln_inputs, reference, torch  # noqa: E402
 import probe_graph_configs as probe  # noqa: E402
 
-FMTS = ("bf16", "e4m3", "fp8_row", "fp8_block")
-# FP8 tensor / row: cuBLAS's fast accumulation, the like-for-like anchor of kiln's large-M FP8 tiles (which
-# do not promote); a promoted kiln bucket (small M) would want the promoted anchor: bench_shapes.py picks it.
-ANCHOR_LABEL = {"bf16": "cuBLAS", "e4m3": "cuBLAS fast accumulation", "fp8_row": "cuBLAS fast accumulation",
-                "fp8_block": "cuBLAS block"}
+# The anchor path of each fmt (bench_slice.anchor_calls). FP8 tensor / row: cuBLAS's fast accumulation, the
+# like-for-like anchor of kiln's large-M FP8 tiles (which do not promote); a promoted kiln bucket (small M)
+# would want the promoted anchor: bench_shapes.py picks it.
+ANCHOR_PATH = {"bf16": "bf16", "e4m3": "fp8_tensor_fast", "fp8_row": "fp8_row_fast", "fp8_block": "fp8_block"}
 
 
 class Sampler:
@@ -83,37 +82,6 @@ def sustained(calls, seconds):
     return ms, statistics.mean(c) if c else nan, statistics.mean(w) if w else nan
 
 
-def anchor_calls(fmt, M, N, K):
-    """The cuBLAS calls of fmt's anchor, on rotated inputs built as anchors.dense_anchors builds them: bf16;
-    FP8 per tensor / per row with fast accumulation (bench_shapes.fast_accum_anchors); FP8 1x128 x 128x128
-    blocks (torch scaled_mm BlockWise)."""
-    n = anchors.copies_for(2 * (M * K + N * K))
-    xs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16) for _ in range(n)]
-    ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) for _ in range(n)]
-    if fmt == "bf16":
-        return [lambda x=x, w=w: x @ w.t() for x, w in zip(xs, ws)]
-    if fmt == "fp8_block" and (K % 128 or M < 2):
-        raise ValueError(f"cuBLAS's block anchor needs K % 128 == 0 and M > 1, got M={M} K={K}")
-    q = [(anchors.fp8_rowwise(x), anchors.fp8_rowwise(w)) for x, w in zip(xs, ws)]
-    one = torch.ones((), device="cuda")
-    mm = torch._scaled_mm
-    if fmt == "e4m3":
-        return [lambda a=a, b=b: mm(a[0], b[0].t(), one, one, out_dtype=torch.bfloat16, use_fast_accum=True)
-                for a, b in q]
-    if fmt == "fp8_row":
-        return [lambda a=a, b=b: mm(a[0], b[0].t(), a[1], b[1].t(), out_dtype=torch.bfloat16, use_fast_accum=True)
-                for a, b in q]
-    from torch.nn.functional import scaled_mm, ScalingType
-    calls = []
-    for a, b in q:
-        sa = (torch.rand(M, K // 128, device="cuda") + 0.5).t().contiguous().t()
-        sb = torch.rand((N + 127) // 128, K // 128, device="cuda") + 0.5
-        calls.append(lambda a=a, b=b, sa=sa, sb=sb: scaled_mm(a[0], b[0].t(), sa, ScalingType.BlockWise1x128, sb.t(),
-                                                              ScalingType.BlockWise128x128,
-                                                              output_dtype=torch.bfloat16))
-    return calls
-
-
 def kiln_calls(d, shape):
     """The rotated calls of kiln's plan in cache directory d, after one run checked against float64 torch."""
     M, N, K, fmt = shape["m"], shape["n"], shape["k"], shape["fmt"]
@@ -142,14 +110,18 @@ def main():
     if args.seconds <= 0 or args.rounds < 1:
         ap.error(f"--seconds must be > 0 and --rounds >= 1, got {args.seconds} and {args.rounds}")
     for shape in json.load(open(args.candidates)):
-        if shape["fmt"] not in FMTS:
-            print(f"=== {shape['spec']}: fmt {shape['fmt']!r} not timed here ({', '.join(FMTS)})")
+        if shape["fmt"] not in ANCHOR_PATH:
+            print(f"=== {shape['spec']}: fmt {shape['fmt']!r} not timed here ({', '.join(ANCHOR_PATH)})")
             continue
         M, N, K = shape["m"], shape["n"], shape["k"]
         print(f"=== {shape['spec']} {M}x{N}x{K} ({args.seconds:g} s sustained per line)", flush=True)
         entries = []
         try:
-            entries.append((ANCHOR_LABEL[shape["fmt"]], anchor_calls(shape["fmt"], M, N, K)))
+            path = ANCHOR_PATH[shape["fmt"]]
+            calls = anchor_calls(M, N, K, (path,))
+            if path not in calls:
+                raise ValueError(f"cuBLAS's {path} anchor needs K % 128 == 0 and M > 1, got M={M} K={K}")
+            entries.append((f"cuBLAS {path}", calls[path]))
         except Exception as e:  # no block scaling in this torch, a shape it refuses: say so, go on
             print(f"  cuBLAS anchor: error: {e}", flush=True)
         for cfg in [None] + shape["configs"]:

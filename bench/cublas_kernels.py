@@ -11,33 +11,14 @@ import argparse, json, os, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_slice import anchors, torch  # noqa: E402
+from bench_slice import anchor_calls, anchors, torch  # noqa: E402
 
 PATHS = ("bf16", "fp8_tensor", "fp8_tensor_fast", "fp8_row", "fp8_row_fast", "fp8_block")
 
 
-def calls_for(M, N, K):
-    """The anchors' calls (as anchors.dense_anchors and bench_shapes.fast_accum_anchors make them), by path."""
-    x = torch.randn(M, K, device=anchors.dev, dtype=torch.bfloat16)
-    w = torch.randn(N, K, device=anchors.dev, dtype=torch.bfloat16)
-    xq, wq = anchors.fp8_rowwise(x), anchors.fp8_rowwise(w)
-    one = torch.ones((), device=anchors.dev)
-    mm = torch._scaled_mm
-    calls = {
-        "bf16": lambda: x @ w.t(),
-        "fp8_tensor": lambda: mm(xq[0], wq[0].t(), one, one, out_dtype=torch.bfloat16),
-        "fp8_tensor_fast": lambda: mm(xq[0], wq[0].t(), one, one, out_dtype=torch.bfloat16, use_fast_accum=True),
-        "fp8_row": lambda: mm(xq[0], wq[0].t(), xq[1], wq[1].t(), out_dtype=torch.bfloat16),
-        "fp8_row_fast": lambda: mm(xq[0], wq[0].t(), xq[1], wq[1].t(), out_dtype=torch.bfloat16,
-                                   use_fast_accum=True),
-    }
-    if K % 128 == 0:
-        from torch.nn.functional import scaled_mm, ScalingType
-        sa = (torch.rand(M, K // 128, device=anchors.dev) + 0.5).t().contiguous().t()
-        sb = torch.rand((N + 127) // 128, K // 128, device=anchors.dev) + 0.5
-        calls["fp8_block"] = lambda: scaled_mm(xq[0], wq[0].t(), sa, ScalingType.BlockWise1x128, sb.t(),
-                                               ScalingType.BlockWise128x128, output_dtype=torch.bfloat16)
-    return calls
+def calls_for(M, N, K, paths):
+    """One call per path, on one input set built as the bench's anchors build theirs (bench_slice.anchor_calls)."""
+    return {p: calls[0] for p, calls in anchor_calls(M, N, K, paths, copies=1).items()}
 
 
 def kernel_names(call):
@@ -70,10 +51,10 @@ def main():
         path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
         shapes = [tuple(s) for s in json.load(open(path))["dense"] if s[0] >= 4096]
     for M, N, K in shapes:
-        calls = calls_for(M, N, K)
+        calls = calls_for(M, N, K, paths)
         for p in paths:
             if p not in calls:
-                print(f"{M}x{N}x{K} {p}: not timed by the bench here (K % 128 != 0)", flush=True)
+                print(f"{M}x{N}x{K} {p}: not timed by the bench here (K % 128 != 0 or M = 1)", flush=True)
                 continue
             try:
                 print(f"{M}x{N}x{K} {p}: {' | '.join(kernel_names(calls[p]))}", flush=True)

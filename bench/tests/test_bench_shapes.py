@@ -32,6 +32,7 @@ class FakeSlice(types.ModuleType):
         self.torch = types.SimpleNamespace(__version__="fake",
                                            cuda=types.SimpleNamespace(get_device_name=lambda: "FakeGPU"))
         self.kiln = types.SimpleNamespace(Runtime=lambda **kw: object())
+        self.anchor_calls = None  # used only by fast_accum_anchors, which the tests replace
         self.settled = []  # settle_timings' arguments, in call order
         self.settle_timings = self.settled.append
         self.anchors = types.SimpleNamespace(dev="cuda", copies_for=lambda n: 1,
@@ -183,3 +184,44 @@ def test_settle_timings_wraps_bench_graph_once_and_undoes_it(monkeypatch):
     assert events == ["sync", ("sleep", 0.5), ("time", 7)]
     bs.settle_timings(0)
     assert fake_anchors.bench_graph is bench_graph
+
+
+def test_anchor_calls_build_each_path_on_every_input_set(monkeypatch):
+    """bench_slice.anchor_calls with torch and anchors faked: which cuBLAS call each path makes."""
+    made = []
+
+    class T:
+        def t(self):
+            return self
+
+        def __matmul__(self, other):
+            made.append(("matmul",))
+
+    fake_torch = types.ModuleType("torch")
+    fake_torch.bfloat16 = "bf16"
+    fake_torch.randn = lambda *shape, **kw: T()
+    fake_torch.ones = lambda *shape, **kw: "one"
+    fake_torch._scaled_mm = lambda a, b, sa, sb, out_dtype, use_fast_accum: made.append(
+        ("scaled_mm", "row" if sa != "one" else "tensor", use_fast_accum))
+    fake_anchors = types.ModuleType("anchors")
+    fake_anchors.dev, fake_anchors.copies_for = "cuda", lambda nbytes: 3
+    fake_anchors.fp8_rowwise = lambda t: (T(), T())  # (values, scales)
+    for name, mod in (("torch", fake_torch), ("anchors", fake_anchors), ("kiln", types.ModuleType("kiln"))):
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.syspath_prepend(BENCH)
+    monkeypatch.setitem(sys.modules, "bench_slice", None)
+    del sys.modules["bench_slice"]
+    bs = importlib.import_module("bench_slice")
+    paths = ("bf16", "fp8_tensor", "fp8_tensor_fast", "fp8_row", "fp8_row_fast", "fp8_block")
+    calls = bs.anchor_calls(64, 128, 100, paths)  # K % 128 != 0: no block anchor
+    assert sorted(calls) == sorted(paths[:5]) and all(len(c) == 3 for c in calls.values())
+    for p in paths[:5]:
+        made.clear()
+        calls[p][2]()
+        want = {"bf16": ("matmul",), "fp8_tensor": ("scaled_mm", "tensor", False),
+                "fp8_tensor_fast": ("scaled_mm", "tensor", True), "fp8_row": ("scaled_mm", "row", False),
+                "fp8_row_fast": ("scaled_mm", "row", True)}[p]
+        assert made == [want], p
+    assert len(bs.anchor_calls(64, 128, 100, ("fp8_row_fast",), copies=1)["fp8_row_fast"]) == 1
+    with pytest.raises(ValueError):
+        bs.anchor_calls(64, 128, 128, ("fp8_rows",))

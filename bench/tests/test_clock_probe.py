@@ -17,7 +17,7 @@ def load(monkeypatch, prepared, kiln_error=None, anchor_error=None, sustained=No
     fake_slice = types.ModuleType("bench_slice")
     fake_slice.anchors = types.SimpleNamespace()
     fake_slice.kiln = types.SimpleNamespace()
-    fake_slice.kiln_inputs = fake_slice.reference = None
+    fake_slice.kiln_inputs = fake_slice.reference = fake_slice.anchor_calls = None
     fake_slice.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=lambda: None))
     fake_probe = types.ModuleType("probe_graph_configs")
     fake_probe.prepared_or_error = lambda shape, cfg: prepared(cfg)
@@ -28,10 +28,10 @@ def load(monkeypatch, prepared, kiln_error=None, anchor_error=None, sustained=No
     del sys.modules["clock_probe"]
     cp = importlib.import_module("clock_probe")
 
-    def anchor_calls(fmt, M, N, K):
+    def anchor_calls(M, N, K, paths):
         if anchor_error:
             raise RuntimeError(anchor_error)
-        return ["anchor"]
+        return {p: ["anchor"] for p in paths}
 
     def kiln_calls(d, shape):
         if d == "bad":
@@ -61,7 +61,7 @@ def test_lines_give_time_rate_clock_power_and_cycles(tmp_path, monkeypatch, caps
     out = run(cp, tmp_path, monkeypatch, capsys, [SHAPE], "--rounds", "2", "--seconds", "0.1")
     lines = [line for line in out.splitlines() if line.startswith("  round")]
     assert len(lines) == 8  # (anchor, own, 2 configs) x 2 rounds
-    assert lines[0].split()[2] == "cuBLAS" and "plan's own cfg_own" in lines[1] and "cfg_64" in lines[3]
+    assert lines[0].split()[2:4] == ["cuBLAS", "bf16"] and "plan's own cfg_own" in lines[1] and "cfg_64" in lines[3]
     # 0.5 ms: 500 us, 2e9 flop / 0.5 ms = 4.0 TFLOP/s, 1500 MHz x 0.5 ms = 750 kcycles.
     assert "500.00 us     4.0 TFLOP/s   1500 MHz   690 W    750.0 kcycles" in lines[0]
 

@@ -152,7 +152,7 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
   }
   if (auto it = j.find("tma_store"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 4 ||
-        it->get<int64_t>() == 3)
+        !tma_store_value_ok(static_cast<int>(it->get<int64_t>())))
       return InvalidArgument("tile config: tma_store must be 0, 1, 2 or 4, got " + it->dump());
     c.tma_store = static_cast<int>(it->get<int64_t>());
   }

@@ -73,10 +73,13 @@ struct TileConfig {
   int decode = 0;
 
   bool operator==(const TileConfig&) const = default;
-  std::string to_string()
-      const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t", "_p", "_d", "_dw")
+  std::string to_string() const;  // "bm128_bn128_bk32_s4_w2x4_g8" (+ "_c2", "_k4" when not 1, "_t" / "_th" /
+                                  // "_tq", "_p", "_d", "_dw")
   int threads() const { return warps_m * warps_n * 32; }
 };
+
+// TileConfig::tma_store's values: 0 (direct stores), 1 (the whole slab), 2 or 4 (that many chunks).
+constexpr bool tma_store_value_ok(int v) { return v == 0 || v == 1 || v == 2 || v == 4; }
 nlohmann::json config_to_json(const TileConfig& c);
 StatusOr<TileConfig> config_from_json(const nlohmann::json& j);
 // The inverse of TileConfig::to_string: "bm128_bn256_bk64_s3_w8x1_g8" (+ "_c2", "_k4", "_t", "_p"), as kiln

@@ -214,7 +214,6 @@ int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
 }
 
 // Shared memory of cfg's kernel, with or without the staged block-scale slots.
-
 int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bool staged_slots) {
   const bool dq = sm90_mx_dequant(spec, cfg);  // bf16 stages of 64 K (the kernel's section 13)
   const int row_bytes = dq ? kRowBytes : cfg.block_k * elem_bytes(spec.a.format);
@@ -430,7 +429,7 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
         name + "tma_store=" + to_string(cfg.tma_store) + " with " + to_string(wg_n) +
         " columns per warpgroup: the staged slab is stored in boxes of 128 bytes or of 16 columns; use "
         "tma_store 0 or a multiple of 16 columns");
-  const bool tma_value_ok = cfg.tma_store >= 0 && cfg.tma_store <= 4 && cfg.tma_store != 3;
+  const bool tma_value_ok = tma_store_value_ok(cfg.tma_store);
   if (cfg.tma_store != 0 &&
       (!tma_value_ok || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +

@@ -136,8 +136,7 @@
 //    arrivals). Warpgroup tiles hold at most 64 accumulators per thread (64 x 128 or 128 x 64), one atom
 //    per stage; grouped, split-K and clusters work as for the other formats.
 // 12. TMA-store epilogue (tma_store = 1, 2 or 4; dense, no gate|up): each consumer warpgroup writes its
-// scaled
-//    (and functor-mapped) output slab to shared memory as 128-byte-swizzled TMA boxes, fences the
+//    scaled (and functor-mapped) output slab to shared memory as 128-byte-swizzled TMA boxes, fences the
 //    async proxy, and one thread stores the boxes with cp.async.bulk.tensor (clipped at M and N by the
 //    map), then the warpgroup goes straight on to its next tile: the stores overlap the next mainloop,
 //    and they leave in whole 128-byte lines instead of the direct epilogue's 4-byte pieces per thread.
@@ -521,9 +520,8 @@ struct Gemm {
   static_assert(!kGlu || (kHasFn && kGateUp == GateUp::kInterleaved),
                 "gate_up: interleaved (gate, up) W rows combined by an epilogue functor (stacked halves run on "
                 "the portable family)");
-  static_assert(kOutChunks == 1 ||
-                    (kTmaStore && (kOutChunks == 2 || kOutChunks == 4) &&
-                     (kOutChunks - 1) * ((kOutBoxes + kOutChunks - 1) / kOutChunks) < kOutBoxes),
+  static_assert(kOutChunks == 1 || (kTmaStore && (kOutChunks == 2 || kOutChunks == 4) &&
+                                    (kOutChunks - 1) * kChunkBoxes < kOutBoxes),
                 "the TMA-store slab goes out whole or in 2 or 4 chunks of whole boxes, none empty");
   static_assert(!kTmaStore || (!kGrouped && !kGlu && kWgTileM <= 256 && kWgTileN % kOutBoxCols == 0),
                 "the TMA-store epilogue (section 12) takes dense problems without gate|up");
