@@ -92,6 +92,22 @@ SummaryRow summarize(const TuneResult& r) {
     row.status = "no verified candidate";
   }
   row.elapsed_s = r.elapsed_s;
+  for (const CandidateResult& c : r.candidates) {
+    TriedRow t;
+    t.config = c.config.to_string();
+    t.outcome = candidate_outcome_name(c.outcome);
+    t.is_default = c.is_default;
+    t.est_us = c.estimate.est_us;
+    t.registers = c.registers;
+    t.spills = c.spills;
+    if (c.outcome == CandidateOutcome::kTimed) t.us = c.time_us();
+    if (c.outcome == CandidateOutcome::kTimed || c.outcome == CandidateOutcome::kRejected)
+      t.rel_err = c.measurement.rel_err;
+    if (c.outcome == CandidateOutcome::kRejected) t.detail = c.measurement.detail;
+    if (c.outcome == CandidateOutcome::kCompileFailed) t.detail = c.compile_status.to_string();
+    if (c.outcome == CandidateOutcome::kRunFailed) t.detail = c.run_status.to_string();
+    row.tried.push_back(std::move(t));
+  }
   return row;
 }
 
@@ -108,6 +124,18 @@ SummaryRow failed_row(const TuneShape& shape, const Status& why) {
 }
 
 nlohmann::json row_to_json(const SummaryRow& r) {
+  nlohmann::json tried = nlohmann::json::array();
+  for (const TriedRow& t : r.tried) {
+    tried.push_back({{"config", t.config},
+                     {"outcome", t.outcome},
+                     {"default", t.is_default},
+                     {"est_us", t.est_us},
+                     {"us", t.us > 0 ? nlohmann::json(t.us) : nlohmann::json(nullptr)},
+                     {"rel_err", t.rel_err},
+                     {"registers", t.registers},
+                     {"spills", t.spills},
+                     {"detail", t.detail}});
+  }
   return {{"label", r.label},
           {"spec", r.spec},
           {"m", r.m},
@@ -126,45 +154,63 @@ nlohmann::json row_to_json(const SummaryRow& r) {
           {"baseline_config", r.baseline_config},
           {"baseline_us", r.baseline_us},
           {"recorded", r.recorded},
-          {"elapsed_s", r.elapsed_s}};
+          {"elapsed_s", r.elapsed_s},
+          {"tried", tried}};
 }
 
 SummaryRow row_from_json(const nlohmann::json& j) {
   SummaryRow r;
   if (!j.is_object()) return r;
-  auto str = [&](const char* k, std::string& out) {
-    if (auto it = j.find(k); it != j.end() && it->is_string()) out = it->get<std::string>();
+  // Lenient readers: a missing or mistyped field leaves out as it was.
+  auto str = [](const nlohmann::json& o, const char* k, std::string& out) {
+    if (auto it = o.find(k); it != o.end() && it->is_string()) out = it->get<std::string>();
   };
-  auto i64 = [&](const char* k, int64_t& out) {
-    if (auto it = j.find(k); it != j.end() && it->is_number_integer()) out = it->get<int64_t>();
+  auto i64 = [](const nlohmann::json& o, const char* k, int64_t& out) {
+    if (auto it = o.find(k); it != o.end() && it->is_number_integer()) out = it->get<int64_t>();
   };
-  auto i32 = [&](const char* k, int& out) {
+  auto i32 = [&](const nlohmann::json& o, const char* k, int& out) {
     int64_t v = out;
-    i64(k, v);
+    i64(o, k, v);
     out = static_cast<int>(v);
   };
-  auto num = [&](const char* k, double& out) {
-    if (auto it = j.find(k); it != j.end() && it->is_number()) out = it->get<double>();
+  auto num = [](const nlohmann::json& o, const char* k, double& out) {
+    if (auto it = o.find(k); it != o.end() && it->is_number()) out = it->get<double>();
   };
-  str("label", r.label);
-  str("spec", r.spec);
-  i64("m", r.m);
-  i64("m_bucket", r.bucket);
-  i64("n", r.n);
-  i64("k", r.k);
-  str("status", r.status);
-  i32("candidates", r.candidates);
-  i32("compile_failed", r.compile_failed);
-  i32("rejected", r.rejected);
-  i32("run_failed", r.run_failed);
-  i32("timed", r.timed);
-  i32("skipped", r.skipped);
-  str("best_config", r.best_config);
-  num("best_us", r.best_us);
-  str("baseline_config", r.baseline_config);
-  num("baseline_us", r.baseline_us);
-  str("recorded", r.recorded);
-  num("elapsed_s", r.elapsed_s);
+  str(j, "label", r.label);
+  str(j, "spec", r.spec);
+  i64(j, "m", r.m);
+  i64(j, "m_bucket", r.bucket);
+  i64(j, "n", r.n);
+  i64(j, "k", r.k);
+  str(j, "status", r.status);
+  i32(j, "candidates", r.candidates);
+  i32(j, "compile_failed", r.compile_failed);
+  i32(j, "rejected", r.rejected);
+  i32(j, "run_failed", r.run_failed);
+  i32(j, "timed", r.timed);
+  i32(j, "skipped", r.skipped);
+  str(j, "best_config", r.best_config);
+  num(j, "best_us", r.best_us);
+  str(j, "baseline_config", r.baseline_config);
+  num(j, "baseline_us", r.baseline_us);
+  str(j, "recorded", r.recorded);
+  num(j, "elapsed_s", r.elapsed_s);
+  if (auto it = j.find("tried"); it != j.end() && it->is_array()) {
+    for (const nlohmann::json& e : *it) {
+      if (!e.is_object()) continue;
+      TriedRow t;
+      str(e, "config", t.config);
+      str(e, "outcome", t.outcome);
+      if (auto d = e.find("default"); d != e.end() && d->is_boolean()) t.is_default = d->get<bool>();
+      num(e, "est_us", t.est_us);
+      num(e, "us", t.us);
+      num(e, "rel_err", t.rel_err);
+      i32(e, "registers", t.registers);
+      i32(e, "spills", t.spills);
+      str(e, "detail", t.detail);
+      r.tried.push_back(std::move(t));
+    }
+  }
   return r;
 }
 

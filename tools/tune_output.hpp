@@ -31,6 +31,18 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// One candidate of a tuned shape, as `kiln tune --json` lists it ("tried"), in the static model's order.
+struct TriedRow {
+  std::string config;   // TileConfig::to_string()
+  std::string outcome;  // candidate_outcome_name: "timed", "rejected (wrong result)", "compile failed", ...
+  bool is_default = false;          // the heuristic's config (the baseline)
+  double est_us = 0;                // the static model's estimate (a ranking, not a time)
+  double us = 0;                    // measured median; 0: not timed
+  double rel_err = 0;               // against the reference (verified or rejected candidates)
+  int registers = -1, spills = -1;  // -1: not compiled
+  std::string detail;               // why it failed or was rejected; empty otherwise
+};
+
 struct SummaryRow {
   std::string label;
   std::string spec;
@@ -43,6 +55,7 @@ struct SummaryRow {
   double baseline_us = 0;  // 0: not timed
   std::string recorded;    // "new", "faster", "kept existing", "not recorded", ""
   double elapsed_s = 0;
+  std::vector<TriedRow> tried;  // every candidate (JSON only)
 };
 SummaryRow summarize(const TuneResult& r);
 SummaryRow failed_row(const TuneShape& shape, const Status& why);

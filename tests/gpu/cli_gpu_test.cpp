@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -166,6 +167,43 @@ TEST_F(CliTest, ConfigPinsOneTileConfig) {
   r = kiln("run " + mx + " --m 77 --n 200 --k 544 --check --repeats 3 --config bm128_bn256_bk64_s2_w8x1_g8");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("PASSED"), std::string::npos) << r.out;
+}
+
+// `kiln tune --json` lists every candidate it tried ("tried"): compiled only without timing (no GPU
+// needed), and with a GPU each timed one's median, the fastest of which is the shape's winner.
+TEST_F(CliTest, TuneJsonListsEveryCandidate) {
+  const std::string shape =
+      "--spec 'gemm a=bf16 b=bf16 out=bf16' --m 64 --n 256 --k 512 --max-candidates 3 --json";
+  Result r = kiln("tune " + shape + " --gpu h200 --compile-only");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_array() && j.size() == 1) << r.out;
+  ASSERT_TRUE(j[0]["tried"].is_array()) << r.out;
+  EXPECT_EQ(j[0]["tried"].size(), j[0]["candidates"].get<size_t>());
+  for (const auto& t : j[0]["tried"]) {
+    EXPECT_EQ(t["outcome"], "compiled") << t.dump();
+    EXPECT_TRUE(t["us"].is_null()) << t.dump();
+    EXPECT_GT(t["registers"].get<int>(), 0) << t.dump();
+  }
+  if (!has_gpu()) return;
+  r = kiln("tune " + shape + " --no-record --budget 120");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array() && j.size() == 1) << r.out;
+  double fastest = 0;
+  std::string fastest_config;
+  for (const auto& t : j[0]["tried"]) {
+    if (t["outcome"] != "timed") continue;
+    ASSERT_TRUE(t["us"].is_number()) << t.dump();
+    EXPECT_LT(t["rel_err"].get<double>(), 1e-2) << t.dump();
+    if (fastest_config.empty() || t["us"].get<double>() < fastest) {
+      fastest = t["us"].get<double>();
+      fastest_config = t["config"].get<std::string>();
+    }
+  }
+  ASSERT_FALSE(fastest_config.empty()) << r.out;
+  EXPECT_EQ(j[0]["best_config"], fastest_config) << r.out;
+  EXPECT_DOUBLE_EQ(j[0]["best_us"].get<double>(), fastest);
 }
 
 }  // namespace
