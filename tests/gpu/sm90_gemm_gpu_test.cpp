@@ -207,7 +207,15 @@ const Pin kPins[] = {
     {128, 176, 5, 4, 1, 1, 8, 1, 1, 4, 0, 1},
     {128, 256, 4, 8, 1, 1, 8, 1, 1, 4},
     {128, 256, 3, 8, 1, 1, 8, 1, 1, 4},
-    {128, 176, 4, 4, 1, 1, 8, 1, 1, 4, 0, 1}};
+    {128, 176, 4, 4, 1, 1, 8, 1, 1, 4, 0, 1},
+    // 71: block scales on one consumer warpgroup of 64 x 256 (halves) with TMA stores at 4 stages (the
+    // H200 table's 64 x 32768 x 512 row since session 22).
+    {64, 256, 4, 4, 1, 1, 8, 1, 1, 1},
+    // 72-74: small-M tiles with TMA stores at 8 stages (the H200 table's M-bucket 64 / 128 rows since
+    // session 22): 128 x 64 (two warpgroups of 64 x 64), 64 x 128 and 64 x 64 (one warpgroup).
+    {128, 64, 8, 8, 1, 1, 8, 1, 1, 1},
+    {64, 128, 8, 4, 1, 1, 8, 1, 1, 1},
+    {64, 64, 8, 4, 1, 1, 8, 1, 1, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -357,9 +365,10 @@ std::vector<Case> scaled_pinned_cases() {
     }
   }
   // Block scales on 64 x 256 warpgroups promoted in two halves (the kernel's section 14; pins 0, 7: one
-  // consumer warpgroup, 10: clusters of 2, 31: TMA stores, 16-bit outputs only): N tails (N = 200, 129:
-  // the second half's scale block clamps), M = 1, odd K-block counts, a multi-wave shape.
-  for (int i : {0, 7, 10, 31}) {
+  // consumer warpgroup, 10: clusters of 2, 31: TMA stores, 71: one consumer with TMA stores; 16-bit
+  // outputs only with TMA stores): N tails (N = 200, 129: the second half's scale block clamps), M = 1,
+  // odd K-block counts, a multi-wave shape.
+  for (int i : {0, 7, 10, 31, 71}) {
     for (const char* p : kBlockPairs) {
       for (const char* o : {"bf16", "f32"}) {
         if (kPins[i].tma && std::string(o) == "f32") continue;
@@ -529,6 +538,13 @@ std::vector<Case> tma_cases() {
         if (kPins[pin].split > 1 && sh.m > 300) continue;  // split-K: the decode shapes
         cases.push_back({sp.spec, sh.m, sh.n, sh.k, pin});
       }
+    }
+  }
+  // Small-M tiles with TMA stores (pins 72-74): 16-bit and f32 outputs, unscaled and scaled.
+  for (const char* sp : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
+                         "gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=f16 b=f16 out=f32"}) {
+    for (int pin : {72, 73, 74}) {
+      for (const Shape& sh : shapes) cases.push_back({sp, sh.m, sh.n, sh.k, pin});
     }
   }
   // 16-column boxes (no swizzle) for warpgroup widths that are not whole 128-byte boxes.
