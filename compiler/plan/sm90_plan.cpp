@@ -512,8 +512,11 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // the plan's config against the same config with TMA stores): 4096 x 32768 x 512 bf16 0.357 -> 0.213
   // ms, FP8 tensor 0.314 -> 0.134, FP8 block 0.306 -> 0.152; 4096 x 24576 x 1536 bf16 0.500 -> 0.404;
   // 4096 x 7168 x 2048 FP8 row 0.137 -> 0.098, block 0.136 -> 0.112; 4096 x 7168 x 16384 FP8 tensor
-  // 0.677 -> 0.632.
-  const bool tma_store = m >= 256 && spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone;
+  // 0.677 -> 0.632. From 64 rows since session 22 (bench/NOTES.md): the same tile with TMA stores against
+  // direct stores, settled graph replay, 64 x 24576 x 1536 FP8 tensor 15.42 -> 14.83 us and FP8 row
+  // 22.98 -> 14.38; the block-scaled 128 x 128 square at 128 .. 512 rows 6-10% faster (session 18); and
+  // every one of the 15 bf16 / FP8 tensor / FP8 row M-bucket 64 / 128 rows probed took a TMA-store tile.
+  const bool tma_store = m >= 64 && spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone;
   // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
   // every expert brings its own tiles.
   const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);

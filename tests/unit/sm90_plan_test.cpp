@@ -165,18 +165,29 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
                            {4096, 7168, 16384})
                 .to_string(),
             "bm128_bn128_bk256_s3_w8x1_g8_c2");
-  // The 128 x 128 square gives up its seventh stage so that the block scales are staged beside the ring
-  // (bench/NOTES.md session 18: 10-17% faster at M = 128 .. 512); with TMA stores 5 stages instead of 6.
+  // The 128 x 128 square gives up a stage so that the block scales are staged beside the ring
+  // (bench/NOTES.md session 18: 10-17% faster at M = 128 .. 512): 5 stages with TMA stores (from 64 rows
+  // since session 22) instead of 6, and 6 instead of 7 with direct stores (gate|up outputs keep them).
   const TileConfig square = default_config(block, sm90a(), {128, 7168, 16384});
-  EXPECT_EQ(square.to_string(), "bm128_bn128_bk128_s6_w8x1_g8");
+  EXPECT_EQ(square.to_string(), "bm128_bn128_bk128_s5_w8x1_g8_t");
   EXPECT_TRUE(sm90_staged_scales(block, square));
+  const KernelSpec block_glu = spec_of(
+      "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * "
+      "up\"");
+  const TileConfig square_direct = default_config(block_glu, sm90a(), {128, 7168, 16384});
+  EXPECT_EQ(square_direct.to_string(), "bm128_bn128_bk128_s6_w8x1_g8");
+  EXPECT_TRUE(sm90_staged_scales(block_glu, square_direct));
   const TileConfig square_t = default_config(block, sm90a(), {300, 7168, 7168});
   EXPECT_EQ(square_t.to_string(), "bm128_bn128_bk128_s5_w8x1_g8_t");
   EXPECT_TRUE(sm90_staged_scales(block, square_t));
   EXPECT_TRUE(sm90_staged_scales(e8, default_config(e8, sm90a(), {128, 7168, 7168})));
-  // Without block scales the ring stays as deep as shared memory allows.
-  EXPECT_EQ(default_config(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), sm90a(), {128, 7168, 16384}).stages,
-            7);
+  // Without block scales the ring stays as deep as shared memory allows beside the staged output tile.
+  const TileConfig row_square =
+      default_config(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), sm90a(), {128, 7168, 16384});
+  EXPECT_EQ(row_square.to_string(), "bm128_bn128_bk128_s6_w8x1_g8_t");
+  // Below 64 rows the direct epilogue stays (TMA stores measured from 64 rows only).
+  EXPECT_EQ(default_config(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), sm90a(), {48, 7168, 16384}).tma_store,
+            0);
   // Specs without block scales do not get the v4 shapes in their space, except the 64-row two-atom
   // tiles (256 bytes of every row per stage for decode; unpromoted ones never split).
   for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "gemm a=bf16 b=bf16 out=bf16"}) {
