@@ -257,7 +257,7 @@ int run_sharded(const TuneArgs& a, const std::vector<int>& devices) {
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const SummaryRow& r : rows) out.push_back(row_to_json(r));
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     print_summary(stdout, rows, !a.compile_only);
   }
@@ -399,11 +399,12 @@ int run_tune(const TuneArgs& a, const GlobalOptions& global) {
     nlohmann::json out = nlohmann::json::array();
     for (const SummaryRow& r : rows) out.push_back(row_to_json(r));
     std::ofstream f(a.summary_json, std::ios::trunc);
-    f << out.dump();
+    f << out.dump(-1, ' ', false,
+                  nlohmann::json::error_handler_t::replace);  // NVRTC logs: bad UTF-8 never throws
   } else if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const SummaryRow& r : rows) out.push_back(row_to_json(r));
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     print_summary(stdout, rows, !a.compile_only);
     if (store && !a.compile_only)

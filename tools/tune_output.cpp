@@ -124,14 +124,19 @@ SummaryRow failed_row(const TuneShape& shape, const Status& why) {
 }
 
 nlohmann::json row_to_json(const SummaryRow& r) {
+  // Numbers that are unset or not finite are null (nlohmann would write null for them anyway, and
+  // row_from_json reads null back as unset).
+  auto finite_or_null = [](double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
   nlohmann::json tried = nlohmann::json::array();
   for (const TriedRow& t : r.tried) {
     tried.push_back({{"config", t.config},
                      {"outcome", t.outcome},
                      {"default", t.is_default},
-                     {"est_us", t.est_us},
-                     {"us", t.us > 0 ? nlohmann::json(t.us) : nlohmann::json(nullptr)},
-                     {"rel_err", t.rel_err},
+                     {"est_us", finite_or_null(t.est_us)},
+                     {"us", t.us > 0 ? finite_or_null(t.us) : nlohmann::json(nullptr)},
+                     {"rel_err", finite_or_null(t.rel_err)},
                      {"registers", t.registers},
                      {"spills", t.spills},
                      {"detail", t.detail}});

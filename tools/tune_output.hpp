@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -36,9 +37,9 @@ struct TriedRow {
   std::string config;   // TileConfig::to_string()
   std::string outcome;  // candidate_outcome_name: "timed", "rejected (wrong result)", "compile failed", ...
   bool is_default = false;          // the heuristic's config (the baseline)
-  double est_us = 0;                // the static model's estimate (a ranking, not a time)
+  double est_us = INFINITY;  // the static model's estimate (a ranking, not a time); JSON null if infinite
   double us = 0;                    // measured median; 0: not timed
-  double rel_err = 0;               // against the reference (verified or rejected candidates)
+  double rel_err = NAN;  // against the reference (timed or rejected candidates); JSON null if unset
   int registers = -1, spills = -1;  // -1: not compiled
   std::string detail;               // why it failed or was rejected; empty otherwise
 };

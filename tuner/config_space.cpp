@@ -187,9 +187,9 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
            "w" + std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n) + "s" +
            std::to_string(t.split_k) + (t.pingpong ? "p" : "");
   };
-  // At M >= 256 a TMA-store epilogue was worth 10-60% on the H200 (bench/NOTES.md, session 5): where a
-  // shape offers it, its plain-store variants count one step more unusual, so the store variant of the
-  // deepest ring that fits it leads.
+  // From 64 rows a TMA-store epilogue was worth 10-60% on the H200 (bench/NOTES.md, session 5 at
+  // M >= 256, session 22 at M = 64-128): where a shape offers it, its plain-store variants count one step
+  // more unusual, so the store variant of the deepest ring that fits it leads (as in the heuristic).
   std::set<std::string> has_tma_store;
   // Ring depth is compared among the variants with the same store path (a TMA store's staging tile
   // takes a stage's shared memory).
@@ -199,7 +199,7 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
     d = std::max(d, p.config.stages);
     if (p.config.tma_store) has_tma_store.insert(shape_of(p.config));
   }
-  const bool prefer_tma_store = sizes.m >= 256;
+  const bool prefer_tma_store = sizes.m >= 64;
   auto unusual = [&](const PrunedCandidate& p) {
     const std::string shape = shape_of(p.config);
     const int depth_gap = deepest[depth_key(p.config)] - p.config.stages;

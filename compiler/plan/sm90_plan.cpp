@@ -537,9 +537,9 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 128 x 7168 x 7168 35.3 -> 31.8 / 37.7 -> 31.4; 512 x 4096 x 7168 34.6 -> 31.2 / 38.4 -> 33.2;
   // 300 x 2112 x 7168 32.9 -> 29.0 / 35.2 -> 29.8.
   // (with_staged_scales, applied after the TMA-store choice below, which compares the full rings.)
-  auto finish = [&](TileConfig c) {
+  auto finish_with = [&](TileConfig c, bool store) {
     c.stages = max_stages(spec, arch, c);
-    if (tma_store) {
+    if (store) {
       TileConfig t = c;
       t.tma_store = 1;
       t.stages = max_stages(spec, arch, t);
@@ -548,6 +548,7 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     }
     return with_staged_scales(spec, c);
   };
+  auto finish = [&](const TileConfig& c) { return finish_with(c, tma_store); };
   // Large problems: 128 x 256, two consumer warpgroups of 64 x 256 (128 accumulators each: the widest
   // wgmma, the least shared-memory traffic per FLOP), 4 stages. FP8 keeps 128 x 256 too (fast
   // accumulation: a promoted partial would need 256 registers); bench/NOTES.md has the measurements.
@@ -633,7 +634,9 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     TileConfig overlapped = make(spec, 128, 128, 8, 1);
     overlapped.block_k = 2 * overlapped.block_k;  // two atoms per stage
     overlapped.cluster_m = 2;
-    overlapped = finish(overlapped);
+    // TMA stores from 256 rows only here (measured at M = 4096; below, its two-stage store variant is
+    // not in the tuner's space).
+    overlapped = finish_with(overlapped, tma_store && m >= 256);
     // Long K: a third stage beats the TMA-store epilogue (whose staged output tile leaves room for two):
     // at 4096 x 7168 x 16384 787 vs 814 us, level at K = 7168 and 8192, and the TMA store stays ahead
     // at K <= 2048 (H200 tuning, bench/NOTES.md session 12).
@@ -652,17 +655,23 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   const bool mx_few_tiles = sm90_mx(spec) && tiles(sizes, square) < kSms;
   if (m > 64 && !mx_few_tiles && sm90_check_config(spec, arch, square).ok()) return square;
   // Small M: one consumer warpgroup of 64 rows; narrower N when that leaves SMs idle.
-  TileConfig small = finish(make(spec, 64, 128, 4, 1));
-  if (tiles(sizes, small) < kSms) small = finish(make(spec, 64, 64, 4, 1));
+  auto small_tile = [&](bool store) {
+    TileConfig c = finish_with(make(spec, 64, 128, 4, 1), store);
+    if (tiles(sizes, c) < kSms) c = finish_with(make(spec, 64, 64, 4, 1), store);
+    return c;
+  };
+  TileConfig small = small_tile(tma_store);
   // Still fewer tiles than SMs (decode: M <= 64 with N of a few thousand): split K so that about one
   // unit per SM reads the weights (the kernel's section 10), keeping >= 8 stages of K per split.
-  // Dense only; the last split of a tile sums the partials through a workspace.
+  // Dense only; the last split of a tile sums the partials through a workspace. Split tiles keep the
+  // direct epilogue (measured that way; the tuner's split-K variants have no TMA-store form).
   if (spec.layout == GroupLayout::kDense) {
-    const int64_t t = tiles(sizes, small);
-    const int64_t steps = (std::max<int64_t>(sizes.k, 1) + small.block_k - 1) / small.block_k;
+    const TileConfig direct = small_tile(false);
+    const int64_t t = tiles(sizes, direct);
+    const int64_t steps = (std::max<int64_t>(sizes.k, 1) + direct.block_k - 1) / direct.block_k;
     const int64_t split = std::min<int64_t>({kSms / std::max<int64_t>(t, 1), steps / 8, 16});
     if (split >= 2) {
-      TileConfig s = small;
+      TileConfig s = direct;
       s.split_k = static_cast<int>(split);
       if (sm90_check_config(spec, arch, s).ok()) small = s;  // its flags need 16 bytes more
     }

@@ -42,6 +42,7 @@ TuneResult three_candidates() {
   wrong.measurement.detail = "rel_fro_err 0.5 (tolerance 0.01), 3 unwritten";
   CandidateResult failed;
   failed.config = config_n(64);
+  failed.estimate.est_us = INFINITY;  // the model found no room for a block
   failed.outcome = CandidateOutcome::kCompileFailed;
   failed.compile_status = InvalidArgument("too much shared memory");
   r.candidates = {timed, wrong, failed};
@@ -69,6 +70,8 @@ TEST(TuneOutput, TriedListsEveryCandidateInOrder) {
   EXPECT_NE(row.tried[1].detail.find("3 unwritten"), std::string::npos);
   EXPECT_EQ(row.tried[2].outcome, "compile failed");
   EXPECT_EQ(row.tried[2].registers, -1);
+  EXPECT_TRUE(std::isnan(row.tried[2].rel_err));  // never measured: unset, not 0
+  EXPECT_TRUE(std::isinf(row.tried[2].est_us));
   EXPECT_NE(row.tried[2].detail.find("too much shared memory"), std::string::npos);
 }
 
@@ -77,6 +80,8 @@ TEST(TuneOutput, TriedSurvivesTheJsonRoundTrip) {
   const nlohmann::json j = row_to_json(row);
   ASSERT_TRUE(j.at("tried").is_array());
   EXPECT_TRUE(j["tried"][1]["us"].is_null());  // not timed: null, not 0
+  EXPECT_TRUE(j["tried"][2]["rel_err"].is_null());  // never measured
+  EXPECT_TRUE(j["tried"][2]["est_us"].is_null());   // infinite
   EXPECT_DOUBLE_EQ(j["tried"][0]["us"].get<double>(), 98.25);
   const SummaryRow back = row_from_json(nlohmann::json::parse(j.dump()));
   ASSERT_EQ(back.tried.size(), row.tried.size());
@@ -85,8 +90,10 @@ TEST(TuneOutput, TriedSurvivesTheJsonRoundTrip) {
     EXPECT_EQ(back.tried[i].outcome, row.tried[i].outcome) << i;
     EXPECT_EQ(back.tried[i].is_default, row.tried[i].is_default) << i;
     EXPECT_DOUBLE_EQ(back.tried[i].us, row.tried[i].us) << i;
-    EXPECT_DOUBLE_EQ(back.tried[i].rel_err, row.tried[i].rel_err) << i;
-    EXPECT_DOUBLE_EQ(back.tried[i].est_us, row.tried[i].est_us) << i;
+    // Unset (NaN) and infinite values come back as they were.
+    EXPECT_EQ(std::isnan(back.tried[i].rel_err), std::isnan(row.tried[i].rel_err)) << i;
+    if (!std::isnan(row.tried[i].rel_err)) EXPECT_DOUBLE_EQ(back.tried[i].rel_err, row.tried[i].rel_err) << i;
+    EXPECT_EQ(back.tried[i].est_us, row.tried[i].est_us) << i;
     EXPECT_EQ(back.tried[i].registers, row.tried[i].registers) << i;
     EXPECT_EQ(back.tried[i].spills, row.tried[i].spills) << i;
     EXPECT_EQ(back.tried[i].detail, row.tried[i].detail) << i;

@@ -177,6 +177,28 @@ PrunedSpace h200_space(const char* spec, const ProblemSizes& sizes, size_t cap) 
   return prune_space(spec_of(spec), gpu_model(arch_of("sm_90a"), 132), sizes, o);
 }
 
+// The sm_90a heuristic is a member of the space at every M bucket it plans (so `kiln tune` always times
+// it as the baseline): small M with TMA stores from 64 rows, split-K tiles with direct stores, every format.
+TEST(PruneTest, TheSm90HeuristicIsAlwaysACandidate) {
+  const Arch arch = arch_of("sm_90a");
+  for (const char* spec :
+       {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
+        "gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+        "gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=f16 b=f16 out=f32"}) {
+    for (int64_t m : {24, 48, 64, 96, 128, 192, 300}) {
+      for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+               {2048, 7168}, {2112, 7168}, {7168, 2048}, {24576, 1536}, {32768, 512}, {4096, 4096}}) {
+        const ProblemSizes sizes{m, n, k};
+        const PrunedSpace s = h200_space(spec, sizes, 0);
+        const TileConfig heuristic = default_config(spec_of(spec), arch, sizes);
+        int defaults = 0;
+        for (const PrunedCandidate& c : s.kept) defaults += c.is_default && c.config == heuristic;
+        EXPECT_EQ(defaults, 1) << spec << " " << m << "x" << n << "x" << k << ": " << heuristic.to_string();
+      }
+    }
+  }
+}
+
 // The model ties the variants of one tile shape (ring depth, raster group, cluster, store path), so a
 // cap taken in estimate order alone spent all 24 candidates of 4096 x 2112 x 7168 on 128 x 192. Each
 // further variant now ranks as 10% slower: the cap reaches the runner-up shapes.
