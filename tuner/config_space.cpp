@@ -199,7 +199,7 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
     d = std::max(d, p.config.stages);
     if (p.config.tma_store) has_tma_store.insert(shape_of(p.config));
   }
-  const bool prefer_tma_store = sizes.m >= 64;
+  const bool prefer_tma_store = sizes.m >= kSm90TmaStoreMinRows;
   auto unusual = [&](const PrunedCandidate& p) {
     const std::string shape = shape_of(p.config);
     const int depth_gap = deepest[depth_key(p.config)] - p.config.stages;

@@ -157,6 +157,17 @@ def test_a_settle_out_of_range_is_refused(tmp_path, monkeypatch):
             run(tmp_path, monkeypatch, 1, extra=("--settle", value))
 
 
+def import_bench_slice(monkeypatch, fake_torch, fake_anchors):
+    """bench_slice itself, imported with torch, anchors and kiln replaced by fakes."""
+    for name, mod in (("torch", fake_torch), ("anchors", fake_anchors), ("kiln", types.ModuleType("kiln"))):
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.syspath_prepend(BENCH)
+    # None first, so that monkeypatch removes the real module (bound to the fakes) again afterwards.
+    monkeypatch.setitem(sys.modules, "bench_slice", None)
+    del sys.modules["bench_slice"]
+    return importlib.import_module("bench_slice")
+
+
 def test_settle_timings_wraps_bench_graph_once_and_undoes_it(monkeypatch):
     """bench_slice.settle_timings itself, with torch, anchors and kiln replaced by fakes."""
     events = []
@@ -169,13 +180,7 @@ def test_settle_timings_wraps_bench_graph_once_and_undoes_it(monkeypatch):
         return 0.5
 
     fake_anchors.bench_graph = bench_graph
-    for name, mod in (("torch", fake_torch), ("anchors", fake_anchors), ("kiln", types.ModuleType("kiln"))):
-        monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.syspath_prepend(BENCH)
-    # None first, so that monkeypatch removes the real module (bound to the fakes) again afterwards.
-    monkeypatch.setitem(sys.modules, "bench_slice", None)
-    del sys.modules["bench_slice"]
-    bs = importlib.import_module("bench_slice")
+    bs = import_bench_slice(monkeypatch, fake_torch, fake_anchors)
     import time
     monkeypatch.setattr(time, "sleep", lambda s: events.append(("sleep", s)))
     bs.settle_timings(0.25)
@@ -206,12 +211,7 @@ def test_anchor_calls_build_each_path_on_every_input_set(monkeypatch):
     fake_anchors = types.ModuleType("anchors")
     fake_anchors.dev, fake_anchors.copies_for = "cuda", lambda nbytes: 3
     fake_anchors.fp8_rowwise = lambda t: (T(), T())  # (values, scales)
-    for name, mod in (("torch", fake_torch), ("anchors", fake_anchors), ("kiln", types.ModuleType("kiln"))):
-        monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.syspath_prepend(BENCH)
-    monkeypatch.setitem(sys.modules, "bench_slice", None)
-    del sys.modules["bench_slice"]
-    bs = importlib.import_module("bench_slice")
+    bs = import_bench_slice(monkeypatch, fake_torch, fake_anchors)
     paths = ("bf16", "fp8_tensor", "fp8_tensor_fast", "fp8_row", "fp8_row_fast", "fp8_block")
     calls = bs.anchor_calls(64, 128, 100, paths)  # K % 128 != 0: no block anchor
     assert sorted(calls) == sorted(paths[:5]) and all(len(c) == 3 for c in calls.values())

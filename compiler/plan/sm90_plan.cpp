@@ -516,7 +516,8 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // direct stores, settled graph replay, 64 x 24576 x 1536 FP8 tensor 15.42 -> 14.83 us and FP8 row
   // 22.98 -> 14.38; the block-scaled 128 x 128 square at 128 .. 512 rows 6-10% faster (session 18); and
   // every one of the 15 bf16 / FP8 tensor / FP8 row M-bucket 64 / 128 rows probed took a TMA-store tile.
-  const bool tma_store = m >= 64 && spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone;
+  const bool tma_store =
+      m >= kSm90TmaStoreMinRows && spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone;
   // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
   // every expert brings its own tiles.
   const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
@@ -634,8 +635,8 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     TileConfig overlapped = make(spec, 128, 128, 8, 1);
     overlapped.block_k = 2 * overlapped.block_k;  // two atoms per stage
     overlapped.cluster_m = 2;
-    // TMA stores from 256 rows only here (measured at M = 4096; below, its two-stage store variant is
-    // not in the tuner's space).
+    // TMA stores from 256 rows only here: its two-stage store ring was measured at M = 4096 (session 12),
+    // never below 256 rows, where this tile keeps the three-stage direct ring it had.
     overlapped = finish_with(overlapped, tma_store && m >= 256);
     // Long K: a third stage beats the TMA-store epilogue (whose staged output tile leaves room for two):
     // at 4096 x 7168 x 16384 787 vs 814 us, level at K = 7168 and 8192, and the TMA store stays ahead
@@ -748,16 +749,19 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
     }
   }
   // The TMA-store epilogue (the kernel's section 12) for dense problems: each non-v4 shape at the
-  // deepest ring that fits beside the staged output tile, unclustered and in clusters of 2.
+  // deepest ring that fits beside the staged output tile, unclustered and in clusters of 2; and the
+  // block-scaled two-atom 128 x 128 at its two stages, as the heuristic takes it at large M (before, the
+  // heuristic's config was outside the space there and `kiln tune` had no baseline).
   if (spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone) {
     for (const auto& s : shapes) {
-      if (s[4] == 2 || s[2] == 12) continue;
+      const bool two_atom_square = block && s[0] == 128 && s[1] == 128 && s[4] == 2;
+      if ((s[4] == 2 || s[2] == 12) && !two_atom_square) continue;
       for (int cluster_m : {1, 2}) {
         TileConfig c = make(spec, s[0], s[1], s[2], s[3], s[4]);
         c.cluster_m = cluster_m;
         c.tma_store = 1;
         c.stages = max_stages(spec, arch, c);
-        if (c.stages >= 3 && sm90_check_config(spec, arch, c).ok()) out.push_back(c);
+        if (c.stages >= (two_atom_square ? 2 : 3) && sm90_check_config(spec, arch, c).ok()) out.push_back(c);
         // Block scales: where the deepest ring leaves no room for the staged scale slots, one stage fewer
         // that has it (128 x 32768 x 512, 128 x 128: 13.2 us staged at 5 stages against 14.3 at 6 with
         // per-thread loads; bench/NOTES.md session 17).

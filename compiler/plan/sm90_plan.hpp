@@ -95,6 +95,9 @@ Status sm90_can_implement(const KernelSpec& spec, const ProblemSizes& sizes);
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg);
 TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes);
+// The heuristic stores through TMA (tma_store, the kernel's section 12) from this many rows (M bucket),
+// and the tuner ranks TMA-store variants first from there (bench/NOTES.md sessions 5 and 22).
+inline constexpr int64_t kSm90TmaStoreMinRows = 64;
 // Block size (producer warpgroup(s) + consumers: the dequantizing producer of section 13 is two
 // warpgroups) and dynamic shared memory (ring + barriers + 1024 bytes of alignment slack); mirrors
 // sm90::Gemm<Config>::kThreads / kSmemBytes.

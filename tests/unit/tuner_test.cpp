@@ -178,16 +178,23 @@ PrunedSpace h200_space(const char* spec, const ProblemSizes& sizes, size_t cap) 
 }
 
 // The sm_90a heuristic is a member of the space at every M bucket it plans (so `kiln tune` always times
-// it as the baseline): small M with TMA stores from 64 rows, split-K tiles with direct stores, every format.
+// it as the baseline): small M with TMA stores from 64 rows, split-K tiles with direct stores, the
+// two-atom block tile's two-stage TMA-store ring at large M, every format.
 TEST(PruneTest, TheSm90HeuristicIsAlwaysACandidate) {
   const Arch arch = arch_of("sm_90a");
   for (const char* spec :
        {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16",
         "gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
         "gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=f16 b=f16 out=f32"}) {
-    for (int64_t m : {24, 48, 64, 96, 128, 192, 300}) {
-      for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
-               {2048, 7168}, {2112, 7168}, {7168, 2048}, {24576, 1536}, {32768, 512}, {4096, 4096}}) {
+    for (int64_t m : {24, 48, 64, 96, 128, 192, 300, 4096}) {
+      for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{2048, 7168},
+                                                                         {2112, 7168},
+                                                                         {7168, 2048},
+                                                                         {24576, 1536},
+                                                                         {32768, 512},
+                                                                         {4096, 4096},
+                                                                         {3000, 2048},
+                                                                         {3000, 8192}}) {
         const ProblemSizes sizes{m, n, k};
         const PrunedSpace s = h200_space(spec, sizes, 0);
         const TileConfig heuristic = default_config(spec_of(spec), arch, sizes);
