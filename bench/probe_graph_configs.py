@@ -6,6 +6,10 @@ Usage (GPU machine; KILN_CLI, KILN_LIBRARY as bench/device_run.sh sets them):
     python3 bench/probe_graph_configs.py CANDIDATES.json [--repeat 2] [--rounds 3]
 CANDIDATES.json: [{"spec": ..., "fmt": "fp8_block", "m": 64, "n": 2112, "k": 7168,
                    "configs": [{"block_m": 64, ...}, ...]}, ...]
+A grouped (MoE) shape names its routing instead of "m": {"spec": "grouped_gemm[experts=32,layout=offsets] ...",
+"fmt": "bf16" | "fp8_row", "tokens": 4096, "topk": 4, "experts": 32, "n": ..., "k": ..., "configs": [...]}; it
+runs as bench_shapes.py's MoE rows do (T * topk rows routed by anchors.routing), and its tuning row is keyed
+by the rows per expert (ceil(T * topk / E)), as the runtime buckets a grouped plan.
 Prints one line per config: us, GB/s (A + W + output bytes, as bench_shapes.py counts them), the relative
 error against float64 torch, and the config the plan ran. The plan's own config (no tuning row but the
 built-in table) is timed first and last as the baseline.
@@ -17,7 +21,7 @@ reported as an error line and not timed.
 then prints each config's median and its spread: configs a few percent apart need that, since one
 timing of a shape moves by several percent with the GPU's clock (bench/NOTES.md session 20).
 """
-import argparse, concurrent.futures, json, os, statistics, subprocess, sys, tempfile
+import argparse, concurrent.futures, json, os, re, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -26,6 +30,27 @@ from bench_slice import kiln, kiln_dense, settle_timings  # noqa: E402
 # The tuning rows' device identity: the one kiln's H200 table is keyed by (tuner/pretuned/h200.json).
 with open(os.path.join(os.path.dirname(HERE), "tuner", "pretuned", "h200.json")) as f:
     DEVICE = json.load(f)["tunings"][0]["device"]
+
+
+def is_grouped(shape):
+    return "tokens" in shape
+
+
+def bucket_rows(shape):
+    """The rows the plan buckets by: M, or for a grouped shape the rows per expert, ceil(T * topk / E)."""
+    if is_grouped(shape):
+        return -(-shape["tokens"] * shape["topk"] // shape["experts"])
+    return shape["m"]
+
+
+def total_rows(shape):
+    return shape["tokens"] * shape["topk"] if is_grouped(shape) else shape["m"]
+
+
+def shape_name(shape):
+    if is_grouped(shape):
+        return f"T={shape['tokens']} topk={shape['topk']} E={shape['experts']} ({total_rows(shape)}x{shape['n']}x{shape['k']})"
+    return f"{shape['m']}x{shape['n']}x{shape['k']}"
 
 
 def ran_bucket(desc, m):
@@ -43,10 +68,13 @@ def prepare_dir(shape, cfg):
     # (Planned in a cache of its own: d's tuning store must first be opened after the import.)
     desc = kiln.Runtime(cache_dir=tempfile.mkdtemp(prefix="kiln-probe-")).plan(
         shape["spec"], n=shape["n"], k=shape["k"]).describe()
-    m_bucket = ran_bucket(desc, shape["m"])["m_max"]
-    row = {"candidates": 1, "config": cfg, "device": DEVICE, "experts": 0, "family": "sm90_gemm",
+    m_bucket = ran_bucket(desc, bucket_rows(shape))["m_max"]
+    # Tuning rows key a grouped problem by its expert count beside the spec text with experts=0.
+    experts = shape["experts"] if is_grouped(shape) else 0
+    spec = re.sub(r"experts=\d+", "experts=0", shape["spec"])
+    row = {"candidates": 1, "config": cfg, "device": DEVICE, "experts": experts, "family": "sm90_gemm",
            "k": shape["k"], "m_bucket": m_bucket, "median_us": 1.0, "n": shape["n"],
-           "spec": shape["spec"], "tuned_unix": 1800000000}
+           "spec": spec, "tuned_unix": 1800000000}
     path = os.path.join(d, "row.json")
     with open(path, "w") as f:
         json.dump({"format": "kiln-tunings", "version": 1, "tunings": [row]}, f)
@@ -72,7 +100,7 @@ def precompile(shape, dirs, jobs):
     def one(item):
         cfg, d = item
         try:
-            subprocess.run([os.environ.get("KILN_CLI", "kiln"), "compile", shape["spec"], "--m", str(shape["m"]),
+            subprocess.run([os.environ.get("KILN_CLI", "kiln"), "compile", shape["spec"], "--m", str(total_rows(shape)),
                             "--n", str(shape["n"]), "--k", str(shape["k"]), "--config",
                             json.dumps(cfg, separators=(",", ":"))],
                            env=dict(os.environ, KILN_CACHE_DIR=d), capture_output=True, text=True, timeout=300)
@@ -86,14 +114,21 @@ def precompile(shape, dirs, jobs):
 def run_one(shape, d):
     """Times the shape with cache directory d (prepare_dir's); returns (ms, the line to print)."""
     rt = kiln.Runtime(cache_dir=d)
-    M, N, K = shape["m"], shape["n"], shape["k"]
-    ms, err, unwritten, desc = kiln_dense(rt, shape["spec"], M, N, K, shape["fmt"])
+    M, N, K = total_rows(shape), shape["n"], shape["k"]
+    elem = 1 if shape["fmt"] != "bf16" else 2
+    if is_grouped(shape):
+        from bench_shapes import kiln_grouped  # torch and the anchors: imported where a GPU runs
+        ms, err, unwritten, desc, weight_bytes = kiln_grouped(rt, shape["fmt"], shape["tokens"], shape["topk"],
+                                                              shape["experts"], N, K)
+        nbytes = M * K * elem + weight_bytes + M * N * 2
+    else:
+        ms, err, unwritten, desc = kiln_dense(rt, shape["spec"], M, N, K, shape["fmt"])
+        nbytes = M * K * elem + N * K * elem + M * N * 2
     if not err < MAX_ERR or unwritten:  # a wrong result is a line, never a timing
         return None, f"error: relative error {err:.2e} against float64 torch, {unwritten} outputs unwritten"
-    ran = ran_bucket(desc, M)
+    ran = ran_bucket(desc, bucket_rows(shape))
     name = ran.get("config", "?")
-    elem = 1 if shape["fmt"] != "bf16" else 2
-    gbs = (M * K * elem + N * K * elem + M * N * 2) / (ms * 1e-3) / 1e9
+    gbs = nbytes / (ms * 1e-3) / 1e9
     return ms, f"{ms * 1e3:8.2f} us {gbs:7.0f} GB/s err {err:.2e} unwritten {unwritten} ran {name}"
 
 
@@ -147,7 +182,7 @@ def main():
         return line
 
     for shape in json.load(open(args.candidates)):
-        print(f"=== {shape['spec']} {shape['m']}x{shape['n']}x{shape['k']}", flush=True)
+        print(f"=== {shape['spec']} {shape_name(shape)}", flush=True)
         times = {OWN: []}
         own = prepared_or_error(shape, None)
         dirs = []

@@ -117,3 +117,47 @@ def test_settle_reaches_bench_slice_and_bad_values_are_refused(tmp_path, monkeyp
     for flags in (("--settle", "10.5"), ("--jobs", "0")):
         with pytest.raises(SystemExit):
             probe(tmp_path, monkeypatch, capsys, [], 1, *flags)
+
+
+def test_a_grouped_shape_is_keyed_by_experts_and_rows_per_expert(tmp_path, monkeypatch, capsys):
+    """A grouped candidate's tuning row: the spec with experts=0, the expert count beside it, the bucket of
+    ceil(T * topk / E) rows; it is timed through bench_shapes.kiln_grouped with the routing's total rows."""
+    mod = load(monkeypatch, [])
+    rows_seen, compiled_m, grouped_calls = [], [], []
+
+    def run(cmd, **kw):
+        if cmd[1] == "cache":
+            rows_seen.extend(json.load(open(cmd[3]))["tunings"])
+        else:
+            compiled_m.append(cmd[cmd.index("--m") + 1])
+        return types.SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    buckets = {"buckets": [{"m_max": 64, "config": "small"}, {"m_max": 512, "config": "mid"},
+                           {"m_max": 4096, "config": "big"}]}
+    monkeypatch.setattr(mod, "kiln", types.SimpleNamespace(Runtime=lambda cache_dir=None: types.SimpleNamespace(
+        plan=lambda spec, n, k: types.SimpleNamespace(describe=lambda: buckets))))
+    fake_shapes = types.ModuleType("bench_shapes")
+
+    def kiln_grouped(rt, fmt, T, topk, E, N, K):
+        grouped_calls.append((fmt, T, topk, E, N, K))
+        return 0.2, 1e-3, 0, buckets, E * N * K * 2
+
+    fake_shapes.kiln_grouped = kiln_grouped
+    monkeypatch.setitem(sys.modules, "bench_shapes", fake_shapes)
+    cands = [{"spec": "grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16", "fmt": "bf16",
+              "tokens": 100, "topk": 4, "experts": 32, "n": 2880, "k": 2880,
+              "configs": [{"block_m": 128, "block_n": 256}]}]
+    path = tmp_path / "cands.json"
+    path.write_text(json.dumps(cands))
+    monkeypatch.setattr(sys, "argv", ["probe", str(path), "--jobs", "2"])
+    mod.main()
+    out = capsys.readouterr().out
+    assert len(rows_seen) == 1
+    row = rows_seen[0]
+    assert row["spec"] == "grouped_gemm[experts=0,layout=offsets] a=bf16 b=bf16 out=bf16"
+    assert row["experts"] == 32 and row["m_bucket"] == 64  # ceil(400 / 32) = 13 rows per expert
+    assert compiled_m == ["400"]
+    assert grouped_calls == [("bf16", 100, 4, 32, 2880, 2880)] * 3  # own, the config, own
+    assert "=== grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16 T=100 topk=4 E=32 (400x2880x2880)" in out
+    assert out.count("ran small") == 3

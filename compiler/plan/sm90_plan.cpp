@@ -584,12 +584,16 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     // 0.124 -> 0.096. The 5% margin keeps the wider tile (less shared-memory traffic per FLOP) on ties.
     // 128 x 176 likewise (2112 = 12 x 176: 0.97 useful, 2.9 waves): with TMA stores in 16-column boxes
     // 5-6% faster than 128 x 192 there for bf16 and FP8 tensor (bench/NOTES.md, session 11).
+    // Grouped problems take 128 x 192 by the same rule (tiles counted per expert), not 128 x 176 (measured
+    // with TMA stores only, which grouped problems do not take): gpt-oss-20b's down projection, 32 experts
+    // x 512 rows x 2880 x 2880 (2880 = 15 x 192, 11.25 x 256), bf16 507 -> 469 us by settled graph replay
+    // (bench/NOTES.md session 23).
+    const bool dense = spec.layout == GroupLayout::kDense;
     TileConfig narrow = finish(make(spec, 128, 192, 8, 1));
     const TileConfig n176 = finish(make(spec, 128, 176, 8, 1));
-    if (useful(n176) > 1.05 * useful(narrow) && sm90_check_config(spec, arch, n176).ok()) narrow = n176;
-    if (spec.layout == GroupLayout::kDense && useful(narrow) > 1.05 * useful(wide) &&
-        sm90_check_config(spec, arch, narrow).ok())
-      return narrow;
+    if (dense && useful(n176) > 1.05 * useful(narrow) && sm90_check_config(spec, arch, n176).ok())
+      narrow = n176;
+    if (useful(narrow) > 1.05 * useful(wide) && sm90_check_config(spec, arch, narrow).ok()) return narrow;
     return wide;
   }
   // Block-scaled problems promote at most 64 x 192 per warpgroup: 128 x 192 (one atom per stage) where

@@ -422,8 +422,9 @@ std::vector<Case> grouped_cases() {
   cases.push_back({"grouped_gemm[experts=64,layout=offsets] a=bf16 b=bf16 out=bf16", 1000, 384, 256, -1});
   cases.push_back({"grouped_gemm[experts=64,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1000,
                    384, 256, -1});
-  // Pinned: 128 x 256 (0), 64 x 128 (8), 128 x 128 in clusters (12), bk256 two-atom in clusters (23),
-  for (int pin : {0, 8, 12}) {
+  // Pinned: 128 x 256 (0), 64 x 128 (8), 128 x 128 in clusters (12), 128 x 192 (35: the grouped default where
+  // N fills 192-column tiles better, session 23), bk256 two-atom in clusters (23),
+  for (int pin : {0, 8, 12, 35}) {
     cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", 1200, 1000, 784, pin,
                      {0, 1, 129, 0, 300, 0, 513, 257}});
     cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32", 300, 1000, 784, pin,
