@@ -247,6 +247,9 @@ StatusOr<CompileResult> compile_cuda(const std::string& source, const Arch& arch
   result.cubin = std::move(cubin.code);
   result.log = std::move(cubin.log);
   parse_ptxas_report(result.log, result);
+  // NVRTC's own cache (CUDA 12.9+, where the driver is installed) returns a program it compiled before
+  // with an empty log: read what the cubin records instead.
+  if (result.registers < 0) read_cubin_resources(result.cubin, result);
 
   if (opts.want_ptx) {
     KILN_ASSIGN_OR_RETURN(ProgramOutput ptx,

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/plan/arch.hpp"
@@ -40,6 +41,10 @@ StatusOr<CompileResult> compile_cuda(const std::string& source, const Arch& arch
 StatusOr<std::string> nvrtc_version();
 // Parses a ptxas -v log into r (registers, smem, stack, spills). Exposed for unit tests.
 void parse_ptxas_report(const std::string& log, CompileResult& r);
+// Fills r's fields the log left unset (-1) from the cubin's .nv.info attributes: registers and stack frame,
+// and spills 0 where the frame is 0 (compiler/nvrtc/cubin_resources.cpp: NVRTC's own cache returns a
+// cubin with an empty log). False, changing nothing, where the bytes are not a cubin with a register count.
+bool read_cubin_resources(std::string_view cubin, CompileResult& r);
 // ptxas's "Potential Performance Loss" notes in a log (e.g. C7513: wgmma.mma_async instructions are
 // serialized ...), code and reason only ("C7513: wgmma.mma_async instructions are serialized due to ..."),
 // without the "ptxas info" prefix and the function name; empty when there are none. ptxas prints them as

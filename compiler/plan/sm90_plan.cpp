@@ -421,8 +421,8 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            "accumulators per thread (64x128 or 128x64; this config: " +
                            to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) + ", block_k " +
                            to_string(cfg.block_k) + ") and 1 or 2 consumer warpgroups (e.g. 128x128 with warps 8x1)");
-  // The TMA-store epilogue (the kernel's section 12): a TMA box cannot stop at an expert's last row, and
-  // a GLU writes N / 2 columns from column pairs.
+  // The TMA-store epilogue (the kernel's section 12): a GLU writes N / 2 columns from column pairs. (Grouped
+  // problems take it: a warpgroup whose slab crosses its expert's last row stores that slab directly.)
   // Boxes of 128 bytes where the warpgroup's columns are a whole number of them, else of 16 columns.
   if (cfg.tma_store != 0 && wg_n % 16 != 0)
     return InvalidArgument(
@@ -430,13 +430,10 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
         " columns per warpgroup: the staged slab is stored in boxes of 128 bytes or of 16 columns; use "
         "tma_store 0 or a multiple of 16 columns");
   const bool tma_value_ok = tma_store_value_ok(cfg.tma_store);
-  if (cfg.tma_store != 0 &&
-      (!tma_value_ok || spec.layout != GroupLayout::kDense || spec.gate_up != GateUp::kNone))
+  if (cfg.tma_store != 0 && (!tma_value_ok || spec.gate_up != GateUp::kNone))
     return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with " +
-                           (!tma_value_ok                        ? string("a value other than 0, 1, 2 or 4")
-                            : spec.layout != GroupLayout::kDense ? string("a grouped problem")
-                                                                 : string("gate_up")) +
-                           ": the TMA-store epilogue takes dense problems without gate|up (tma_store 0)");
+                           (!tma_value_ok ? string("a value other than 0, 1, 2 or 4") : string("gate_up")) +
+                           ": the TMA-store epilogue takes problems without gate|up (tma_store 0)");
   // tma_store = 2 / 4 stores the slab in two / four chunks of whole boxes (128 bytes of a row, or 16
   // columns), each of ceil(boxes / chunks) but the last, which must not be empty (5 boxes in 4 chunks
   // would be 2 + 2 + 1 + 0: a wait and a commit for nothing, through the buffer of 3 chunks).
@@ -516,8 +513,14 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // direct stores, settled graph replay, 64 x 24576 x 1536 FP8 tensor 15.42 -> 14.83 us and FP8 row
   // 22.98 -> 14.38; the block-scaled 128 x 128 square at 128 .. 512 rows 6-10% faster (session 18); and
   // every one of the 15 bf16 / FP8 tensor / FP8 row M-bucket 64 / 128 rows probed took a TMA-store tile.
-  const bool tma_store =
-      m >= kSm90TmaStoreMinRows && spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone;
+  // Grouped problems (rows per expert, bf16 / f16 / FP8 tensor and per-row scales) since session 23: a
+  // warpgroup's slab that crosses its expert's last row goes out directly, the rest through TMA. Settled
+  // graph replay on the H200 (bench/NOTES.md session 23, run 3), 32 experts x 512 rows (T = 4096, top-4):
+  // 16384 x 2880 x 2880 FP8 row 352 -> 269 us, bf16 470 -> 429; x 5760 x 2880 FP8 row 684 -> 543, bf16 947
+  // -> 858; 32 x 1024 rows (top-8) x 7168 x 2048 FP8 row 1283 -> 883, bf16 1590 -> 1394. Block-scaled and
+  // MXFP8 grouped problems keep direct stores (not measured with TMA stores).
+  const bool grouped_tma = spec.layout == GroupLayout::kDense || (!sm90_block_scaled(spec) && !sm90_mx(spec));
+  const bool tma_store = m >= kSm90TmaStoreMinRows && grouped_tma && spec.gate_up == GateUp::kNone;
   // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
   // every expert brings its own tiles.
   const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
@@ -585,9 +588,9 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
     // 128 x 176 likewise (2112 = 12 x 176: 0.97 useful, 2.9 waves): with TMA stores in 16-column boxes
     // 5-6% faster than 128 x 192 there for bf16 and FP8 tensor (bench/NOTES.md, session 11).
     // Grouped problems take 128 x 192 by the same rule (tiles counted per expert), not 128 x 176 (measured
-    // with TMA stores only, which grouped problems do not take): gpt-oss-20b's down projection, 32 experts
-    // x 512 rows x 2880 x 2880 (2880 = 15 x 192, 11.25 x 256), bf16 507 -> 469 us by settled graph replay
-    // (bench/NOTES.md session 23).
+    // on dense problems only): gpt-oss-20b's down projection, 32 experts x 512 rows x 2880 x 2880 (2880 =
+    // 15 x 192, 11.25 x 256), direct stores, bf16 511 -> 470 us and FP8 row 376 -> 351 by settled graph
+    // replay (bench/NOTES.md session 23).
     const bool dense = spec.layout == GroupLayout::kDense;
     TileConfig narrow = finish(make(spec, 128, 192, 8, 1));
     const TileConfig n176 = finish(make(spec, 128, 176, 8, 1));
@@ -752,11 +755,11 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
       }
     }
   }
-  // The TMA-store epilogue (the kernel's section 12) for dense problems: each non-v4 shape at the
+  // The TMA-store epilogue (the kernel's section 12) for problems without gate|up: each non-v4 shape at the
   // deepest ring that fits beside the staged output tile, unclustered and in clusters of 2; and the
   // block-scaled two-atom 128 x 128 at its two stages, as the heuristic takes it at large M (before, the
   // heuristic's config was outside the space there and `kiln tune` had no baseline).
-  if (spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone) {
+  if (spec.gate_up == GateUp::kNone) {
     for (const auto& s : shapes) {
       const bool two_atom_square = block && s[0] == 128 && s[1] == 128 && s[4] == 2;
       if ((s[4] == 2 || s[2] == 12) && !two_atom_square) continue;

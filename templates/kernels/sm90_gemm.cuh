@@ -135,7 +135,8 @@
 //    quad whose accumulators hold that column (16-byte loads); then arrives on full[s] (1 + 32
 //    arrivals). Warpgroup tiles hold at most 64 accumulators per thread (64 x 128 or 128 x 64), one atom
 //    per stage; grouped, split-K and clusters work as for the other formats.
-// 12. TMA-store epilogue (tma_store = 1, 2 or 4; dense, no gate|up): each consumer warpgroup writes its
+// 12. TMA-store epilogue (tma_store = 1, 2 or 4; dense or grouped, no gate|up): each consumer warpgroup
+// writes its
 //    scaled (and functor-mapped) output slab to shared memory as 128-byte-swizzled TMA boxes, fences the
 //    async proxy, and one thread stores the boxes with cp.async.bulk.tensor (clipped at M and N by the
 //    map), then the warpgroup goes straight on to its next tile: the stores overlap the next mainloop,
@@ -144,7 +145,9 @@
 //    aligned base and row stride); otherwise the direct epilogue runs. With tma_store = 2 or 4
 //    (kOutChunks) the slab goes out in that many column chunks of ceil(boxes / kOutChunks) boxes (none
 //    empty) through a buffer of one chunk: each chunk waits until the previous one's stores have read
-//    the buffer, and the smaller buffer leaves room for one more stage.
+//    the buffer, and the smaller buffer leaves room for one more stage. Grouped problems: a box cannot
+//    stop at an expert's last row (the map spans all experts' rows), so a warpgroup whose slab crosses
+//    it (the expert's last slab, unless the rows fill it) stores that slab directly (tma_slab).
 // 13. MXFP8 through a dequantizing producer (block_k = 64; dense and grouped, 2 consumer warpgroups, no
 //    clusters, no split-K). Section 11's promotion costs an FMUL and an FFMA per accumulator per 32 K, which
 //    keeps the FP8 tensor cores below half their rate; here the producer warpgroup turns each operand
@@ -523,8 +526,8 @@ struct Gemm {
   static_assert(kOutChunks == 1 || (kTmaStore && (kOutChunks == 2 || kOutChunks == 4) &&
                                     (kOutChunks - 1) * kChunkBoxes < kOutBoxes),
                 "the TMA-store slab goes out whole or in 2 or 4 chunks of whole boxes, none empty");
-  static_assert(!kTmaStore || (!kGrouped && !kGlu && kWgTileM <= 256 && kWgTileN % kOutBoxCols == 0),
-                "the TMA-store epilogue (section 12) takes dense problems without gate|up");
+  static_assert(!kTmaStore || (!kGlu && kWgTileM <= 256 && kWgTileN % kOutBoxCols == 0),
+                "the TMA-store epilogue (section 12) takes dense and grouped problems without gate|up");
   static_assert(Config::kWarpsM % 4 == 0, "consumer warps come in warpgroups of 4 stacked along M");
   static_assert(kConsumers >= 1 && kConsumers <= 3,
                 "1, 2 or 3 consumer warpgroups (the register split above is sized for those)");
@@ -1632,6 +1635,16 @@ struct Gemm {
   // for 16-bit outputs, 4-way for f32). The previous tile's stores must have read the slab first
   // (tma_store_wait_read by the thread that issued them, then the warpgroup's barrier); the stores
   // themselves run while the warpgroup goes on to its next tile's mainloop.
+  // Section 12: whether this warpgroup's slab of the tile goes out through TMA. Grouped: only a slab that
+  // ends at or before its expert's last row (a box would write the next expert's rows past it).
+  static __device__ __forceinline__ bool tma_slab(const Tile& tile, int wg_m) {
+    if constexpr (kGrouped) {
+      return tile.row0 + (wg_m + 1) * kWgTileM <= tile.row_end;
+    } else {
+      return true;
+    }
+  }
+
   static __device__ __forceinline__ void store_tile_tma(const GemmParams& p, const Smem& sm,
                                                         const TmaDesc* tma_out, const Tile& tile,
                                                         const float (&acc)[kMmaM][kAccRegs],
@@ -1877,8 +1890,9 @@ struct Gemm {
         if constexpr (kColStage) {
           const int i = tid + 128 * r;
           const int col = tile.n * kBlockN + wg_n * kWgTileN + i;
-          // (Where the output could not be mapped the direct epilogue runs and loads its own.)
-          if (out_tma && i < kWgTileN && col < p.n)
+          // (Where the output could not be mapped, or the slab crosses its expert's last row, the direct
+          // epilogue runs and loads its own.)
+          if (out_tma && tma_slab(tile, wg_m) && i < kWgTileN && col < p.n)
             col_ld[r] = ldg_f32(b_scale_of<ScaleType::kF32>(p, tile.e) + col);
         }
       }
@@ -2009,7 +2023,7 @@ struct Gemm {
 
       // Section 12: through shared memory and TMA stores where the runtime could map the output.
       if constexpr (kTmaStore) {
-        if (out_tma) {
+        if (out_tma && tma_slab(tile, wg_m)) {
           store_tile_tma(p, sm, tma_out, tile, acc, row_f, b_tile, col_ld, wg_m, wg_n, consumer, tid);
           continue;
         }

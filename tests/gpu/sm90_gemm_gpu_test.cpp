@@ -423,16 +423,29 @@ std::vector<Case> grouped_cases() {
   cases.push_back({"grouped_gemm[experts=64,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1000,
                    384, 256, -1});
   // Pinned: 128 x 256 (0), 64 x 128 (8), 128 x 128 in clusters (12), 128 x 192 (35: the grouped default where
-  // N fills 192-column tiles better, session 23), bk256 two-atom in clusters (23),
-  for (int pin : {0, 8, 12, 35}) {
+  // N fills 192-column tiles better, session 23); TMA stores (session 23; a warpgroup whose slab crosses its
+  // expert's last row stores it directly): the wide tile (31), 128 x 128 in clusters (33), 128 x 192 (41),
+  // the wide tile's slab in two chunks (58); bk256 two-atom in clusters (23),
+  // (The wide tile's f32 slab does not fit beside its ring, nor at 4 stages its staged column scales: 31 runs
+  // the masked case with bf16 outputs, 58 with tensor scales.)
+  for (int pin : {0, 8, 12, 35, 31, 33, 41, 58}) {
     cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", 1200, 1000, 784, pin,
                      {0, 1, 129, 0, 300, 0, 513, 257}});
-    cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32", 300, 1000, 784, pin,
+    cases.push_back({pin == 31 ? "grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=bf16"
+                     : pin == 58
+                         ? "grouped_gemm[experts=6,layout=masked] a=e4m3:tensor b=e4m3:tensor out=bf16"
+                         : "grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32",
+                     300,
+                     1000,
+                     784,
+                     pin,
                      {300, 0, 1, 129, 255, 64}});
   }
   // ... and block scales on 64 x 192 warpgroups (35; 40 in clusters): N = 1000 puts warpgroups mid-block.
-  // ... and on 64 x 256 warpgroups promoted in halves (0; 10 in clusters).
-  for (int pin : {0, 10, 12, 19, 23, 35, 40}) {
+  // ... and on 64 x 256 warpgroups promoted in halves (0; 10 in clusters); with TMA stores (33: 128 x 128 in
+  // clusters, 41: 64 x 192 warpgroups), where a warpgroup's slab crossing its expert's last row is stored
+  // directly.
+  for (int pin : {0, 10, 12, 19, 23, 35, 40, 33, 41}) {
     cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1200,
                      1000, 1152, pin, {0, 1, 129, 0, 300, 0, 513, 257}});
     cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "

@@ -56,6 +56,30 @@ TEST_P(NvrtcArchTest, CompilesProbeKernelWithoutSpills) {
   EXPECT_GT(r->compile_ms, 0.0);
 }
 
+// The cubin's .nv.info records the registers and stack frame ptxas reports (read_cubin_resources: NVRTC's
+// own cache returns a cubin with an empty log), for every arch, with and without a stack frame.
+TEST_P(NvrtcArchTest, CubinRecordsWhatPtxasReports) {
+  const Arch arch = arch_named(GetParam());
+  const std::string framed = std::string(kProbeSource) + R"(
+extern "C" __global__ void kiln_framed(float* x) {
+  float local[256];
+  for (int i = 0; i < 256; ++i) local[i] = x[i + threadIdx.x] * float(i);
+  x[threadIdx.x] = local[static_cast<int>(x[1]) & 255];
+}
+)";
+  for (const std::string& source : {std::string(kProbeSource), framed}) {
+    StatusOr<CompileResult> r = compile_cuda(source, arch, {});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_GT(r->registers, 0) << r->log;
+    if (source == framed) EXPECT_GT(r->stack_frame, 0) << r->log;  // the indexed local array lives in memory
+    CompileResult c;
+    ASSERT_TRUE(read_cubin_resources(r->cubin, c));
+    EXPECT_EQ(c.registers, r->registers) << r->log;
+    EXPECT_EQ(c.stack_frame, r->stack_frame) << r->log;
+    EXPECT_EQ(c.spill_stores, r->stack_frame == 0 ? 0 : -1) << r->log;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, NvrtcArchTest, ::testing::Values("sm_90a", "sm_89", "sm_86", "sm_80"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 

@@ -2,6 +2,10 @@
 // -Xptxas=-v, plus the older layout. No NVRTC is loaded: the logs are embedded verbatim.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
+#include <string>
+
 #include "compiler/nvrtc/nvrtc.hpp"
 
 namespace kiln {
@@ -145,6 +149,86 @@ TEST(PtxasReportTest, PerformanceNotes) {
             "C7512: wgmma.mma_async instructions are serialized due to insufficient register resources");
   EXPECT_TRUE(ptxas_performance_notes(kSm90aTwoKernels).empty());
   EXPECT_TRUE(ptxas_performance_notes("").empty());
+}
+
+// ---- read_cubin_resources: the cubin's .nv.info attributes (NVRTC's cache returns an empty log) ----
+
+// A minimal ELF64 of three sections (null, .shstrtab, .nv.info) whose .nv.info holds `attrs` (raw bytes),
+// laid out as a cubin is: header, section data, section headers.
+std::string tiny_cubin(const std::string& attrs) {
+  const std::string strtab = std::string("\0.shstrtab\0.nv.info\0", 20);
+  std::string elf(64, '\0');
+  elf[0] = 0x7f, elf[1] = 'E', elf[2] = 'L', elf[3] = 'F', elf[4] = 2, elf[5] = 1, elf[6] = 1;
+  const uint64_t strtab_off = elf.size();
+  elf += strtab;
+  const uint64_t info_off = elf.size();
+  elf += attrs;
+  const uint64_t shoff = elf.size();
+  auto put = [&](size_t at, auto v) { std::memcpy(&elf[at], &v, sizeof(v)); };
+  put(0x28, shoff);
+  put(0x3a, uint16_t{64});  // e_shentsize
+  put(0x3c, uint16_t{3});   // e_shnum
+  put(0x3e, uint16_t{1});   // e_shstrndx
+  auto header = [&](uint32_t name, uint32_t type, uint64_t off, uint64_t size) {
+    std::string h(64, '\0');
+    std::memcpy(&h[0], &name, 4);
+    std::memcpy(&h[4], &type, 4);
+    std::memcpy(&h[0x18], &off, 8);
+    std::memcpy(&h[0x20], &size, 8);
+    elf += h;
+  };
+  header(0, 0, 0, 0);
+  header(1, 3, strtab_off, strtab.size());
+  header(11, 0x70000000, info_off, attrs.size());
+  return elf;
+}
+
+// EIFMT_SVAL attribute attr with (symbol, value).
+std::string sval(uint8_t attr, uint32_t symbol, uint32_t value) {
+  std::string a = {4, static_cast<char>(attr), 8, 0};
+  a.append(reinterpret_cast<const char*>(&symbol), 4);
+  a.append(reinterpret_cast<const char*>(&value), 4);
+  return a;
+}
+
+TEST(CubinResourcesTest, ReadsRegistersAndFrameFromNvInfo) {
+  // As NVRTC 13.0 writes it for a kernel of 240 registers and no stack (plus an HVAL and an NVAL to skip).
+  const std::string attrs = sval(0x2f, 0x94, 240) + std::string{3, 0x1b, 0x10, 0} + sval(0x11, 0x91, 0) +
+                            sval(0x11, 0x94, 0) + std::string{1, 0x54} + sval(0x12, 0x94, 0);
+  CompileResult r;
+  ASSERT_TRUE(read_cubin_resources(tiny_cubin(attrs), r));
+  EXPECT_EQ(r.registers, 240);
+  EXPECT_EQ(r.stack_frame, 0);
+  EXPECT_EQ(r.spill_stores, 0);  // no frame: nothing spilled
+  EXPECT_EQ(r.spill_loads, 0);
+  EXPECT_EQ(r.smem_static, -1);  // not read from the cubin
+  // A frame leaves the spills unknown; fields the log already gave are kept.
+  CompileResult f;
+  f.smem_static = 384;
+  ASSERT_TRUE(read_cubin_resources(tiny_cubin(sval(0x2f, 10, 32) + sval(0x11, 10, 256)), f));
+  EXPECT_EQ(f.registers, 32);
+  EXPECT_EQ(f.stack_frame, 256);
+  EXPECT_EQ(f.spill_stores, -1);
+  EXPECT_EQ(f.smem_static, 384);
+}
+
+TEST(CubinResourcesTest, RefusesWhatIsNotACubinWithARegisterCount) {
+  const std::string good = tiny_cubin(sval(0x2f, 1, 64));
+  std::string bad_magic = good;
+  bad_magic[1] = 'X';
+  std::string bad_shoff = good;
+  const uint64_t far = 1ull << 40;
+  std::memcpy(&bad_shoff[0x28], &far, 8);
+  std::string bad_attr_size = tiny_cubin(std::string{4, 0x2f, 100, 0} + std::string(8, '\0'));
+  for (const std::string& bytes :
+       {std::string(), std::string("not an elf"), good.substr(0, 40), good.substr(0, good.size() - 40),
+        bad_magic, bad_shoff, bad_attr_size, tiny_cubin(sval(0x11, 1, 0))}) {
+    CompileResult r;
+    EXPECT_FALSE(read_cubin_resources(bytes, r)) << bytes.size();
+    EXPECT_EQ(r.registers, -1);
+    EXPECT_EQ(r.stack_frame, -1);
+    EXPECT_EQ(r.spill_stores, -1);
+  }
 }
 
 }  // namespace

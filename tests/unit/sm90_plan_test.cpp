@@ -328,23 +328,33 @@ TEST(Sm90PlanOddNTest, TheDefaultTakesNarrowTilesWhereTheyFillTheWavesBetter) {
 
 // Grouped problems take 128 x 192 where N fills 192-column tiles clearly better than 256-column ones
 // (gpt-oss-20b's down projection: N = 2880 = 15 x 192), tiles counted per expert; never 128 x 176 (measured
-// with TMA stores only, which grouped problems do not take), and 128 x 256 where N fills it.
+// on dense problems only), and 128 x 256 where N fills it. From 64 rows per expert they store through TMA
+// (session 23), except block-scaled and MXFP8 ones (not measured) and gate|up.
 TEST(Sm90PlanOddNTest, GroupedProblemsTake192ColumnsWhereNFillsThem) {
   for (const char* text : {"grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16",
                            "grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
-                           "grouped_gemm[experts=32,layout=masked] a=e4m3:tensor b=e4m3:tensor out=f32"}) {
+                           "grouped_gemm[experts=32,layout=masked] a=e4m3:tensor b=e4m3:tensor out=bf16"}) {
     const KernelSpec s = spec_of(text);
     // Rows per expert (the M bucket a grouped plan is keyed by).
     const TileConfig down = sm90_default_config(s, sm90a(), {512, 2880, 2880});
     EXPECT_EQ(down.block_m, 128) << text;
     EXPECT_EQ(down.block_n, 192) << text;
-    EXPECT_EQ(down.tma_store, 0) << text;
+    EXPECT_EQ(down.tma_store, 1) << text;
     EXPECT_TRUE(sm90_check_config(s, sm90a(), down).ok()) << text;
+    EXPECT_EQ(sm90_default_config(s, sm90a(), {32, 2880, 2880}).tma_store, 0) << text;  // under 64 rows
     // 2112 fills 176-column tiles best (the dense default's 128 x 176); grouped stays at 192 there.
     EXPECT_EQ(sm90_default_config(s, sm90a(), {512, 2112, 7168}).block_n, 192) << text;
     for (const ProblemSizes& z :
          {ProblemSizes{512, 5760, 2880}, ProblemSizes{1024, 4096, 7168}, ProblemSizes{512, 7168, 2048}})
       EXPECT_EQ(sm90_default_config(s, sm90a(), z).block_n, 256) << text << " n=" << z.n;
+  }
+  for (const char* text :
+       {"grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+        "grouped_gemm[experts=32,layout=offsets] a=mxfp8 b=mxfp8 out=bf16",
+        "grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16 gate_up=interleaved "
+        "epilogue=\"out = silu(gate) * up\""}) {
+    const KernelSpec s = spec_of(text);
+    EXPECT_EQ(sm90_default_config(s, sm90a(), {512, 4096, 7168}).tma_store, 0) << text;
   }
 }
 
