@@ -102,6 +102,21 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
         a_scale, b_scale = sx.contiguous(), sw.reshape(E * N).contiguous()
         xd = a.double() * sx.double()[:, None]
         wd = b.double() * sw.double()[:, :, None]
+    elif fmt == "fp8_block":  # DeepSeek: x 1x128 blocks [rows, K/128], w 128x128 blocks [E, ceil(N/128), K/128]
+        xb = x.float().reshape(rows, K // 128, 128)
+        sx = xb.abs().amax(dim=2).clamp(min=1e-4) / 448.0
+        a = (xb / sx[:, :, None]).to(torch.float8_e4m3fn).reshape(rows, K)
+        nb = (N + 127) // 128
+        wp = torch.zeros(E, nb * 128, K, device=DEV, dtype=torch.float32)
+        wp[:, :N] = torch.randn(E, N, K, device=DEV, dtype=torch.bfloat16).float()
+        wb = wp.reshape(E, nb, 128, K // 128, 128)
+        sw = wb.abs().amax(dim=(2, 4)).clamp(min=1e-4) / 448.0
+        wq = (wb / sw[:, :, None, :, None]).to(torch.float8_e4m3fn)
+        wd = (wq.double() * sw.double()[:, :, None, :, None]).reshape(E, nb * 128, K)[:, :N]
+        del wp, wb
+        b = wq.reshape(E, nb * 128, K)[:, :N].contiguous()
+        a_scale, b_scale = sx.contiguous(), sw.contiguous()
+        xd = (a.double().reshape(rows, K // 128, 128) * sx.double()[:, :, None]).reshape(rows, K)
     else:  # mxfp4 weights; w4a8: with e4m3 per-token activations
         blocks, scales, wd = mxfp4_weights(E * N, K)
         a, b, b_scale = x, blocks.reshape(E, N, K // 2), scales.reshape(E, N, K // 32)
@@ -123,7 +138,7 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
     err, unwritten = rel_err(out, ref), int(torch.isnan(out).sum())
     ms = anchors.bench_graph([lambda: plan.run(a, b, out=out, a_scale=a_scale, b_scale=b_scale, offsets=offs)])
     active = int((counts > 0).sum())
-    wbits = {"bf16": 16, "fp8_row": 8, "mxfp4": 4, "w4a8": 4}[fmt]
+    wbits = {"bf16": 16, "fp8_row": 8, "fp8_block": 8, "mxfp4": 4, "w4a8": 4}[fmt]
     weight_bytes = active * N * K * wbits / 8
     return ms, err, unwritten, plan.describe(), weight_bytes
 

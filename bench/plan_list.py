@@ -24,6 +24,8 @@ MXFP4_DENSE_SPEC = "gemm a=bf16 b=mxfp4 out=bf16"
 def grouped_spec(fmt, experts):
     return {"bf16": f"grouped_gemm[experts={experts},layout=offsets] a=bf16 b=bf16 out=bf16",
             "fp8_row": f"grouped_gemm[experts={experts},layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
+            "fp8_block": f"grouped_gemm[experts={experts},layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 "
+                         "out=bf16",
             "mxfp4": f"grouped_gemm[experts={experts},layout=offsets] a=bf16 b=mxfp4 out=bf16",
             "w4a8": f"grouped_gemm[experts={experts},layout=offsets] a=e4m3:m b=mxfp4 out=bf16"}[fmt]
 

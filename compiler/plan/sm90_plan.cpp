@@ -517,9 +517,9 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // warpgroup's slab that crosses its expert's last row goes out directly, the rest through TMA. Settled
   // graph replay on the H200 (bench/NOTES.md session 23, run 3), 32 experts x 512 rows (T = 4096, top-4):
   // 16384 x 2880 x 2880 FP8 row 352 -> 269 us, bf16 470 -> 429; x 5760 x 2880 FP8 row 684 -> 543, bf16 947
-  // -> 858; 32 x 1024 rows (top-8) x 7168 x 2048 FP8 row 1283 -> 883, bf16 1590 -> 1394. Block-scaled and
-  // MXFP8 grouped problems keep direct stores (not measured with TMA stores).
-  const bool grouped_tma = spec.layout == GroupLayout::kDense || (!sm90_block_scaled(spec) && !sm90_mx(spec));
+  // -> 858; 32 x 1024 rows (top-8) x 7168 x 2048 FP8 row 1283 -> 883, bf16 1590 -> 1394; FP8 block scales
+  // (run 6) through the 128 x 256 rule below. MXFP8 grouped problems keep direct stores (not measured).
+  const bool grouped_tma = spec.layout == GroupLayout::kDense || !sm90_mx(spec);
   const bool tma_store = m >= kSm90TmaStoreMinRows && grouped_tma && spec.gate_up == GateUp::kNone;
   // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
   // every expert brings its own tiles.
@@ -626,15 +626,20 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 17, 25 candidates per shape): 755 against 793 us for the two-atom 128 x 128 below at 4096 x 7168 x
   // 16384 (f32 scales), and the 128 x 256 tile won at 4096 x {4096 x 7168, 7168 x 2048, 32768 x 512}
   // too. E8M0 scales took it before (session 13, K >= 8192 only). f32 outputs have no room for the
-  // staged output tile and keep the two-atom 128 x 128.
-  if (m >= 256 && sm90_block_scaled(spec) && spec.layout == GroupLayout::kDense && sizes.n % 256 == 0) {
+  // staged output tile and keep the two-atom 128 x 128. Grouped problems (rows per expert) take it
+  // unclustered since session 23: DeepSeek-V3's MoE layers, 32 experts x 1024 rows, settled graph replay
+  // against the two-atom 128 x 128 in clusters of 2 below (bench/NOTES.md session 23, run 6): 32768 x 7168
+  // x 2048 1129 -> 862 us (908 in clusters of 2), 32768 x 4096 x 7168 1825 -> 1656 (1709).
+  if (m >= 256 && sm90_block_scaled(spec) && sizes.n % 256 == 0) {
     TileConfig half = finish(make(spec, 128, 256, 8, 1));
     if (half.tma_store && tiles(sizes, half) >= 2 * kSms &&
         1.05 * useful(half) >= useful(make(spec, 128, 128, 8, 1)) &&
         sm90_check_config(spec, arch, half).ok()) {
       TileConfig clustered = half;
       clustered.cluster_m = 2;
-      if (sizes.k >= 2048 && sm90_check_config(spec, arch, clustered).ok()) return clustered;
+      if (spec.layout == GroupLayout::kDense && sizes.k >= 2048 &&
+          sm90_check_config(spec, arch, clustered).ok())
+        return clustered;
       return half;
     }
   }

@@ -451,6 +451,22 @@ std::vector<Case> grouped_cases() {
     cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "
                      "out=f32", 300, 1000, 640, pin, {300, 0, 1, 129, 255, 64}});
   }
+  // ... and the grouped block-scaled default from 256 rows per expert where N fills 256-column tiles (31: 128
+  // x 256 in halves with TMA stores, session 23), N = 1024 so every warpgroup starts on a block edge.
+  cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                   1200,
+                   1024,
+                   1152,
+                   31,
+                   {0, 1, 129, 0, 300, 0, 513, 257}});
+  cases.push_back(
+      {"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "
+       "out=bf16",
+       300,
+       1000,
+       640,
+       31,
+       {300, 0, 1, 129, 255, 64}});
   return cases;
 }
 

@@ -329,7 +329,7 @@ TEST(Sm90PlanOddNTest, TheDefaultTakesNarrowTilesWhereTheyFillTheWavesBetter) {
 // Grouped problems take 128 x 192 where N fills 192-column tiles clearly better than 256-column ones
 // (gpt-oss-20b's down projection: N = 2880 = 15 x 192), tiles counted per expert; never 128 x 176 (measured
 // on dense problems only), and 128 x 256 where N fills it. From 64 rows per expert they store through TMA
-// (session 23), except block-scaled and MXFP8 ones (not measured) and gate|up.
+// (session 23), except MXFP8 ones (not measured) and gate|up.
 TEST(Sm90PlanOddNTest, GroupedProblemsTake192ColumnsWhereNFillsThem) {
   for (const char* text : {"grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16",
                            "grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
@@ -348,8 +348,20 @@ TEST(Sm90PlanOddNTest, GroupedProblemsTake192ColumnsWhereNFillsThem) {
          {ProblemSizes{512, 5760, 2880}, ProblemSizes{1024, 4096, 7168}, ProblemSizes{512, 7168, 2048}})
       EXPECT_EQ(sm90_default_config(s, sm90a(), z).block_n, 256) << text << " n=" << z.n;
   }
+  // FP8 block scales: the 128 x 256 tile promoted in halves, through TMA, unclustered (DeepSeek-V3's MoE
+  // layers, session 23 run 6), where N fills 256-column tiles; the two-atom 128 x 128 with TMA stores where
+  // it does not.
+  const KernelSpec block =
+      spec_of("grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
+  for (const ProblemSizes& z : {ProblemSizes{1024, 4096, 7168}, ProblemSizes{1024, 7168, 2048}}) {
+    const TileConfig c = sm90_default_config(block, sm90a(), z);
+    EXPECT_EQ(c.to_string(), "bm128_bn256_bk128_s3_w8x1_g8_t") << z.n;
+    EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << z.n;
+  }
+  EXPECT_EQ(sm90_default_config(block, sm90a(), {1024, 2880, 2880}).to_string(),
+            "bm128_bn128_bk256_s2_w8x1_g8_c2_t");
   for (const char* text :
-       {"grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+       {"grouped_gemm[experts=32,layout=masked] a=mxfp8 b=mxfp8 out=bf16",
         "grouped_gemm[experts=32,layout=offsets] a=mxfp8 b=mxfp8 out=bf16",
         "grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16 gate_up=interleaved "
         "epilogue=\"out = silu(gate) * up\""}) {
