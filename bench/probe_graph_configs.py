@@ -7,7 +7,8 @@ Usage (GPU machine; KILN_CLI, KILN_LIBRARY as bench/device_run.sh sets them):
 CANDIDATES.json: [{"spec": ..., "fmt": "fp8_block", "m": 64, "n": 2112, "k": 7168,
                    "configs": [{"block_m": 64, ...}, ...]}, ...]
 A grouped (MoE) shape names its routing instead of "m": {"spec": "grouped_gemm[experts=32,layout=offsets] ...",
-"fmt": "bf16" | "fp8_row", "tokens": 4096, "topk": 4, "experts": 32, "n": ..., "k": ..., "configs": [...]}; it
+"fmt": "bf16" | "fp8_row" | "fp8_block", "tokens": 4096, "topk": 4, "experts": 32, "n": ..., "k": ...,
+"configs": [...]}, where spec must be bench_shapes.py's spec for that fmt and expert count; it
 runs as bench_shapes.py's MoE rows do (T * topk rows routed by anchors.routing), and its tuning row is keyed
 by the rows per expert (ceil(T * topk / E)), as the runtime buckets a grouped plan.
 Prints one line per config: us, GB/s (A + W + output bytes, as bench_shapes.py counts them), the relative
@@ -118,6 +119,11 @@ def run_one(shape, d):
     elem = 1 if shape["fmt"] != "bf16" else 2
     if is_grouped(shape):
         from bench_shapes import kiln_grouped  # torch and the anchors: imported where a GPU runs
+        from plan_list import grouped_spec
+        # kiln_grouped plans grouped_spec(fmt, E): a different spec's tuning row would never be used.
+        want = grouped_spec(shape["fmt"], shape["experts"])
+        if shape["spec"] != want:
+            return None, f"error: spec {shape['spec']!r} is not {want!r}, the spec fmt {shape['fmt']!r} runs"
         ms, err, unwritten, desc, weight_bytes = kiln_grouped(rt, shape["fmt"], shape["tokens"], shape["topk"],
                                                               shape["experts"], N, K)
         nbytes = M * K * elem + weight_bytes + M * N * 2

@@ -161,3 +161,23 @@ def test_a_grouped_shape_is_keyed_by_experts_and_rows_per_expert(tmp_path, monke
     assert grouped_calls == [("bf16", 100, 4, 32, 2880, 2880)] * 3  # own, the config, own
     assert "=== grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16 T=100 topk=4 E=32 (400x2880x2880)" in out
     assert out.count("ran small") == 3
+
+
+def test_a_grouped_spec_that_is_not_the_fmt_s_is_an_error_not_a_timing(tmp_path, monkeypatch, capsys):
+    """kiln_grouped plans bench_shapes' spec for the fmt: a row keyed by another spec would never be used."""
+    mod = load(monkeypatch, [])
+    monkeypatch.setattr(subprocess, "run", lambda *a, **kw: types.SimpleNamespace(returncode=0, stdout="", stderr=""))
+    buckets = {"buckets": [{"m_max": 4096, "config": "big"}]}
+    monkeypatch.setattr(mod, "kiln", types.SimpleNamespace(Runtime=lambda cache_dir=None: types.SimpleNamespace(
+        plan=lambda spec, n, k: types.SimpleNamespace(describe=lambda: buckets))))
+    fake_shapes = types.ModuleType("bench_shapes")
+    fake_shapes.kiln_grouped = lambda *a: pytest.fail("timed a shape whose spec its fmt does not run")
+    monkeypatch.setitem(sys.modules, "bench_shapes", fake_shapes)
+    cands = [{"spec": "grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16", "fmt": "fp8_row",
+              "tokens": 100, "topk": 4, "experts": 32, "n": 2880, "k": 2880, "configs": [{"block_m": 128}]}]
+    path = tmp_path / "cands.json"
+    path.write_text(json.dumps(cands))
+    monkeypatch.setattr(sys, "argv", ["probe", str(path), "--jobs", "1"])
+    mod.main()
+    out = capsys.readouterr().out
+    assert out.count("is not 'grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16'") == 3

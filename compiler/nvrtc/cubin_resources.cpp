@@ -23,7 +23,11 @@
 namespace kiln {
 namespace {
 
-constexpr uint8_t kEifmtSval = 4;  // 2-byte size, then that many bytes
+// Record formats: every record starts with a format byte and an attribute byte. NVAL (1) carries 2 unused
+// bytes, BVAL (2) and HVAL (3) a 2-byte value, SVAL (4) a 2-byte size and then that many bytes (seen in
+// nvcc / NVRTC 13.0 cubins: `01 3e 00 00` is a whole NVAL record). Any other format byte ends the walk.
+constexpr uint8_t kEifmtNval = 1, kEifmtBval = 2, kEifmtHval = 3;
+constexpr uint8_t kEifmtSval = 4;
 constexpr uint8_t kEiattrRegcount = 0x2f;
 constexpr uint8_t kEiattrFrameSize = 0x11;
 
@@ -54,6 +58,8 @@ bool read_cubin_resources(std::string_view cubin, CompileResult& r) {
   if (!read(cubin, 0x28, shoff) || !read(cubin, 0x3a, shentsize) || !read(cubin, 0x3c, shnum) ||
       !read(cubin, 0x3e, shstrndx) || shentsize < 64 || shstrndx >= shnum)
     return false;
+  // Every section header inside the bytes (so no offset below can wrap).
+  if (shoff > cubin.size() || uint64_t{shnum} * shentsize > cubin.size() - shoff) return false;
   auto section = [&](uint16_t i, Section& s) {
     const uint64_t h = shoff + uint64_t{i} * shentsize;
     return read(cubin, h, s.name) && read(cubin, h + 0x18, s.offset) && read(cubin, h + 0x20, s.size) &&
@@ -72,10 +78,11 @@ bool read_cubin_resources(std::string_view cubin, CompileResult& r) {
     const std::string_view info = cubin.substr(s.offset, s.size);
     for (uint64_t p = 0; p + 2 <= info.size();) {
       const uint8_t format = static_cast<uint8_t>(info[p]), attr = static_cast<uint8_t>(info[p + 1]);
-      if (format != kEifmtSval) {
-        p += format == 1 ? 2 : 4;  // EIFMT_NVAL: no value; EIFMT_BVAL / HVAL: 2 bytes
+      if (format == kEifmtNval || format == kEifmtBval || format == kEifmtHval) {
+        p += 4;
         continue;
       }
+      if (format != kEifmtSval) break;  // not a record: stop rather than read misaligned bytes
       uint16_t size = 0;
       if (!read(info, p + 2, size) || info.size() - (p + 4) < size) break;
       uint32_t value = 0;

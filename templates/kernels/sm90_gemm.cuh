@@ -135,13 +135,12 @@
 //    quad whose accumulators hold that column (16-byte loads); then arrives on full[s] (1 + 32
 //    arrivals). Warpgroup tiles hold at most 64 accumulators per thread (64 x 128 or 128 x 64), one atom
 //    per stage; grouped, split-K and clusters work as for the other formats.
-// 12. TMA-store epilogue (tma_store = 1, 2 or 4; dense or grouped, no gate|up): each consumer warpgroup
-// writes its
-//    scaled (and functor-mapped) output slab to shared memory as 128-byte-swizzled TMA boxes, fences the
-//    async proxy, and one thread stores the boxes with cp.async.bulk.tensor (clipped at M and N by the
-//    map), then the warpgroup goes straight on to its next tile: the stores overlap the next mainloop,
-//    and they leave in whole 128-byte lines instead of the direct epilogue's 4-byte pieces per thread.
-//    The runtime passes the output's map and out_tma = 1 when the output is TMA-addressable (16-byte
+// 12. TMA-store epilogue (tma_store = 1, 2 or 4; dense or grouped, no gate|up): each consumer
+//    warpgroup writes its scaled (and functor-mapped) output slab to shared memory as 128-byte-swizzled TMA
+//    boxes, fences the async proxy, and one thread stores the boxes with cp.async.bulk.tensor (clipped at M
+//    and N by the map), then the warpgroup goes straight on to its next tile: the stores overlap the next
+//    mainloop, and they leave in whole 128-byte lines instead of the direct epilogue's 4-byte pieces per
+//    thread. The runtime passes the output's map and out_tma = 1 when the output is TMA-addressable (16-byte
 //    aligned base and row stride); otherwise the direct epilogue runs. With tma_store = 2 or 4
 //    (kOutChunks) the slab goes out in that many column chunks of ceil(boxes / kOutChunks) boxes (none
 //    empty) through a buffer of one chunk: each chunk waits until the previous one's stores have read
@@ -1625,16 +1624,6 @@ struct Gemm {
     v1 = col + 1 < p.n ? Fn::apply(ctx, v1, 0.0f, 0.0f, row, col + 1, tile.e) : 0.0f;
   }
 
-  // Section 12: this warpgroup's output slab through shared memory and TMA stores. The values are
-  // those of the direct epilogue (scales, then the functor, only for elements inside M x N: the
-  // functor's vector loads stay in bounds; the rest are staged as zeros and clipped by TMA). Box b of
-  // the slab holds columns [b * kOutBoxCols, (b + 1) * kOutBoxCols) of its kWgTileM rows, 128 bytes per
-  // row, 16-byte chunk q of row r at chunk q ^ (r % 8) (the map's 128-byte swizzle): the 8 rows a warp
-  // writes at once land in 8 different chunks, so the 4-byte stores do not conflict. Narrow boxes (16
-  // columns, kOutNarrow) are plain rows of kOutRowBytes (the map is unswizzled; 2-way store conflicts
-  // for 16-bit outputs, 4-way for f32). The previous tile's stores must have read the slab first
-  // (tma_store_wait_read by the thread that issued them, then the warpgroup's barrier); the stores
-  // themselves run while the warpgroup goes on to its next tile's mainloop.
   // Section 12: whether this warpgroup's slab of the tile goes out through TMA. Grouped: only a slab that
   // ends at or before its expert's last row (a box would write the next expert's rows past it).
   static __device__ __forceinline__ bool tma_slab(const Tile& tile, int wg_m) {
@@ -1645,6 +1634,16 @@ struct Gemm {
     }
   }
 
+  // Section 12: this warpgroup's output slab through shared memory and TMA stores. The values are
+  // those of the direct epilogue (scales, then the functor, only for elements inside M x N: the
+  // functor's vector loads stay in bounds; the rest are staged as zeros and clipped by TMA). Box b of
+  // the slab holds columns [b * kOutBoxCols, (b + 1) * kOutBoxCols) of its kWgTileM rows, 128 bytes per
+  // row, 16-byte chunk q of row r at chunk q ^ (r % 8) (the map's 128-byte swizzle): the 8 rows a warp
+  // writes at once land in 8 different chunks, so the 4-byte stores do not conflict. Narrow boxes (16
+  // columns, kOutNarrow) are plain rows of kOutRowBytes (the map is unswizzled; 2-way store conflicts
+  // for 16-bit outputs, 4-way for f32). The previous tile's stores must have read the slab first
+  // (tma_store_wait_read by the thread that issued them, then the warpgroup's barrier); the stores
+  // themselves run while the warpgroup goes on to its next tile's mainloop.
   static __device__ __forceinline__ void store_tile_tma(const GemmParams& p, const Smem& sm,
                                                         const TmaDesc* tma_out, const Tile& tile,
                                                         const float (&acc)[kMmaM][kAccRegs],

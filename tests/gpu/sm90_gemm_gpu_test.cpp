@@ -215,7 +215,11 @@ const Pin kPins[] = {
     // session 22): 128 x 64 (two warpgroups of 64 x 64), 64 x 128 and 64 x 64 (one warpgroup).
     {128, 64, 8, 8, 1, 1, 8, 1, 1, 1},
     {64, 128, 8, 4, 1, 1, 8, 1, 1, 1},
-    {64, 64, 8, 4, 1, 1, 8, 1, 1, 1}};
+    {64, 64, 8, 4, 1, 1, 8, 1, 1, 1},
+    // 75: the two-atom block 128 x 128 (bk256) in clusters of 2 with its two-stage TMA-store ring (the
+    // grouped block-scaled default from 256 rows per expert where N does not fill 256-column tiles, session
+    // 23).
+    {128, 128, 2, 8, 1, 2, 8, 2, 1, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
                                  "gemm a=e5m2:tensor b=e4m3:tensor out=bf16"};
@@ -451,22 +455,19 @@ std::vector<Case> grouped_cases() {
     cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "
                      "out=f32", 300, 1000, 640, pin, {300, 0, 1, 129, 255, 64}});
   }
-  // ... and the grouped block-scaled default from 256 rows per expert where N fills 256-column tiles (31: 128
-  // x 256 in halves with TMA stores, session 23), N = 1024 so every warpgroup starts on a block edge.
-  cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
-                   1200,
-                   1024,
-                   1152,
-                   31,
-                   {0, 1, 129, 0, 300, 0, 513, 257}});
-  cases.push_back(
-      {"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "
-       "out=bf16",
-       300,
-       1000,
-       640,
-       31,
-       {300, 0, 1, 129, 255, 64}});
+  // ... and the grouped block-scaled defaults from 256 rows per expert (session 23): where N fills 256-column
+  // tiles 31 (128 x 256 in halves with TMA stores; N = 1024 for offsets, 1000 masked: a partial last tile
+  // column), else 75 (the two-atom 128 x 128 in clusters with TMA stores).
+  const char* const block_offsets =
+      "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16";
+  const char* const block_masked_bf16 =
+      "grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16";
+  const char* const block_masked_f32 =
+      "grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32";
+  cases.push_back({block_offsets, 1200, 1024, 1152, 31, {0, 1, 129, 0, 300, 0, 513, 257}});
+  cases.push_back({block_masked_bf16, 300, 1000, 640, 31, {300, 0, 1, 129, 255, 64}});
+  cases.push_back({block_offsets, 1200, 1000, 1152, 75, {0, 1, 129, 0, 300, 0, 513, 257}});
+  cases.push_back({block_masked_f32, 300, 1000, 640, 75, {300, 0, 1, 129, 255, 64}});
   return cases;
 }
 

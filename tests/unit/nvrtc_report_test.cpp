@@ -194,7 +194,7 @@ std::string sval(uint8_t attr, uint32_t symbol, uint32_t value) {
 TEST(CubinResourcesTest, ReadsRegistersAndFrameFromNvInfo) {
   // As NVRTC 13.0 writes it for a kernel of 240 registers and no stack (plus an HVAL and an NVAL to skip).
   const std::string attrs = sval(0x2f, 0x94, 240) + std::string{3, 0x1b, 0x10, 0} + sval(0x11, 0x91, 0) +
-                            sval(0x11, 0x94, 0) + std::string{1, 0x54} + sval(0x12, 0x94, 0);
+                            sval(0x11, 0x94, 0) + std::string{1, 0x54, 0, 0} + sval(0x12, 0x94, 0);
   CompileResult r;
   ASSERT_TRUE(read_cubin_resources(tiny_cubin(attrs), r));
   EXPECT_EQ(r.registers, 240);
@@ -212,6 +212,18 @@ TEST(CubinResourcesTest, ReadsRegistersAndFrameFromNvInfo) {
   EXPECT_EQ(f.smem_static, 384);
 }
 
+TEST(CubinResourcesTest, RecordsOfEveryFormatAreSkippedWhole) {
+  // NVAL (1: format, attribute, 2 unused bytes, as nvcc 13.0 writes `01 3e 00 00`), BVAL (2), HVAL (3) before
+  // the register count; an unknown format byte ends the walk (what follows is not read as records).
+  const std::string nval{1, 0x3e, 0, 0}, bval{2, 0x4c, 16, 0}, hval{3, 0x1b, 0x10, 0};
+  CompileResult r;
+  ASSERT_TRUE(read_cubin_resources(tiny_cubin(nval + bval + hval + sval(0x2f, 7, 96)), r));
+  EXPECT_EQ(r.registers, 96);
+  CompileResult stop;
+  EXPECT_FALSE(read_cubin_resources(tiny_cubin(std::string{7, 0, 0, 0} + sval(0x2f, 7, 96)), stop));
+  EXPECT_EQ(stop.registers, -1);
+}
+
 TEST(CubinResourcesTest, RefusesWhatIsNotACubinWithARegisterCount) {
   const std::string good = tiny_cubin(sval(0x2f, 1, 64));
   std::string bad_magic = good;
@@ -220,6 +232,9 @@ TEST(CubinResourcesTest, RefusesWhatIsNotACubinWithARegisterCount) {
   const uint64_t far = 1ull << 40;
   std::memcpy(&bad_shoff[0x28], &far, 8);
   std::string bad_attr_size = tiny_cubin(std::string{4, 0x2f, 100, 0} + std::string(8, '\0'));
+  std::string wrapping_shoff = good;  // section headers near 2^64: offsets must not wrap
+  const uint64_t near_top = ~uint64_t{0} - 32;
+  std::memcpy(&wrapping_shoff[0x28], &near_top, 8);
   for (const std::string& bytes :
        {std::string(), std::string("not an elf"), good.substr(0, 40), good.substr(0, good.size() - 40),
         bad_magic, bad_shoff, bad_attr_size, tiny_cubin(sval(0x11, 1, 0))}) {
