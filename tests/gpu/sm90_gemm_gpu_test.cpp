@@ -912,6 +912,25 @@ INSTANTIATE_TEST_SUITE_P(OddNConfigs, Sm90GemmGpuTest, testing::ValuesIn(odd_n_c
 INSTANTIATE_TEST_SUITE_P(PingPongConfigs, Sm90GemmGpuTest, testing::ValuesIn(pingpong_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(HalfSlabConfigs, Sm90GemmGpuTest, testing::ValuesIn(half_slab_cases()), case_name);
 
+// Every pinned case is a config sm90_check_config accepts (tile rules, shared memory), checked without a GPU,
+// so CI catches a pin that could never run (session 23: a grouped FP8 row case whose staged column scales
+// did not fit beside a 4-stage ring failed on the device only).
+TEST(Sm90GemmGpuCases, EveryPinnedCaseIsAValidConfig) {
+  int checked = 0;
+  for (const auto& list :
+       {pinned_cases(), scaled_pinned_cases(), grouped_cases(), split_cases(), two_atom_cases(),
+        atom_group_cases(), mx_cases(), tma_cases(), odd_n_cases(), pingpong_cases(), half_slab_cases()}) {
+    for (const Case& c : list) {
+      if (c.pin < 0) continue;
+      const KernelSpec s = spec_of(c.spec);
+      const Status st = sm90_check_config(s, kSm90a, pinned(s, kPins[c.pin]));
+      EXPECT_TRUE(st.ok()) << c.spec << " pin " << c.pin << ": " << st.to_string();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 500);
+}
+
 // One split-K plan run at M = 64, 128, 64 on its own workspace: more tiles at the larger M must not
 // find their counters on the partials of the smaller one (the counters sit in a fixed region).
 TEST(Sm90GemmRepeatTest, SplitKWorkspaceServesEveryM) {
