@@ -67,10 +67,10 @@ cmake -S tests/fuzz -B "$build_dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TY
   -DKILN_FUZZ_SECONDS="$seconds"
 cmake --build "$build_dir" -j"$jobs"
 
-# One target today; each gets a work corpus in the build tree (the seeds stay untouched) and writes
+# Each target gets a work corpus in the build tree (the seeds stay untouched) and writes
 # crash-*/leak-*/timeout-* files into the build directory.
 failed=0
-for target in epilogue; do
+for target in epilogue cubin; do
   work="$build_dir/corpus/$target"
   mkdir -p "$work"
   echo "fuzz.sh: running ${target}_fuzz for ${seconds}s"

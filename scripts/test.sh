@@ -58,8 +58,8 @@ else
 fi
 
 # Fuzzing (the epilogues issue asks CI to run the parser's libFuzzer target for a bounded time): the
-# epilogue parser's libFuzzer target (ASan + UBSan) runs for KILN_FUZZ_SECONDS from its seed corpus
-# and must find nothing. fuzz.sh installs clang and libFuzzer's runtime when they are missing (about
+# epilogue parser's and the cubin reader's libFuzzer targets (ASan + UBSan) run for KILN_FUZZ_SECONDS
+# each from their seed corpora and must find nothing. fuzz.sh installs clang and libFuzzer's runtime when they are missing (about
 # a minute of apt on a clean Debian 12, plus an ~20 s sanitizer build: CI stays well under 20 minutes).
 # KILN_FUZZ_INSTALL=0 skips the session instead where clang cannot be installed; the deterministic
 # driver (unit_epilogue_fuzz_test: 50,000 generated and mutated inputs plus the seed corpus, the same
