@@ -107,6 +107,10 @@ std::string format_compile_report(const CompileReport& r) {
   // ptxas's performance notes (e.g. wgmma serialization, C7512 / C7513): only a compile has its log.
   if (k.from_cache) {
     row("ptxas", "n/a (cache hit: --no-cache recompiles and shows ptxas's performance notes)");
+  } else if (!has_ptxas_report(k.log)) {
+    row("ptxas",
+        "n/a (NVRTC returned no ptxas report: it served this program from its own cache; registers and "
+        "stack frame come from the cubin)");
   } else {
     const std::vector<std::string> notes = ptxas_performance_notes(k.log);
     if (notes.empty()) row("ptxas", "no performance notes");
@@ -138,7 +142,9 @@ nlohmann::json compile_report_json(const CompileReport& r) {
   j["stack_frame"] = int_or_null(k.stack_frame);
   j["spill_stores"] = int_or_null(k.spill_stores);
   j["spill_loads"] = int_or_null(k.spill_loads);
-  j["ptxas_notes"] = k.from_cache ? nlohmann::json(nullptr) : nlohmann::json(ptxas_performance_notes(k.log));
+  j["ptxas_notes"] = k.from_cache || !has_ptxas_report(k.log)
+                         ? nlohmann::json(nullptr)
+                         : nlohmann::json(ptxas_performance_notes(k.log));
   j["compile_ms"] = k.compile_ms;
   j["from_cache"] = k.from_cache;
   j["cubin_bytes"] = k.cubin.size();

@@ -41,6 +41,10 @@ StatusOr<CompileResult> compile_cuda(const std::string& source, const Arch& arch
 StatusOr<std::string> nvrtc_version();
 // Parses a ptxas -v log into r (registers, smem, stack, spills). Exposed for unit tests.
 void parse_ptxas_report(const std::string& log, CompileResult& r);
+// Whether a program log holds ptxas's -v report. NVRTC's own cache (CUDA 12.9+, where the driver is
+// installed) returns a program it compiled before with an empty log: then neither the report nor ptxas's
+// performance notes are known, and "no notes" must not be said.
+bool has_ptxas_report(const std::string& log);
 // Fills r's fields the log left unset (-1) from the cubin's .nv.info attributes: registers and stack frame,
 // and spills 0 where the frame is 0 (compiler/nvrtc/cubin_resources.cpp: NVRTC's own cache returns a
 // cubin with an empty log). False, changing nothing, where the bytes are not a cubin with a register count.

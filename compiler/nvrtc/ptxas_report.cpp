@@ -89,6 +89,12 @@ void parse_ptxas_report(const std::string& log, CompileResult& r) {
   }
 }
 
+bool has_ptxas_report(const std::string& log) {
+  CompileResult r;
+  parse_ptxas_report(log, r);
+  return r.registers >= 0;
+}
+
 std::vector<std::string> ptxas_performance_notes(const std::string& log) {
   // "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due
   //  to ... in the function 'kiln_sm90_gemm'"

@@ -158,8 +158,12 @@ TEST_F(CliTest, ConfigPinsOneTileConfig) {
   EXPECT_EQ(r.code, 0) << r.err;
   // Two producer warpgroups (the dequantizing producer) beside two consumers.
   EXPECT_NE(r.out.find("bm128_bn256_bk64_s2_w8x1_g8 (512 threads)"), std::string::npos) << r.out;
-  // A fresh compile lists ptxas's performance notes (none here: no serialized wgmma).
-  EXPECT_NE(r.out.find("  ptxas      no performance notes"), std::string::npos) << r.out;
+  // A fresh compile lists ptxas's performance notes (none here: no serialized wgmma), unless NVRTC served the
+  // program from its own cache (a machine with the driver that compiled it before): then it says so.
+  EXPECT_TRUE(r.out.find("  ptxas      no performance notes") != std::string::npos ||
+              r.out.find("  ptxas      n/a (NVRTC returned no ptxas report") != std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("registers  n/a"), std::string::npos) << r.out;  // read from the cubin if not the log
   r = kiln("compile " + mx + " --arch sm_90a --config "
            "'{\"block_m\": 256, \"block_n\": 128, \"block_k\": 64, \"stages\": 2, \"warps_m\": 8, "
            "\"warps_n\": 1, \"group_m\": 8}'");

@@ -89,6 +89,14 @@ TEST(PtxasReportTest, HandlesCrLfLineEnds) {
   EXPECT_EQ(r.stack_frame, 512);
 }
 
+TEST(PtxasReportTest, HasAReportOnlyWithARegisterLine) {
+  EXPECT_TRUE(has_ptxas_report(kSm90aTwoKernels));
+  EXPECT_TRUE(has_ptxas_report(kOlderLayout));
+  EXPECT_FALSE(has_ptxas_report(""));  // NVRTC's own cache: an empty log
+  EXPECT_FALSE(has_ptxas_report(
+      "kiln_kernel.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n"));
+}
+
 TEST(PtxasReportTest, NoReportLeavesEverythingUnknown) {
   // A PTX-only (compute_XX) compile prints nothing; compiler diagnostics are not a report.
   for (const char* log : {"", "kiln_kernel.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n"}) {
