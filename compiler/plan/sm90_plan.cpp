@@ -294,6 +294,13 @@ bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg) {
 
 namespace {
 
+// The problems the heuristic and the tuner's space give TMA-store configs (the kernel's section 12): no
+// gate|up (check_config refuses it), and not grouped MXFP8 (never run with TMA stores; dense MXFP8 and
+// every other grouped format were measured, bench/NOTES.md sessions 5, 15 and 23).
+bool offers_tma_store(const KernelSpec& spec) {
+  return spec.gate_up == GateUp::kNone && (spec.layout == GroupLayout::kDense || !sm90_mx(spec));
+}
+
 // c one stage shallower where its ring fills shared memory so that its block scales are not staged and one
 // stage fewer stages them (the kernel then reads them from the slot instead of issuing per-thread global
 // loads); c itself otherwise (every spec without block scales, rings that stage already or cannot).
@@ -519,8 +526,7 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 16384 x 2880 x 2880 FP8 row 352 -> 269 us, bf16 470 -> 429; x 5760 x 2880 FP8 row 684 -> 543, bf16 947
   // -> 858; 32 x 1024 rows (top-8) x 7168 x 2048 FP8 row 1283 -> 883, bf16 1590 -> 1394; FP8 block scales
   // (run 6) through the 128 x 256 rule below. MXFP8 grouped problems keep direct stores (not measured).
-  const bool grouped_tma = spec.layout == GroupLayout::kDense || !sm90_mx(spec);
-  const bool tma_store = m >= kSm90TmaStoreMinRows && grouped_tma && spec.gate_up == GateUp::kNone;
+  const bool tma_store = m >= kSm90TmaStoreMinRows && offers_tma_store(spec);
   // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
   // every expert brings its own tiles.
   const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
@@ -764,8 +770,7 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
   // deepest ring that fits beside the staged output tile, unclustered and in clusters of 2; and the
   // block-scaled two-atom 128 x 128 at its two stages, as the heuristic takes it at large M (before, the
   // heuristic's config was outside the space there and `kiln tune` had no baseline).
-  // (Grouped MXFP8 problems are left out: never run with TMA stores.)
-  if (spec.gate_up == GateUp::kNone && (spec.layout == GroupLayout::kDense || !sm90_mx(spec))) {
+  if (offers_tma_store(spec)) {
     for (const auto& s : shapes) {
       const bool two_atom_square = block && s[0] == 128 && s[1] == 128 && s[4] == 2;
       if ((s[4] == 2 || s[2] == 12) && !two_atom_square) continue;
@@ -809,7 +814,7 @@ std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& ar
   if (sm90_mx(spec)) {
     for (int bn : {128, 144, 160, 176, 192, 208, 256}) {
       for (int tma : {0, 1}) {
-        if (tma && !(spec.layout == GroupLayout::kDense && spec.gate_up == GateUp::kNone)) continue;
+        if (tma && !offers_tma_store(spec)) continue;
         TileConfig c = make(spec, 128, bn, 8, 1);
         c.block_k = 64;
         c.tma_store = tma;
