@@ -31,7 +31,8 @@ import argparse, datetime, json, math, os, statistics, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # bench_slice finds anchors.py and kiln's Python package (its search order) when it is imported.
-from bench_slice import anchor_calls, anchors, kiln, kiln_dense, settle_timings, torch  # noqa: E402
+from bench_slice import anchor_calls, anchors, block_dequantize, block_quantize_w, block_quantize_x, kiln, kiln_dense, \
+    settle_timings, torch  # noqa: E402
 from plan_list import DENSE_SPECS, GROUPED_FMTS, MXFP4_DENSE_SPEC, compile_all, dense_shapes, grouped_spec, \
     moe_layers, plans  # noqa: E402
 
@@ -103,20 +104,9 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
         xd = a.double() * sx.double()[:, None]
         wd = b.double() * sw.double()[:, :, None]
     elif fmt == "fp8_block":  # DeepSeek: x 1x128 blocks [rows, K/128], w 128x128 blocks [E, ceil(N/128), K/128]
-        xb = x.float().reshape(rows, K // 128, 128)
-        sx = xb.abs().amax(dim=2).clamp(min=1e-4) / 448.0
-        a = (xb / sx[:, :, None]).to(torch.float8_e4m3fn).reshape(rows, K)
-        nb = (N + 127) // 128
-        wp = torch.zeros(E, nb * 128, K, device=DEV, dtype=torch.float32)
-        wp[:, :N] = torch.randn(E, N, K, device=DEV, dtype=torch.bfloat16).float()
-        wb = wp.reshape(E, nb, 128, K // 128, 128)
-        sw = wb.abs().amax(dim=(2, 4)).clamp(min=1e-4) / 448.0
-        wq = (wb / sw[:, :, None, :, None]).to(torch.float8_e4m3fn)
-        wd = (wq.double() * sw.double()[:, :, None, :, None]).reshape(E, nb * 128, K)[:, :N]
-        del wp, wb
-        b = wq.reshape(E, nb * 128, K)[:, :N].contiguous()
-        a_scale, b_scale = sx.contiguous(), sw.contiguous()
-        xd = (a.double().reshape(rows, K // 128, 128) * sx.double()[:, :, None]).reshape(rows, K)
+        a, a_scale = block_quantize_x(x)
+        b, b_scale = block_quantize_w(torch.randn(E, N, K, device=DEV, dtype=torch.bfloat16))
+        xd, wd = block_dequantize(a, a_scale, 1), block_dequantize(b, b_scale, 128)
     else:  # mxfp4 weights; w4a8: with e4m3 per-token activations
         blocks, scales, wd = mxfp4_weights(E * N, K)
         a, b, b_scale = x, blocks.reshape(E, N, K // 2), scales.reshape(E, N, K // 32)
@@ -141,6 +131,47 @@ def kiln_grouped(rt, fmt, T, topk, E, N, K, seed=0):
     wbits = {"bf16": 16, "fp8_row": 8, "fp8_block": 8, "mxfp4": 4, "w4a8": 4}[fmt]
     weight_bytes = active * N * K * wbits / 8
     return ms, err, unwritten, plan.describe(), weight_bytes
+
+
+def block_loop_anchor(T, topk, E, N, K, seed=0):
+    """(ms per call, rows padding) of what a Hopper user runs today for a DeepSeek block-scaled grouped GEMM:
+    torch has no block-scaled grouped GEMM there, so one cuBLAS block-scaled scaled_mm (1x128 x 128x128, as
+    anchors.dense_anchors calls it) per expert that has rows, over anchors.routing's split. Each expert's rows
+    are its own tensors, padded up to a multiple of `pad` rows with the first of 2, 4, 16 that cuBLAS takes
+    (session 24: unpadded expert slices gave CUBLAS_STATUS_NOT_SUPPORTED); the padding is extra work for
+    the anchor, at most pad - 1 rows per expert."""
+    from torch.nn.functional import scaled_mm, ScalingType
+    counts, _ = anchors.routing(T, topk, E, seed)
+    wq, sw = block_quantize_w(torch.randn(E, N, K, device=DEV, dtype=torch.bfloat16))
+    active = [e for e in range(E) if int(counts[e]) > 0]
+
+    def calls_for(pad):
+        calls = []
+        for e in active:
+            rows = -(-max(2, int(counts[e])) // pad) * pad
+            aq, sa = block_quantize_x(torch.randn(rows, K, device=DEV, dtype=torch.bfloat16))
+            s1 = sa.t().contiguous().t()  # M-major, as cuBLAS's 1x128 scales want
+            calls.append(lambda a=aq, s1=s1, b=wq[e], s2=sw[e].contiguous(): scaled_mm(
+                a, b.t(), s1, ScalingType.BlockWise1x128, s2.t(), ScalingType.BlockWise128x128,
+                output_dtype=torch.bfloat16))
+        return calls
+
+    why = []
+    for pad in (2, 4, 16):
+        calls = calls_for(pad)
+        try:
+            for c in calls:
+                c()
+            torch.cuda.synchronize()
+        except Exception as e:  # the next padding; all failing is the caller's error string
+            why.append(f"pad {pad}: {str(e)[:120]}")
+            continue
+
+        def loop(calls=calls):
+            for c in calls:
+                c()
+        return anchors.bench_graph([loop]), pad
+    raise RuntimeError("; ".join(why))
 
 
 def fast_accum_anchors(M, N, K):
@@ -316,8 +347,15 @@ def main():
             shape = [f"{layer['name']} T={T}", T * topk, N, K]
             flop = 2.0 * T * topk * N * K
             anc = anchors.grouped_anchors(T, topk, E, N, K)
+            if K % 128 == 0:  # DeepSeek blocks: kiln's grouped FP8 block path and its per-expert cuBLAS loop
+                try:
+                    anc["fp8_block_loop"], anc["fp8_block_loop_pad"] = block_loop_anchor(T, topk, E, N, K)
+                except Exception as e:  # reported, not hidden
+                    anc["fp8_block_loop_error"] = str(e)[:300]
             results.append({"shape": shape, "anchors": anc})
             for fmt, anchor_key in GROUPED_FMTS:
+                if fmt == "fp8_block" and K % 128:
+                    continue
                 try:
                     ms, err, unwritten, desc, wbytes = kiln_grouped(rt, fmt, T, topk, E, N, K)
                 except Exception as e:
@@ -326,7 +364,7 @@ def main():
                 # GB/s here: the active experts' weight bytes (the decode floor), per BENCHMARKS.md.
                 add(shape, f"kiln grouped {fmt} [{family_of(desc, -(-T * topk // E))}]", ms, flop, wbytes, err, unwritten, desc,
                     anchor_key, anc.get(anchor_key))
-            for key in ("bf16_grouped", "fp8_row_grouped", "bf16_loop"):
+            for key in ("bf16_grouped", "fp8_row_grouped", "bf16_loop", "fp8_block_loop"):
                 if isinstance(anc.get(key), float):
                     rows.append({"shape": shape, "name": "anchor " + key, "ms": anc[key], "tflops": flop / anc[key] / 1e9})
             write_outputs(args.out, meta, results, rows)

@@ -106,6 +106,34 @@ def anchor_calls(M, N, K, paths, copies=None):
     return out
 
 
+def block_quantize_x(x):
+    """(e4m3 [..., R, K], f32 [..., R, K/128]): DeepSeek's 1x128 activation blocks, scale amax / 448."""
+    *lead, R, K = x.shape
+    xb = x.float().reshape(*lead, R, K // 128, 128)
+    sx = xb.abs().amax(dim=-1).clamp(min=1e-4) / 448.0
+    return (xb / sx[..., None]).to(torch.float8_e4m3fn).reshape(*lead, R, K), sx.contiguous()
+
+
+def block_quantize_w(w):
+    """(e4m3 [..., N, K], f32 [..., ceil(N/128), K/128]): DeepSeek's 128x128 weight blocks, scale amax / 448;
+    a partial last row block takes its amax over the rows it has (as if padded with zeros)."""
+    *lead, N, K = w.shape
+    nb = (N + 127) // 128
+    wp = torch.zeros(*lead, nb * 128, K, device=w.device, dtype=torch.float32)
+    wp[..., :N, :] = w.float()
+    wb = wp.reshape(*lead, nb, 128, K // 128, 128)
+    sw = wb.abs().amax(dim=(-3, -1)).clamp(min=1e-4) / 448.0
+    wq = (wb / sw[..., :, None, :, None]).to(torch.float8_e4m3fn).reshape(*lead, nb * 128, K)
+    return wq[..., :N, :].contiguous(), sw.contiguous()
+
+
+def block_dequantize(q, s, rows_per_block):
+    """float64 values of block_quantize_x's (rows_per_block 1) or block_quantize_w's (128) pair."""
+    *_, R, K = q.shape
+    se = s.double().repeat_interleave(rows_per_block, dim=-2)[..., :R, :].repeat_interleave(128, dim=-1)
+    return q.double() * se
+
+
 def kiln_inputs(fmt, M, N, K):
     """Rotated inputs for kiln like anchors.dense_anchors makes them (enough copies to pass L2): a list of
     (a, b, a_scale, b_scale), quantized as `fmt` says (bf16, e4m3 per tensor, fp8_row, fp8_block, mxfp8)."""
@@ -122,17 +150,8 @@ def kiln_inputs(fmt, M, N, K):
             args.append(((x.float() / sx[:, None]).to(torch.float8_e4m3fn),
                          (w.float() / sw[:, None]).to(torch.float8_e4m3fn), sx.contiguous(), sw.contiguous()))
     elif fmt == "fp8_block":  # DeepSeek: x 1x128 blocks [M, K/128], w 128x128 blocks [ceil(N/128), K/128], f32
-        for x, w in zip(xs, ws):
-            xb = x.float().reshape(M, K // 128, 128)
-            sx = xb.abs().amax(dim=2).clamp(min=1e-4) / 448.0
-            xq = (xb / sx[:, :, None]).to(torch.float8_e4m3fn).reshape(M, K)
-            nb = (N + 127) // 128
-            wp = torch.zeros(nb * 128, K, device="cuda", dtype=torch.float32)
-            wp[:N] = w.float()
-            wb = wp.reshape(nb, 128, K // 128, 128)
-            sw = wb.abs().amax(dim=(1, 3)).clamp(min=1e-4) / 448.0
-            wq = (wb / sw[:, None, :, None]).to(torch.float8_e4m3fn).reshape(nb * 128, K)[:N].contiguous()
-            args.append((xq, wq, sx.contiguous(), sw.contiguous()))
+        args = [block_quantize_x(x) + block_quantize_w(w) for x, w in zip(xs, ws)]
+        args = [(xq, wq, sx, sw) for xq, sx, wq, sw in args]
     elif fmt == "mxfp8":  # OCP MX: e4m3 elements, E8M0 bytes per 32 along K [rows, K/32] on both operands
         args = [mx_quantize(x) + mx_quantize(w) for x, w in zip(xs, ws)]
         args = [(xq, wq, sx, sw) for xq, sx, wq, sw in args]
@@ -147,9 +166,7 @@ def kiln_inputs(fmt, M, N, K):
 def reference(fmt, a, b, sa, sb, M, N, K):
     """float64 torch's result for one of kiln_inputs' tuples."""
     if fmt == "fp8_block":
-        ad = (a.double().reshape(M, K // 128, 128) * sa.double()[:, :, None]).reshape(M, K)
-        sbe = sb.double().repeat_interleave(128, dim=0)[:N].repeat_interleave(128, dim=1)
-        return ad @ (b.double() * sbe).t()
+        return block_dequantize(a, sa, 1) @ block_dequantize(b, sb, 128).t()
     if fmt == "fp8_row":
         return (a.double() @ b.double().t()) * sa.double()[:, None] * sb.double()[None, :]
     if fmt == "mxfp8":

@@ -31,9 +31,11 @@ def grouped_spec(fmt, experts):
 
 
 # w4a8: e4m3 per-token activations x MXFP4 weights (the portable mixed mainloop) against cuBLAS's grouped
-# FP8 row GEMM (same activations, twice the weight bytes).
-GROUPED_FMTS = (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("mxfp4", "bf16_grouped"),
-                ("w4a8", "fp8_row_grouped"))
+# FP8 row GEMM (same activations, twice the weight bytes). fp8_block (DeepSeek blocks, layers with K % 128 == 0
+# only) against the grouped FP8 row GEMM as BENCHMARKS.md says (torch has no block-scaled grouped GEMM on
+# Hopper); bench_shapes.py also times a per-expert loop of cuBLAS's block-scaled GEMM ("fp8_block_loop").
+GROUPED_FMTS = (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("fp8_block", "fp8_row_grouped"),
+                ("mxfp4", "bf16_grouped"), ("w4a8", "fp8_row_grouped"))
 
 
 def dense_shapes(shapes, quick=False):
@@ -58,6 +60,8 @@ def plans(shapes, only=None, quick=False):
         for layer in moe_layers(shapes, quick):
             for T in layer["tokens"]:
                 for fmt, _ in GROUPED_FMTS:
+                    if fmt == "fp8_block" and layer["k"] % 128:
+                        continue
                     out.append((grouped_spec(fmt, layer["experts"]), layer["n"], layer["k"], T * layer["topk"]))
     seen, unique = set(), []
     for p in out:

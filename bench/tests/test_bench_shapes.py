@@ -33,6 +33,8 @@ class FakeSlice(types.ModuleType):
                                            cuda=types.SimpleNamespace(get_device_name=lambda: "FakeGPU"))
         self.kiln = types.SimpleNamespace(Runtime=lambda **kw: object())
         self.anchor_calls = None  # used only by fast_accum_anchors, which the tests replace
+        # used only by the MoE rows (kiln_grouped, block_loop_anchor), which these tests do not run
+        self.block_quantize_x = self.block_quantize_w = self.block_dequantize = None
         self.settled = []  # settle_timings' arguments, in call order
         self.settle_timings = self.settled.append
         self.anchors = types.SimpleNamespace(dev="cuda", copies_for=lambda n: 1,

@@ -429,14 +429,15 @@ std::vector<Case> grouped_cases() {
   // Pinned: 128 x 256 (0), 64 x 128 (8), 128 x 128 in clusters (12), 128 x 192 (35: the grouped default where
   // N fills 192-column tiles better, session 23); TMA stores (session 23; a warpgroup whose slab crosses its
   // expert's last row stores it directly): the wide tile (31), 128 x 128 in clusters (33), 128 x 192 (41),
-  // the wide tile's slab in two chunks (58); bk256 two-atom in clusters (23),
+  // the wide tile's slab in two chunks (58) and in four (68: the DeepSeek-V3 bf16 rows at 128 rows per expert,
+  // session 24); bk256 two-atom in clusters (23),
   // (The wide tile's f32 slab does not fit beside its ring, nor at 4 stages its staged column scales: 31 runs
-  // the masked case with bf16 outputs, 58 with tensor scales.)
-  for (int pin : {0, 8, 12, 35, 31, 33, 41, 58}) {
+  // the masked case with bf16 outputs, 58 and 68 with tensor scales.)
+  for (int pin : {0, 8, 12, 35, 31, 33, 41, 58, 68}) {
     cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", 1200, 1000, 784, pin,
                      {0, 1, 129, 0, 300, 0, 513, 257}});
     cases.push_back({pin == 31 ? "grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=bf16"
-                     : pin == 58
+                     : pin == 58 || pin == 68
                          ? "grouped_gemm[experts=6,layout=masked] a=e4m3:tensor b=e4m3:tensor out=bf16"
                          : "grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32",
                      300,
