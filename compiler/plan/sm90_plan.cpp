@@ -635,8 +635,12 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // staged output tile and keep the two-atom 128 x 128. Grouped problems (rows per expert) take it
   // unclustered since session 23: DeepSeek-V3's MoE layers, 32 experts x 1024 rows, settled graph replay
   // against the two-atom 128 x 128 in clusters of 2 below (bench/NOTES.md session 23, run 6): 32768 x 7168
-  // x 2048 1129 -> 862 us (908 in clusters of 2), 32768 x 4096 x 7168 1825 -> 1656 (1709).
-  if (m >= 256 && sm90_block_scaled(spec) && sizes.n % 256 == 0) {
+  // x 2048 1129 -> 862 us (908 in clusters of 2), 32768 x 4096 x 7168 1825 -> 1656 (1709). Grouped ones
+  // from 128 rows per expert since session 24: DeepSeek-V3 at T = 512 (32 experts x 128 rows), settled
+  // graph replay against the two-atom 128 x 128 in clusters of 2 that those buckets took (bench/NOTES.md
+  // session 24, run 3): 4096 x 7168 x 2048 270.6 -> 188.3 us, 4096 x 4096 x 7168 439.8 -> 335.6.
+  const int64_t half_min_rows = spec.layout == GroupLayout::kDense ? 256 : 128;
+  if (m >= half_min_rows && sm90_block_scaled(spec) && sizes.n % 256 == 0) {
     TileConfig half = finish(make(spec, 128, 256, 8, 1));
     if (half.tma_store && tiles(sizes, half) >= 2 * kSms &&
         1.05 * useful(half) >= useful(make(spec, 128, 128, 8, 1)) &&

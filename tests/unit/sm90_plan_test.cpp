@@ -353,11 +353,17 @@ TEST(Sm90PlanOddNTest, GroupedProblemsTake192ColumnsWhereNFillsThem) {
   // it does not.
   const KernelSpec block =
       spec_of("grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
-  for (const ProblemSizes& z : {ProblemSizes{1024, 4096, 7168}, ProblemSizes{1024, 7168, 2048}}) {
+  // From 128 rows per expert (session 24: DeepSeek-V3 at T = 512); 64 rows keep the small-M rules.
+  for (const ProblemSizes& z : {ProblemSizes{1024, 4096, 7168}, ProblemSizes{1024, 7168, 2048},
+                                ProblemSizes{128, 4096, 7168}, ProblemSizes{128, 7168, 2048}}) {
     const TileConfig c = sm90_default_config(block, sm90a(), z);
-    EXPECT_EQ(c.to_string(), "bm128_bn256_bk128_s3_w8x1_g8_t") << z.n;
-    EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << z.n;
+    EXPECT_EQ(c.to_string(), "bm128_bn256_bk128_s3_w8x1_g8_t") << z.m << " x " << z.n;
+    EXPECT_TRUE(sm90_check_config(block, sm90a(), c).ok()) << z.m << " x " << z.n;
   }
+  EXPECT_NE(sm90_default_config(block, sm90a(), {64, 7168, 2048}).block_n, 256);
+  // Dense block-scaled problems keep the 256-row bound of the rule (enough 128 x 256 tiles for it here).
+  const KernelSpec dense_block = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
+  EXPECT_NE(sm90_default_config(dense_block, sm90a(), {128, 131072, 2048}).block_n, 256);  // 512 tiles
   EXPECT_EQ(sm90_default_config(block, sm90a(), {1024, 2880, 2880}).to_string(),
             "bm128_bn128_bk256_s2_w8x1_g8_c2_t");
   for (const char* text :
