@@ -33,8 +33,8 @@ sys.path.insert(0, HERE)
 # bench_slice finds anchors.py and kiln's Python package (its search order) when it is imported.
 from bench_slice import anchor_calls, anchors, block_dequantize, block_quantize_w, block_quantize_x, kiln, kiln_dense, \
     settle_timings, torch  # noqa: E402
-from plan_list import DENSE_SPECS, GROUPED_FMTS, MXFP4_DENSE_SPEC, compile_all, dense_shapes, grouped_spec, \
-    moe_layers, plans  # noqa: E402
+from plan_list import DENSE_SPECS, GROUPED_FMTS, MXFP4_DENSE_SPEC, compile_all, dense_shapes, fmt_fits, \
+    grouped_spec, moe_layers, plans  # noqa: E402
 
 DEV = "cuda"
 E2M1 = [0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6]
@@ -196,7 +196,7 @@ def time_dense_shape(rt, M, N, K):
     anc.update(fast_accum_anchors(M, N, K))
     paths = {}
     for name, spec, fmt, anchor_key, ab, bb in DENSE_SPECS:
-        if fmt == "fp8_block" and K % 128:
+        if not fmt_fits(fmt, K):
             continue
         nbytes = M * K * ab + N * K * bb + M * N * 2
         try:
@@ -347,14 +347,14 @@ def main():
             shape = [f"{layer['name']} T={T}", T * topk, N, K]
             flop = 2.0 * T * topk * N * K
             anc = anchors.grouped_anchors(T, topk, E, N, K)
-            if K % 128 == 0:  # DeepSeek blocks: kiln's grouped FP8 block path and its per-expert cuBLAS loop
+            if fmt_fits("fp8_block", K):  # kiln's grouped FP8 block path and its per-expert cuBLAS loop
                 try:
                     anc["fp8_block_loop"], anc["fp8_block_loop_pad"] = block_loop_anchor(T, topk, E, N, K)
                 except Exception as e:  # reported, not hidden
                     anc["fp8_block_loop_error"] = str(e)[:300]
             results.append({"shape": shape, "anchors": anc})
             for fmt, anchor_key in GROUPED_FMTS:
-                if fmt == "fp8_block" and K % 128:
+                if not fmt_fits(fmt, K):
                     continue
                 try:
                     ms, err, unwritten, desc, wbytes = kiln_grouped(rt, fmt, T, topk, E, N, K)

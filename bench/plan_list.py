@@ -38,6 +38,11 @@ GROUPED_FMTS = (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("fp8_
                 ("mxfp4", "bf16_grouped"), ("w4a8", "fp8_row_grouped"))
 
 
+def fmt_fits(fmt, k):
+    """Whether kiln's path `fmt` runs a problem with reduction length k: DeepSeek blocks need K % 128 == 0."""
+    return fmt != "fp8_block" or k % 128 == 0
+
+
 def dense_shapes(shapes, quick=False):
     return shapes["dense"][: 4 if quick else None]
 
@@ -52,7 +57,7 @@ def plans(shapes, only=None, quick=False):
     if only != "moe":
         for M, N, K in dense_shapes(shapes, quick):
             for _, spec, fmt, _, _, _ in DENSE_SPECS:
-                if fmt == "fp8_block" and K % 128:
+                if not fmt_fits(fmt, K):
                     continue
                 out.append((spec, N, K, M))
             out.append((MXFP4_DENSE_SPEC, N, K, M))
@@ -60,7 +65,7 @@ def plans(shapes, only=None, quick=False):
         for layer in moe_layers(shapes, quick):
             for T in layer["tokens"]:
                 for fmt, _ in GROUPED_FMTS:
-                    if fmt == "fp8_block" and layer["k"] % 128:
+                    if not fmt_fits(fmt, layer["k"]):
                         continue
                     out.append((grouped_spec(fmt, layer["experts"]), layer["n"], layer["k"], T * layer["topk"]))
     seen, unique = set(), []
