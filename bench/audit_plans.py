@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Compiles every plan bench_shapes.py would time (bench/plan_list.py) with `kiln compile --no-cache --json`
 on this machine (no GPU needed) and reports the kernels with spills or with ptxas performance notes (C7512 /
-C7513: wgmma serialized; ptxas prints those as info lines, so they are easy to miss: bench/NOTES.md
-session 14). Exit status 1 when any kernel has one.
+C7513: wgmma serialized; ptxas prints those as info lines, so they are easy to miss: docs/performance.md).
+Exit status 1 when any kernel has one.
 
-  KILN_TUNING_DEVICE=h200 python3 bench/audit_plans.py --shapes .bench_shared/shapes.json [--jobs 2]
+  KILN_TUNING_DEVICE=h200 python3 bench/audit_plans.py [--shapes bench/shapes.json] [--jobs 2]
       [--kiln build/tools/kiln] [--only dense|moe]
 
 KILN_TUNING_DEVICE picks the pre-tuned table the plans read (h200: the H200's), as bench/precompile.py does.
@@ -35,7 +35,8 @@ def audit_one(kiln, plan):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", required=True, help="shared/bench/shapes.json (or its copy)")
+    ap.add_argument("--shapes", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.json"),
+                    help="default: bench/shapes.json")
     ap.add_argument("--kiln", default="build/tools/kiln")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--only", choices=("dense", "moe"))

@@ -1,17 +1,20 @@
-"""kiln vs the anchors on every shape of shared/bench/shapes.json, in one process, timed the same way.
+"""kiln vs the anchors on every shape of bench/shapes.json, in one process, timed the same way.
 
 Usage (GPU machine, after building; kiln through libkiln.so via KILN_LIBRARY or the repo build dir):
     python3 bench/bench_shapes.py [--shapes PATH] [--out DIR] [--only dense|moe] [--quick]
                                   [--min-m M] [--max-m M] [--repeats R] [--settle S]
-Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
+The anchors are bench/anchors.py; --shapes defaults to bench/shapes.json.
 
 Dense shapes [M, N, K]: kiln bf16, FP8 tensor, FP8 row (m x n), FP8 DeepSeek blocks (K % 128 == 0),
 MXFP8 and bf16 x MXFP4 weights, against anchors.dense_anchors (cuBLAS bf16 / FP8 block; its FP8 tensor / row
-calls, which promote, stay in the table), cuBLAS FP8 tensor / row with fast accumulation (fast_accum_anchors: the
-anchors of kiln's FP8 tensor / row rows where the plan's bucket accumulates fast, per its describe_json;
-promoted buckets keep the promoted anchors), kiln's own FP8 block path (MXFP8: Hopper has no MXFP8 in cuBLAS) and anchors.mxfp4_eager_anchor. MoE layers (one expert GEMM of a routed layer, rows = tokens x topk routed
-by anchors.routing, the same split for kiln): kiln grouped bf16, FP8 row and bf16 x MXFP4, against
-anchors.grouped_anchors (torch _grouped_mm bf16, _scaled_grouped_mm FP8 rowwise, a per-expert loop).
+calls, which promote, stay in the table), cuBLAS FP8 tensor / row with fast accumulation (fast_accum_anchors:
+the anchors of kiln's FP8 tensor / row rows where the plan's bucket accumulates fast, per its describe_json;
+promoted buckets keep the promoted anchors), kiln's own FP8 block path (MXFP8: Hopper has no MXFP8 in
+cuBLAS) and anchors.mxfp4_eager_anchor. MoE layers (one expert GEMM of a routed layer, rows = tokens x topk
+routed by anchors.routing, the same split for kiln): kiln grouped bf16, FP8 row, FP8 blocks (K % 128 == 0),
+bf16 x MXFP4 and W4A8 (e4m3 per-token x MXFP4), against anchors.grouped_anchors (torch _grouped_mm bf16,
+_scaled_grouped_mm FP8 rowwise, a per-expert loop) and, for FP8 blocks, a per-expert loop of cuBLAS's
+block-scaled GEMM (block_loop_anchor).
 Every kiln path timed is first checked against a float64 torch reference on the same inputs (relative
 Frobenius error; NaN-poisoned output must be fully written). Timing: anchors.bench_graph for both
 sides (CUDA-graph replay, inputs rotated past L2). Writes results.json and RESULTS.fragment.md
@@ -22,7 +25,7 @@ the table gives the medians and a last column with the range of the R per-repeat
 moves less, so ratios near 1.0 want R >= 3.
 --settle S (default 0.3): every timing, the anchors' and kiln's alike, starts after S seconds idle
 (bench_slice.settle_timings). Without it a timing takes the clock that the work before it left at the
-700 W limit: session 21 measured cuBLAS's block anchor, timed after three other heavy timings, 22% slower
+700 W limit: on an H200, cuBLAS's block anchor timed after three other heavy timings ran 22% slower
 than after a pause, and the repeats of one shape spread by ~10%; with it they agree within ~1%. Sustained,
 power-limited throughput is a different question: bench/clock_probe.py measures it (time, clock, power).
 """
@@ -30,7 +33,7 @@ import argparse, datetime, json, math, os, statistics, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-# bench_slice finds anchors.py and kiln's Python package (its search order) when it is imported.
+# bench_slice puts bench/ (anchors.py) and kiln's Python package on the path when it is imported.
 from bench_slice import anchor_calls, anchors, block_dequantize, block_quantize_w, block_quantize_x, kiln, kiln_dense, \
     settle_timings, torch  # noqa: E402
 from plan_list import DENSE_SPECS, GROUPED_FMTS, MXFP4_DENSE_SPEC, compile_all, dense_shapes, fmt_fits, \
@@ -138,7 +141,7 @@ def block_loop_anchor(T, topk, E, N, K, seed=0):
     torch has no block-scaled grouped GEMM there, so one cuBLAS block-scaled scaled_mm (1x128 x 128x128, as
     anchors.dense_anchors calls it) per expert that has rows, over anchors.routing's split. Each expert's rows
     are its own tensors, padded up to a multiple of `pad` rows with the first of 2, 4, 16 that cuBLAS takes
-    (session 24: unpadded expert slices gave CUBLAS_STATUS_NOT_SUPPORTED); the padding is extra work for
+    (unpadded expert slices gave CUBLAS_STATUS_NOT_SUPPORTED on the H200); the padding is extra work for
     the anchor, at most pad - 1 rows per expert."""
     from torch.nn.functional import scaled_mm, ScalingType
     counts, _ = anchors.routing(T, topk, E, seed)
@@ -204,9 +207,9 @@ def time_dense_shape(rt, M, N, K):
         except Exception as e:  # report, do not hide
             paths[name] = {"name": name, "error": str(e)[:300]}
             continue
-        # FP8 tensor / row: the anchor that accumulates as the kernel kiln runs here does (the issue's
-        # "compare with the anchor that does the same"): cuBLAS fast accumulation where kiln's bucket adds
-        # into wgmma's FP8 accumulator, cuBLAS's promoted default where it promotes or accumulates in f32.
+        # FP8 tensor / row: the anchor that accumulates as the kernel kiln runs here does: cuBLAS fast
+        # accumulation where kiln's bucket adds into wgmma's FP8 accumulator, cuBLAS's promoted default
+        # where it promotes or accumulates in f32.
         if anchor_key.endswith("_fast") and bucket_of(desc, M).get("fp8_accumulation") != "fast":
             anchor_key = anchor_key[:-len("_fast")]
         paths[name] = {"name": f"kiln {name} [{family_of(desc, M)}]", "ms": ms, "err": err, "unwritten": unwritten,
@@ -258,7 +261,7 @@ def worst_error(errs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shapes", default=None, help="shapes.json (default: the one next to anchors.py)")
+    ap.add_argument("--shapes", default=os.path.join(HERE, "shapes.json"), help="default: bench/shapes.json")
     ap.add_argument("--out", default=HERE)
     ap.add_argument("--only", choices=["dense", "moe"], default=None)
     ap.add_argument("--quick", action="store_true", help="the first 4 dense shapes and 1 MoE layer only")
@@ -275,7 +278,7 @@ def main():
     if not 0 <= args.settle <= 10:
         ap.error(f"--settle must be between 0 and 10 seconds, got {args.settle}")
     settle_timings(args.settle)
-    path = args.shapes or os.path.join(os.path.dirname(anchors.__file__), "shapes.json")
+    path = args.shapes
     shapes = json.load(open(path))
     shapes["dense"] = [s for s in shapes["dense"] if s[0] >= args.min_m and (args.max_m <= 0 or s[0] <= args.max_m)]
     rt = kiln.Runtime()
@@ -361,7 +364,8 @@ def main():
                 except Exception as e:
                     results.append({"shape": shape, "name": fmt, "error": str(e)[:300]})
                     continue
-                # GB/s here: the active experts' weight bytes (the decode floor), per BENCHMARKS.md.
+                # GB/s here: the active experts' weight bytes (the decode floor: every active expert's
+                # weights are read once).
                 add(shape, f"kiln grouped {fmt} [{family_of(desc, -(-T * topk // E))}]", ms, flop, wbytes, err, unwritten, desc,
                     anchor_key, anc.get(anchor_key))
             for key in ("bf16_grouped", "fp8_row_grouped", "bf16_loop", "fp8_block_loop"):

@@ -1,19 +1,17 @@
-"""kiln (the family the planner picks) vs the anchors, in one process, timed the same way.
+"""kiln (the family the planner picks) vs the anchors on a few dense shapes, in one process, timed the same way.
 
-Usage (on a GPU machine, after building): python3 bench/bench_slice.py [--shapes M,N,K ...] [--out DIR]
-Finds anchors.py in $KILN_ANCHORS_DIR, ../shared/bench or .bench_shared/ (it is not part of kiln).
-Every kiln shape timed is also checked against a torch fp32/fp64 reference on the same inputs.
+Usage (on a GPU machine, after building): python3 bench/bench_slice.py [--shapes M,N,K ...] [--out DIR] [--no-triton]
+The anchors are bench/anchors.py (cuBLAS through torch, and a Triton matmul unless --no-triton).
+Every kiln shape timed is also checked against a float64 torch reference on the same inputs.
 Writes results.json and a markdown table (RESULTS.fragment.md) to --out (default bench/).
+Also the library of the other drivers: the settled timing, the quantizers and references of the dense
+formats, kiln_dense and the cuBLAS anchor calls.
 """
-import argparse, datetime, json, os, subprocess, sys
+import argparse, datetime, json, os, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for d in (os.environ.get("KILN_ANCHORS_DIR"), os.path.join(ROOT, "..", "shared", "bench"),
-          os.path.join(ROOT, ".bench_shared")):
-    if d and os.path.exists(os.path.join(d, "anchors.py")):
-        sys.path.insert(0, d)
-        break
+sys.path.insert(0, HERE)  # anchors.py
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch  # noqa: E402
@@ -25,7 +23,7 @@ def settle_timings(seconds):
     """Makes every anchors.bench_graph timing, the anchors' and kiln's alike, start after `seconds` idle.
 
     On the H200 the power limit (700 W) sets the clock of the large GEMMs, and one bench_graph timing (a
-    few tens of ms) takes whatever clock the work just before it left. Measured in session 21: cuBLAS's
+    few tens of ms) takes whatever clock the work just before it left. Measured on an H200: cuBLAS's
     FP8 block anchor at 4096 x 7168 x 16384, timed right after three other heavy timings as
     anchors.dense_anchors times it, took 908 us (median of 4) against 747 us after an idle pause, and
     moving kiln's float64 check before or after its timing moved kiln's ratios by up to 11%. An idle
@@ -48,8 +46,8 @@ def settle_timings(seconds):
 
 
 def mx_quantize(x):
-    """(e4m3 [R, K], E8M0 uint8 [R, K/32]): per 32 along K, scale 2^ceil(log2(amax / 448)) (NUMERICS.md §2's
-    rceil), elements x / scale rounded to e4m3 (saturating)."""
+    """(e4m3 [R, K], E8M0 uint8 [R, K/32]): per 32 along K, scale 2^ceil(log2(amax / 448)) (docs/numerics.md §3,
+    rounding up), elements x / scale rounded to e4m3 (saturating)."""
     R, K = x.shape
     xb = x.float().reshape(R, K // 32, 32)
     amax = xb.abs().amax(dim=2).clamp(min=2.0 ** -120)

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # bench/device_run.sh — the whole gpu tier, compute-sanitizer, dispatch cost, the Python GPU tests and the
-# shapes.json benchmark in ONE device call (a cold start costs a minute of the session's device time).
+# bench/shapes.json benchmark in ONE run on the GPU machine (which needs no build tools: everything it runs
+# is built and compiled here).
 #
 # Here (no GPU):   ./bench/device_run.sh --prepare
 #   builds build/ (portable), strips the gpu test binaries, the CLI and libkiln.so, compiles every kernel
 #   bench_shapes.py runs into a kernel cache (KILN_TUNING_DEVICE=h200) and packs all of it into
 #   carry-all/bundle.tar.xz (~10 MB: the binaries share most of their bytes).
-# Device call:     run(command="bash bench/device_run.sh", carry=["carry-all", ".bench_shared"])
-#   .bench_shared/ holds a copy of shared/bench/{anchors.py,shapes.json} (git-ignored).
+# GPU machine:     bash bench/device_run.sh
+#   from the root of a copy of this working tree that includes carry-all/ (git-ignored; CARRY_DIR names
+#   another). The anchors and shapes are bench/anchors.py and bench/shapes.json.
 #   DEVICE_RUN_BUDGET (default 560) is the seconds the whole script may take; bench_shapes.py gets what
 #   the tests leave and writes its tables after every shape, so a time-out keeps what ran.
-# Logs and tables go to $OUT (at most 8 files come back: summary.txt, gpu_tier.log, bench_shapes.log,
-# shapes/results.json, shapes/RESULTS.fragment.md).
+# Logs and tables go to $OUT (default /tmp/kiln-device-run): summary.txt, gpu_tier.log, bench_shapes.log,
+# shapes/results.json, shapes/RESULTS.fragment.md.
+# Options (environment): TEST_BINS / TEST_FILTER / EXTRA_RUNS / SAN_RUNS run only the named test binaries and
+# sanitizer runs instead of the whole tier; SKIP_TESTS skips the tests; SAN_ONLY limits the default
+# sanitizer runs; POST_SCRIPT runs a device-side script after the tests (e.g. bench/ncu_profile.sh);
+# BENCH_ARGS are passed to bench_shapes.py (e.g. "--only dense --max-m 16"); TUNE_SHAPES / TUNE_COMPARE at
+# --prepare add a tuning run / a tuner-against-exhaustive comparison (below).
 set -u
 cd "$(dirname "$0")/.."
 C=${CARRY_DIR:-carry-all}
@@ -23,7 +30,7 @@ if [ "${1:-}" = --prepare ]; then
   strip -o "$S/capi/libkiln.so.0.1.0" build/capi/libkiln.so.0.1.0
   strip -o "$S/kiln" build/tools/kiln
   KILN_TUNING_DEVICE=h200 KILN_LIBRARY=build/capi/libkiln.so.0.1.0 \
-    python3 bench/precompile.py --shapes .bench_shared/shapes.json --cache-dir "$S/cache" | tail -1 || exit 1
+    python3 bench/precompile.py --cache-dir "$S/cache" | tail -1 || exit 1
   # Optional: candidates of a tuning run compiled here (TUNE_SHAPES=file.json; timed on the device).
   if [ -n "${TUNE_SHAPES:-}" ]; then
     KILN_CACHE_DIR="$S/cache" build/tools/kiln tune "$TUNE_SHAPES" --compile-only --gpu h200 \
@@ -39,7 +46,7 @@ if [ "${1:-}" = --prepare ]; then
   rm -rf $C && mkdir -p $C || exit 1
   tar -C "$S" -cf - . | xz -9 -T1 >$C/bundle.tar.xz || exit 1
   rm -rf "$S"
-  du -sh $C   # the carry limit is 64 MiB in all
+  du -sh $C
   exit 0
 fi
 BUDGET=${DEVICE_RUN_BUDGET:-560}
@@ -58,7 +65,7 @@ SAN=/usr/local/cuda/bin/compute-sanitizer; [ -x "$SAN" ] || SAN=$(command -v com
 # its first reports (what, where, which test) and its last two lines.
 sanitize() {
   local log
-  # The device call is cut at 600 s: a run that could end past the budget is skipped, saying so.
+  # A run that could end past the budget is skipped, saying so.
   if [ $(( $(elapsed) + $4 )) -gt "$BUDGET" ]; then echo "skipped $1 $2 $3: ${4}s would pass the ${BUDGET}s budget"; return; fi
   # SAN_ONLY=regex: only the runs whose binary matches (the default list is ~400 s).
   if [ -n "${SAN_ONLY:-}" ] && ! [[ $2 =~ $SAN_ONLY ]]; then echo "skipped $1 $2 $3 (SAN_ONLY)"; return; fi
@@ -109,14 +116,14 @@ elif [ -n "${SKIP_TESTS:-}" ]; then echo "tests skipped (SKIP_TESTS)" >"$OUT/sum
     n=$(basename "$t")
     echo "$n $(tail -1 "$X/$n.log") $(grep -E '^\[  (PASSED|FAILED) ' "$X/$n.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$X/$n.log" | head -20
-    cat "$X/$n.log" >>"$OUT/gpu_tier.log"   # one file: only 8 come back
+    cat "$X/$n.log" >>"$OUT/gpu_tier.log"   # one log for the whole tier
   done
   echo "gpu tier done at $(elapsed)s"
   # Host cost of a prepared plan's run() (alone on the GPU), default dispatch and the portable family.
   KILN_CACHE_DIR=$(mktemp -d) "$X/gpu_sm80_gemm_gpu_test" --gtest_filter='DispatchCost*' 2>&1 | grep -E 'figures|OK|FAILED'
   KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) "$X/gpu_sm80_gemm_gpu_test" --gtest_filter='DispatchCost*' 2>&1 |
     grep -E 'figures|FAILED'
-  # The portable family's grouped FP8 / 16-bit cases (the default dispatch now takes the sm90 family).
+  # The portable family's grouped FP8 / 16-bit cases (the default dispatch takes the sm90 family).
   echo "formats under KILN_FAMILY=sm80: $(KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) timeout 150 \
     "$X/gpu_formats_gpu_test" 2>&1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' ')"
   echo "epilogues under KILN_FAMILY=sm80: $(KILN_FAMILY=sm80 KILN_CACHE_DIR=$(mktemp -d) timeout 150 \
@@ -179,7 +186,7 @@ left=$(( BUDGET - $(elapsed) ))
 [ $left -gt 30 ] || { echo "no time left for bench_shapes"; exit 0; }
 mkdir -p "$X/bench-cache" && cp "$X/cache/kiln.db" "$X/bench-cache/" 2>/dev/null
 # Optional: the tuner's default space against an exhaustive sweep of the same space, same shapes, no
-# recording (tuner issue: the winner within 3% of the sweep's best; time per shape).
+# recording (the default's winner should be within 3% of the sweep's best; time per shape).
 if [ -f "$X/compare_shapes.json" ]; then
   for mode in default exhaustive; do
     extra=""; [ $mode = exhaustive ] && extra="--max-candidates 0"
@@ -191,7 +198,7 @@ if [ -f "$X/compare_shapes.json" ]; then
 fi
 # Optional tuning run (the bundle's tune_shapes.json): its winners go into the bench's cache database, so
 # bench_shapes.py plans with them; exported to $OUT/tuned.json for tuner/pretuned/. TUNE_BUDGET is seconds
-# per shape: the old default of 4 timed only 1-2 of 25 candidates at 4096 x 7168 x 16384 (session 12).
+# per shape: a budget of 4 timed only 1-2 of 25 candidates at 4096 x 7168 x 16384 on the H200.
 # TUNE_TIMEOUT bounds the whole run (shapes x budget must fit in it).
 if [ -f "$X/tune_shapes.json" ]; then
   KILN_CACHE_DIR=$X/bench-cache timeout "${TUNE_TIMEOUT:-200}" "$X/kiln" tune "$X/tune_shapes.json" --gpu h200 \
@@ -201,6 +208,6 @@ if [ -f "$X/tune_shapes.json" ]; then
 fi
 left=$(( BUDGET - $(elapsed) ))
 [ $left -gt 30 ] || { echo "no time left for bench_shapes"; exit 0; }
-KILN_CACHE_DIR=$X/bench-cache KILN_ANCHORS_DIR=$PWD/.bench_shared timeout $left \
+KILN_CACHE_DIR=$X/bench-cache timeout $left \
   python3 bench/bench_shapes.py --out "$OUT/shapes" ${BENCH_ARGS:-} >"$OUT/bench_shapes.log" 2>&1
 echo "bench_shapes rc=$? (timeout $left s) at $(elapsed)s"; tail -3 "$OUT/bench_shapes.log"

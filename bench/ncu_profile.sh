@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # bench/ncu_profile.sh — Nsight Compute on one launch of kiln's planned kernel per problem (device side).
-# Usage (device, from the repo root, after device_run.sh's bundle is unpacked or with KILN_CLI set):
+# Usage (device, from the repo root, with the bundle of `bench/device_run.sh --prepare` in carry-all/):
 #   NCU_PROBLEMS="spec|m|n|k[|config];..." bash bench/ncu_profile.sh   -> $OUT/ncu.txt
 #   (config: a tile config as kiln prints it, run instead of the plan's own)
 #   NCU_EXTRA="--section SourceCounters" adds sections (SourceCounters: the top stall locations by SASS
-#   offset); NCU_TAIL (default 260: every section above; 90 cut off speed of light and the pipes in
-#   session 14) is how many lines of each report are kept.
+#   offset); NCU_TAIL (default 260: every section below; fewer lines cut off speed of light and the pipes)
+#   is how many lines of each report are kept.
 # Sections: speed of light, compute (pipe utilization), warp states, scheduler, memory. The clocks are
-# left alone (--clock-control none: METHOD.md). One warm-up launch is skipped.
+# left alone (--clock-control none: by default ncu locks them to the base clock, which the benchmark
+# timings do not). One warm-up launch is skipped.
 set -u
 cd "$(dirname "$0")/.."
 C=${CARRY_DIR:-carry-all}

@@ -14,8 +14,8 @@ DENSE_SPECS = (
     ("e4m3 tensor", "gemm a=e4m3:tensor b=e4m3:tensor out=bf16", "e4m3", "fp8_tensor_fast", 1, 1),
     ("e4m3 row", "gemm a=e4m3:m b=e4m3:n out=bf16", "fp8_row", "fp8_row_fast", 1, 1),
     ("e4m3 block", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "fp8_block", "fp8_block", 1, 1),
-    # MXFP8 against kiln's own FP8 block path on the same shape (the Hopper issue's target: >= 0.5x;
-    # there is no cuBLAS MXFP8 on Hopper). An anchor key "kiln NAME" names a kiln row of the same shape.
+    # MXFP8 against kiln's own FP8 block path on the same shape (there is no cuBLAS MXFP8 on Hopper).
+    # An anchor key "kiln NAME" names a kiln row of the same shape.
     ("mxfp8", "gemm a=mxfp8 b=mxfp8 out=bf16", "mxfp8", "kiln e4m3 block", 1 + 1 / 32, 1 + 1 / 32),
 )
 MXFP4_DENSE_SPEC = "gemm a=bf16 b=mxfp4 out=bf16"
@@ -32,8 +32,8 @@ def grouped_spec(fmt, experts):
 
 # w4a8: e4m3 per-token activations x MXFP4 weights (the portable mixed mainloop) against cuBLAS's grouped
 # FP8 row GEMM (same activations, twice the weight bytes). fp8_block (DeepSeek blocks, layers with K % 128 == 0
-# only) against the grouped FP8 row GEMM as BENCHMARKS.md says (torch has no block-scaled grouped GEMM on
-# Hopper); bench_shapes.py also times a per-expert loop of cuBLAS's block-scaled GEMM ("fp8_block_loop").
+# only) against the grouped FP8 row GEMM (torch has no block-scaled grouped GEMM on Hopper); bench_shapes.py
+# also times a per-expert loop of cuBLAS's block-scaled GEMM ("fp8_block_loop").
 GROUPED_FMTS = (("bf16", "bf16_grouped"), ("fp8_row", "fp8_row_grouped"), ("fp8_block", "fp8_row_grouped"),
                 ("mxfp4", "bf16_grouped"), ("w4a8", "fp8_row_grouped"))
 

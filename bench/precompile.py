@@ -1,7 +1,7 @@
 """Fills a kernel cache with every kernel bench_shapes.py runs, on a machine without a GPU.
 
     KILN_TUNING_DEVICE=h200 KILN_LIBRARY=build/capi/libkiln.so python3 bench/precompile.py \
-        --shapes .bench_shared/shapes.json --cache-dir carry-cache [--jobs 2]
+        --cache-dir carry-cache [--shapes bench/shapes.json] [--jobs 2] [--quick]
 
 The cache then travels to the GPU machine (KILN_CACHE_DIR), so device minutes go to timing.
 Plans pick the same configs there as here as long as KILN_TUNING_DEVICE names the GPU they run on.
@@ -17,7 +17,7 @@ from plan_list import plans, compile_all  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shapes", required=True)
+    ap.add_argument("--shapes", default=os.path.join(HERE, "shapes.json"), help="default: bench/shapes.json")
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--quick", action="store_true")

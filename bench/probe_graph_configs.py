@@ -20,7 +20,7 @@ first do not compile. A run whose output is wrong (relative error >= 1e-2 or unw
 reported as an error line and not timed.
 --rounds R times the whole list of a shape R times over, round-robin (own, candidates, own; again ...),
 then prints each config's median and its spread: configs a few percent apart need that, since one
-timing of a shape moves by several percent with the GPU's clock (bench/NOTES.md session 20).
+timing of a shape moves by several percent with the GPU's clock (docs/performance.md).
 """
 import argparse, concurrent.futures, json, os, re, statistics, subprocess, sys, tempfile
 

@@ -13,14 +13,14 @@
 namespace kiln {
 
 // Bumped when emitted code changes meaning without the template tree changing.
-// 2: GemmParams grew the scale strides, NVFP4 global, grouped-GEMM fields (formats issue).
-// Not bumped for the epilogue vector operands appended to GemmParams (epilogues issue): that header is
+// 2: GemmParams grew the scale strides, NVFP4 global, grouped-GEMM fields.
+// Not bumped for the epilogue vector operands appended to GemmParams: that header is
 // in the template tree, so kernel cache keys changed with it, and tunings (keyed by this version) stay
 // valid because the mainloops did not change.
-// 3: a decode config's `stages` became the number of warp steps in flight (session 10; 1 had meant the
+// 3: a decode config's `stages` became the number of warp steps in flight (1 had meant the
 // two-step kernel), so stored decode tunings from before it name different kernels. The shipped
 // pre-tuned rows were all measured with code whose configs mean what they mean at 3 (the decode rows
-// re-tuned in session 10), so tuner/pretuned/h200.json moved to 3 unchanged otherwise.
+// re-tuned after the change), so tuner/pretuned/h200.json moved to 3 unchanged otherwise.
 inline constexpr int kCodegenVersion = 3;
 
 std::string sha256_hex(std::string_view bytes);

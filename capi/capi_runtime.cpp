@@ -6,7 +6,7 @@
 #include <string>
 
 #include "capi/capi_internal.hpp"
-#include "compiler/plan/sm90_plan.hpp"  // Hopper issue: the MXFP8 pre-pass's bf16 spec
+#include "compiler/plan/sm90_plan.hpp"  // the MXFP8 pre-pass's bf16 spec
 
 namespace {
 
@@ -20,13 +20,13 @@ using kiln::capi::require;
 // working when a later kiln appends fields (which they then leave at their defaults).
 constexpr size_t kRuntimeOptionsV1 = sizeof(kiln_runtime_options);
 constexpr size_t kPlanOptionsV1 = sizeof(kiln_plan_options);
-// kiln_operands grew offsets, counts and b_global (formats issue): the first release's callers pass
+// kiln_operands grew offsets, counts and b_global (grouped GEMMs, NVFP4): the first release's callers pass
 // the size up to b_scale, and the fields past their struct_size read as NULL.
 constexpr size_t kOperandsV1 = offsetof(kiln_operands, offsets);
 constexpr size_t kOperandsV2 = offsetof(kiln_operands, out_scale);
 // ... and out_scale, out_global (quantize specs, kiln 0.3).
 constexpr size_t kOperandsV3 = offsetof(kiln_operands, bias);
-// ... and the epilogue's vectors bias .. up_bias (epilogues issue, kiln 0.4).
+// ... and the epilogue's vectors bias .. up_bias (epilogues, kiln 0.4).
 constexpr size_t kOperandsV4 = sizeof(kiln_operands);
 
 // The workspace-size queries: bytes = plan's `size` for m rows (0 on any error).

@@ -68,7 +68,7 @@ Status mx_prepass_run(const PlanImpl& p, const CheckedOperands& c, const Operand
   // One thread per 8-element unit, at most as many CTAs as the SMs hold at once (its registers decide:
   // 65536 per SM, at most 8 CTAs of 256 threads); the kernel walks the rest grid-stride.
   LaunchShape ls = launch_shape(p.spec, KernelFamily::kMxDequant, TileConfig{}, sizes);
-  KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, c.device));
+  KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, c.device, p.arch.sm_cap));
   const int regs = std::max(k->compiled.registers, 1);
   const int per_sm = std::clamp(65536 / (regs * static_cast<int>(ls.block_x)), 1, 8);
   ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(per_sm * sms));

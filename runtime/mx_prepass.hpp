@@ -1,7 +1,7 @@
-// runtime/mx_prepass.hpp — MXFP8 at large M through a bf16 pre-pass (Hopper issue).
+// runtime/mx_prepass.hpp — MXFP8 at large M through a bf16 pre-pass.
 //
 // Hopper has no block-scaled MMA: the fused MXFP8 kernel converts both operands to bf16 inside the
-// GEMM (templates/kernels/sm90_gemm.cuh section 13), which costs more than a separate pass over
+// GEMM (templates/kernels/sm90/mx_dequant.cuh), which costs more than a separate pass over
 // memory at large M. So an MXFP8 plan on the sm90 family (compiler/plan/sm90_plan.hpp
 // sm90_mx_prepass_supported) holds a second plan, the same problem on bf16 operands, and runs
 //   1. kiln_mx_dequant (templates/kernels/mx_dequant.cuh): X and W with their E8M0 scales -> bf16

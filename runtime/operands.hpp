@@ -17,7 +17,7 @@
 //   b_global nvfp4 only: f32 [1] (nvfp4_global=tensor) or [E] (expert), the decode value on the device
 //   offsets  layout=offsets: int32 [E] cumulative row ends (torch _grouped_mm)
 //   counts   layout=masked:  int32 [E] rows per expert
-//   (epilogues issue) out has N_out = N / 2 columns with gate_up (else N); the epilogue's vectors
+//   out has N_out = N / 2 columns with gate_up (else N); the epilogue's vectors
 //   (bias, scale, colscale, expert_scale, residual, gate_bias, up_bias) as kiln.hpp Operands says,
 //   f32 / bf16 / f16, any strides; a vector the epilogue does not read must be absent.
 //
@@ -44,14 +44,14 @@ struct CheckedOperands {
   const float* a_scale = nullptr;  // f32, or E8M0 / UE4M3 bytes reinterpreted (gemm_params.cuh)
   const float* b_scale = nullptr;
   int64_t lda = 0, ldb = 0, ldc = 0;  // row strides in elements
-  // formats issue
+  // scaled and grouped formats
   int64_t lds_a = 0, lds_b = 0;  // row strides of 2-D scales, in scale elements
   const float* b_global = nullptr;
   const int32_t* group_rows = nullptr;  // offsets or counts
   int64_t b_expert_stride = 0, b_scale_expert_stride = 0;
   int experts = 0;
   int max_m = 0;
-  // epilogues issue: the epilogue's vectors by slot (null data past the epilogue's operands)
+  // the epilogue's vectors by slot (null data past the epilogue's operands)
   kiln_dev::EpilogueVector ep[kiln_dev::kMaxEpilogueOperands] = {};
 };
 
@@ -61,7 +61,7 @@ StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSi
                                          const std::vector<EpilogueOperand>& epilogue);
 StatusOr<CheckedOperands> check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops);
 // Plan::run's form: the same checks, written into `out` (reset first; unspecified on error). It saves
-// copying the ~400-byte result through StatusOr twice per launch (tuner issue: dispatch cost).
+// copying the ~400-byte result through StatusOr twice per launch (dispatch cost).
 Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
                       const std::vector<EpilogueOperand>& epilogue, CheckedOperands& out);
 // Columns of Y: N, or N / 2 for a gate|up GLU.
@@ -69,7 +69,7 @@ int64_t output_columns(const KernelSpec& spec, int64_t n);
 // The Operands field of an epilogue vector (bias -> ops.bias, ...).
 const DLTensor* epilogue_tensor(const Operands& ops, EpVector v);
 
-// ---- quantize specs (formats issue): a = X [M, K] in, out = codes, out_scale / out_global written.
+// ---- quantize specs: a = X [M, K] in, out = codes, out_scale / out_global written.
 //   out        [M, K] (fp8) or [M, K/2] bytes (mxfp4 / nvfp4); transpose=true: [K, M] (or [K, M/2])
 //   out_scale  e4m3:tensor f32 [1] | e4m3:m f32 [M] | e4m3:block1x128 [M, K/128] | block128x128
 //              [ceil(M/128), K/128] (f32 or E8M0 bytes) | mxfp8/mxfp4 E8M0 [M, K/32] | nvfp4 UE4M3

@@ -7,13 +7,13 @@
 #include "common/env.hpp"
 #include "compiler/emit/emit.hpp"
 #include "compiler/nvrtc/nvrtc.hpp"
-#include "compiler/plan/sm90_plan.hpp"  // Hopper issue: split-K workspace sizes
-#include "runtime/mx_prepass.hpp"       // Hopper issue: MXFP8 at large M through a bf16 pre-pass
+#include "compiler/plan/sm90_plan.hpp"  // split-K workspace sizes
+#include "runtime/mx_prepass.hpp"       // MXFP8 at large M through a bf16 pre-pass
 #include "runtime/operands.hpp"
-#include "runtime/quantize_launch.hpp"  // formats issue: the quantize family's phases
+#include "runtime/quantize_launch.hpp"  // the quantize family's phases
 #include "runtime/runtime_impl.hpp"
-#include "runtime/sm90_launch.hpp"    // Hopper issue: the sm90 family's launch
-#include "runtime/tuned_configs.hpp"  // tuner issue: Runtime::plan's tuned-configs block
+#include "runtime/sm90_launch.hpp"    // the sm90 family's launch
+#include "runtime/tuned_configs.hpp"  // Runtime::plan's tuned-configs block
 #include "templates/common/gemm_params.cuh"
 #include "templates/templates.hpp"
 
@@ -229,7 +229,7 @@ size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
 size_t Plan::workspace_bytes(int64_t m) const { return impl_->workspace_bytes(bucket_index(m), m); }
 
 // The bf16 plan's bucket for m rows of X: grouped plans pick it by rows per expert, as tunings do.
-static int prepass_bucket(const PlanImpl& p, int64_t m) { return bucket_index(tuning_rows(p.spec, m)); }
+static int prepass_bucket(const PlanImpl& p, int64_t m) { return bucket_index(rows_per_expert(p.spec, m)); }
 
 TileConfig Plan::mx_prepass_config_for(int64_t m) const {
   const PlanImpl* g = impl_->prepass_gemm.get();
@@ -297,7 +297,7 @@ StatusOr<LoadedKernel*> bucket_kernel(const PlanImpl& p, const Driver* d, int bu
   return p.kernel_for(bucket);
 }
 
-// formats issue: quantize specs (a -> out, out_scale, out_global), one launch per phase.
+// Quantize specs (a -> out, out_scale, out_global), one launch per phase.
 Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream) {
   KILN_ASSIGN_OR_RETURN(CheckedQuantize q, check_quantize_operands(p.spec, p.sizes, ops));
   const StatusOr<const Driver*>& drv = p.rt->driver();
@@ -313,7 +313,7 @@ Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream)
 
 }  // namespace
 
-// The hot path (tuner issue: dispatch of a prepared plan <= 3 us host time). With the kernel loaded:
+// The hot path (target: dispatch of a prepared plan <= 3 us host time). With the kernel loaded:
 // the operand checks (no allocation, messages built on errors only), one atomic load each for the
 // retained context and the bucket's kernel, one cuCtxGetCurrent, one cuLaunchKernelEx; no lock.
 Status Plan::run(const Operands& ops, void* workspace, size_t workspace_bytes, CUstream_st* stream) const {
@@ -331,7 +331,7 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
   if (c.m == 0) return Status::Ok();
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
-  // Hopper issue: MXFP8 at large M with the caller's workspace for it: bf16 pre-pass + bf16 kernel.
+  // MXFP8 at large M with the caller's workspace for it: bf16 pre-pass + bf16 kernel.
   if (p.prepass_gemm) {
     KILN_ASSIGN_OR_RETURN(bool prepass, mx_prepass_applies(p, c, workspace, workspace_bytes));
     if (prepass) return mx_prepass_run(p, c, ops, workspace, reinterpret_cast<CUstream>(stream));
@@ -341,7 +341,7 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
   KILN_ASSIGN_OR_RETURN(LoadedKernel * k, bucket_kernel(p, d, bucket, c.m, stream));
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, c.device));
   kiln_dev::GemmParams gp = gemm_params(c, p.sizes);
-  // ---- Hopper issue: the sm90 family takes TMA tensor maps and a persistent grid.
+  // ---- The sm90 family takes TMA tensor maps and a persistent grid.
   if (p.families[bucket] == KernelFamily::kSm90Gemm) {
     // Split-K configs need a workspace: the caller's (zero-filled before its first use), else the plan's.
     void* ws = nullptr;
@@ -363,7 +363,8 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
         KILN_ASSIGN_OR_RETURN(ws, p.workspace.get(*d, c.device, need, reinterpret_cast<CUstream>(stream)));
       }
     }
-    return sm90_launch(*d, *k, p.spec, p.configs[bucket], gp, c.device, reinterpret_cast<CUstream>(stream), ws);
+    return sm90_launch(*d, *k, p.spec, p.configs[bucket], gp, c.device, reinterpret_cast<CUstream>(stream), ws,
+                       p.arch.sm_cap);
   }
   ProblemSizes run_sizes = p.sizes;
   run_sizes.m = c.m;
@@ -387,7 +388,7 @@ std::string Plan::describe_json() const {
   for (size_t b = 0; b < kMBuckets.size(); ++b) {
     nlohmann::json bj{{"m_max", kMBuckets[b]}, {"config", p.configs[b].to_string()}};
     if (p.families[b] != p.family) bj["family"] = family_name(p.families[b]);  // a per-bucket exception
-    // Hopper issue: whether a bucket of the sm90 family with e4m3 / e5m2 operands promotes its accumulator
+    // Whether a bucket of the sm90 family with e4m3 / e5m2 operands promotes its accumulator
     // per K tile ("promoted") or adds into wgmma's own FP8 accumulator ("fast", like cuBLAS's fast
     // accumulation). Other buckets carry no field: they accumulate in f32, or always promote (the
     // warpgroup decode kernel, fused MXFP8).
@@ -437,23 +438,51 @@ StatusOr<Arch> Runtime::device_arch() const {
   }
   CUdevice dev;
   KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGet(&dev, device), "cuDeviceGet"));
-  int major = 0, minor = 0;
-  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-                                "cuDeviceGetAttribute"));
-  KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
-                                "cuDeviceGetAttribute"));
-  return arch_for_device(major, minor);
+  auto attribute = [&](CUdevice_attribute which, const char* what) -> StatusOr<int> {
+    int v = 0;
+    KILN_RETURN_IF_ERROR(d->check(d->cuDeviceGetAttribute(&v, which, dev), what));
+    return v;
+  };
+  KILN_ASSIGN_OR_RETURN(int major, attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cuDeviceGetAttribute(cc major)"));
+  KILN_ASSIGN_OR_RETURN(int minor, attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cuDeviceGetAttribute(cc minor)"));
+  KILN_ASSIGN_OR_RETURN(int sms, attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "cuDeviceGetAttribute(SM count)"));
+  KILN_ASSIGN_OR_RETURN(int smem, attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                            "cuDeviceGetAttribute(shared memory per block)"));
+  KILN_ASSIGN_OR_RETURN(int l2, attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "cuDeviceGetAttribute(L2 size)"));
+  // The rates are not device attributes: the named part's where the table knows it (gpus.cpp).
+  Arch a = arch_for_part(major * 10 + minor, sms);
+  if (smem > 0) a.smem_per_block = smem;
+  if (l2 > 0) a.l2_bytes = l2;
+  a.sm_cap = impl_->options.max_sms;
+  return a;
+}
+
+// The facts of a plan's arch when the caller named only the instruction set: the device's when it is
+// that arch, else the part KILN_TUNING_DEVICE names when it is, else the arch's reference part.
+Arch RuntimeImpl::with_facts(const Arch& arch, const StatusOr<Arch>& device) const {
+  Arch a = arch;
+  if (a.sm_count == 0) {
+    if (device.ok() && *device == a) {
+      a = *device;
+    } else if (auto named = env::get(env::kTuningDevice)) {
+      auto td = parse_tuning_device(*named, /*nvrtc_major=*/1);
+      if (td.ok() && td->key.cc == a.sm()) {
+        Arch part = arch_for_part(td->key.cc, td->key.sm_count);
+        part.major = a.major;
+        part.minor = a.minor;
+        part.arch_specific = a.arch_specific;
+        a = part;
+      }
+    }
+  }
+  if (options.max_sms > 0) a.sm_cap = options.max_sms;
+  return a;
 }
 
 StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, std::optional<Arch> arch) {
   KILN_RETURN_IF_ERROR(validate_spec(spec));
-  Arch a;
-  if (arch) {
-    a = *arch;
-  } else {
-    auto da = device_arch();
-    a = da.ok() ? *da : Arch{9, 0, true};
-  }
+  const StatusOr<Arch> device = device_arch();
+  const Arch a = impl_->with_facts(arch ? *arch : device.ok() ? *device : Arch{9, 0, true}, device);
   KILN_ASSIGN_OR_RETURN(KernelFamily fam, select_family(spec, a));
   // sizes.m is a hint (0: any M); every family's can_implement takes M = 0, and rules on M (e.g.
   // quantize transpose=true) are checked again per call.
@@ -466,7 +495,7 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   impl->arch = a;
   impl->family = fam;
   impl->families.fill(fam);
-  // Epilogues issue: the epilogue's vector operands, so that run() checks them without parsing.
+  // The epilogue's vector operands, so that run() checks them without parsing.
   {
     KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
     if (program) impl->epilogue_operands = program->operands;
@@ -476,17 +505,17 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
     s.m = kMBuckets[b];
     impl->configs[b] = default_config(spec, a, s);
   }
-  // ---- BEGIN tuned configs (tuner issue; runtime/tuned_configs.hpp, docs/tuning.md) ----
+  // ---- BEGIN tuned configs (runtime/tuned_configs.hpp, docs/tuning.md) ----
   // Per bucket: in-memory -> user database -> pre-tuned tables -> (opt-in online tuning) -> the
   // heuristic above. Never fails the plan.
   const auto sources = apply_tuned_configs(*this, *impl);
   // ---- END tuned configs ----
-  // ---- Hopper issue: heuristic buckets that measured faster on the portable family run there
+  // ---- Heuristic buckets that measured faster on the portable family run there
   // (grouped FP8 at a few rows per expert; compiler/plan/sm90_plan.hpp sm90_portable_bucket). Tuned
   // and pinned buckets run on the family their record or override names (apply_tuned_configs).
   // Dense problems of at most 16 rows that the decode kernel takes run on it (the portable family's
-  // TileConfig::decode; measured faster than the sm90 family on every decode shape, bench/RESULTS.md
-  // session 9).
+  // TileConfig::decode; measured faster than the sm90 family on every decode shape on the H200,
+  // docs/performance.md).
   if (fam == KernelFamily::kSm90Gemm) {
     for (size_t b = 0; b < kMBuckets.size(); ++b) {
       if (sources[b] != ConfigSource::kHeuristic) continue;
@@ -499,7 +528,7 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
       impl->configs[b] = portable;
     }
   }
-  // ---- Hopper issue: MXFP8 at large M, the bf16 pre-pass's plan (runtime/mx_prepass.hpp). A bf16 plan
+  // ---- MXFP8 at large M, the bf16 pre-pass's plan (runtime/mx_prepass.hpp). A bf16 plan
   // that cannot be made (e.g. an output format the bf16 kernel lacks) leaves the fused kernel alone.
   if (sm90_mx_prepass_supported(spec, a)) {
     StatusOr<Plan> bf16 = plan(sm90_mx_prepass_gemm_spec(spec), sizes, a);

@@ -21,6 +21,7 @@
 #include "cache/kernel_cache.hpp"
 #include "compiler/epilogue/epilogue.hpp"
 #include "compiler/nvrtc/nvrtc.hpp"
+#include "compiler/plan/plan.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/driver/driver.hpp"
 #include "runtime/workspace.hpp"
@@ -44,6 +45,8 @@ class RuntimeImpl {
   std::atomic<int64_t> compiles{0}, cache_hits{0}, loads{0};
 
   Status device_status() const;
+  // arch with the device facts a plan counts with (Runtime::plan; runtime.cpp).
+  Arch with_facts(const Arch& arch, const StatusOr<Arch>& device) const;
   const StatusOr<const Driver*>& driver() const;  // Driver::get(): the process's one copy
 
   StatusOr<CompiledKernel> compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
@@ -73,13 +76,13 @@ class PlanImpl {
   Arch arch;
   KernelFamily family;
   std::array<TileConfig, kMBuckets.size()> configs;
-  // Hopper issue: the family of each bucket's kernel: `family`, except buckets that measured faster on
+  // The family of each bucket's kernel: `family`, except buckets that measured faster on
   // the portable family (compiler/plan/sm90_plan.hpp sm90_portable_bucket).
   std::array<KernelFamily, kMBuckets.size()> families;
-  std::vector<EpilogueOperand> epilogue_operands;  // epilogues issue: the spec's vectors in slot order
+  std::vector<EpilogueOperand> epilogue_operands;  // the spec's vectors in slot order
   mutable std::array<std::atomic<LoadedKernel*>, kMBuckets.size()> kernels{};
-  PlanWorkspace workspace;  // Hopper issue: split-K's counters and partials (runtime/workspace.hpp)
-  // Hopper issue, MXFP8 at large M (runtime/mx_prepass.hpp): the same problem on bf16 operands, and the
+  PlanWorkspace workspace;  // split-K's counters and partials (runtime/workspace.hpp)
+  // MXFP8 at large M (runtime/mx_prepass.hpp): the same problem on bf16 operands, and the
   // conversion kernel (loaded once). Null where the plan has no pre-pass.
   std::shared_ptr<const PlanImpl> prepass_gemm;
   mutable std::atomic<LoadedKernel*> prepass_convert{nullptr};

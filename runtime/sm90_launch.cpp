@@ -102,17 +102,17 @@ Status sm90_encode_operand(const Driver& d, const char* name, Format format, con
   return d.check(r, ("cuTensorMapEncodeTiled(" + who() + ")").c_str());
 }
 
-StatusOr<int> sm90_sm_count(const Driver& d, int device) {
+StatusOr<int> sm90_sm_count(const Driver& d, int device, int sm_cap) {
   if (device < 0 || device >= static_cast<int>(g_sm_counts.size()))
     return InvalidArgument("device ordinal " + std::to_string(device) + " out of range");
   int sms = g_sm_counts[device].load(std::memory_order_relaxed);
-  if (sms > 0) return sms;
+  if (sms > 0) return sm_cap > 0 ? std::min(sms, sm_cap) : sms;
   CUdevice dev;
   KILN_RETURN_IF_ERROR(d.check(d.cuDeviceGet(&dev, device), "cuDeviceGet"));
   KILN_RETURN_IF_ERROR(d.check(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
                                "cuDeviceGetAttribute"));
   g_sm_counts[device].store(sms, std::memory_order_relaxed);
-  return sms;
+  return sm_cap > 0 ? std::min(sms, sm_cap) : sms;
 }
 
 bool sm90_pdl_enabled() {
@@ -141,7 +141,8 @@ Status launch_kernel(const Driver& d, CUfunction f, const LaunchShape& ls, CUstr
 }
 
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
-                   const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace) {
+                   const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace,
+                   int sm_cap) {
   if (cfg.split_k > 1 && workspace == nullptr)
     return Internal("sm90_launch: config " + cfg.to_string() + " splits K but no workspace was given");
   // The last encoded pair of tensor maps, per thread: a serving loop that runs one plan on the same
@@ -166,18 +167,18 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
                    (!cfg.tma_store || (cache.out == gp.out && cache.ldc == gp.ldc));
   if (!hit) {
     cache.kernel = nullptr;  // invalid until both maps are encoded
-    // A box is one 128-byte swizzle atom of K; a stage of block_k = 256 bytes (two atoms, bench/NOTES.md
-    // v4) takes two boxes of each operand.
+    // A box is one 128-byte swizzle atom of K; a stage of block_k = 256 bytes (two atoms,
+    // docs/performance.md) takes two boxes of each operand.
     const int box_k = sm90_atom_k(spec);
     KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, cfg.block_m, box_k,
                                              &cache.map_a));
     // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
-    // Grouped: W [E, N, K] as a 3-D map (the kernel's section 9).
+    // Grouped: W [E, N, K] as a 3-D map (templates/kernels/sm90/scheduler.cuh).
     const bool grouped = spec.layout != GroupLayout::kDense;
     KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb,
                                              cfg.block_n / cfg.cluster_m, box_k, &cache.map_b,
                                              grouped ? gp.experts : 0, grouped ? gp.b_expert_stride : 0));
-    // The TMA-store epilogue (the kernel's section 12): Y [M, N] in boxes of 128 bytes (128-byte swizzle)
+    // The TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh): Y [M, N] in boxes of 128 bytes (128-byte swizzle)
     // by a consumer warpgroup's rows, or of 16 columns unswizzled where the warpgroup's columns are not a
     // whole number of 128-byte boxes (e.g. 176). An output TMA cannot address (base or row stride not a
     // multiple of 16 bytes) runs the kernel's direct epilogue instead (out_tma = 0): never an error.
@@ -206,7 +207,7 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     cache.experts = gp.experts;
     cache.b_expert_stride = gp.b_expert_stride;
   }
-  KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device));
+  KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device, sm_cap));
   LaunchShape ls = sm90_launch_shape(spec, cfg, ProblemSizes{gp.m, gp.n, gp.k});
   if (cfg.cluster_m == 1) {
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(sms));
@@ -220,12 +221,15 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
       cluster_device = device;
     }
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(clusters * cfg.cluster_m));
+    // Under an SM cap the occupancy query still counts the whole device: whole clusters within the cap.
+    if (sm_cap > 0)
+      ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(std::max(1, sms / cfg.cluster_m) * cfg.cluster_m));
   }
   // The launch copies the arguments during the call: the cached maps and gp are passed as they are.
   void* args[] = {&cache.map_a, &cache.map_b, const_cast<kiln_dev::GemmParams*>(&gp), &workspace, &cache.map_out,
                   &cache.out_tma};  // the last two only for TMA-store kernels (their signature)
   // The kernel may start before the previous kernel on the stream has finished: it waits for it before
-  // touching global memory (the kernel's section 15).
+  // touching global memory (templates/kernels/sm90/kernel.cuh).
   return launch_kernel(d, reinterpret_cast<CUfunction>(k.kernel), ls, stream, args, /*pdl=*/true,
                        "cuLaunchKernelEx(sm90_gemm)");
 }

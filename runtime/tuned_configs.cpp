@@ -103,12 +103,6 @@ TuningProblem tuning_problem(const KernelSpec& spec, const ProblemSizes& sizes) 
   return p;
 }
 
-int64_t tuning_rows(const KernelSpec& spec, int64_t m) {
-  if (spec.op == Op::kGroupedGemm && spec.experts > 0)
-    return (std::max<int64_t>(m, 1) + spec.experts - 1) / spec.experts;
-  return m;
-}
-
 StatusOr<KernelSpec> tuning_problem_spec(const TuningProblem& problem) {
   std::string text = problem.spec;
   if (problem.experts > 0) {
@@ -122,34 +116,12 @@ StatusOr<KernelSpec> tuning_problem_spec(const TuningProblem& problem) {
   return parse_spec(text);
 }
 
-const std::vector<KnownGpu>& known_gpus() {
-  static const std::vector<KnownGpu> kGpus = {
-      {"h200", "NVIDIA H200", 90, 132, 4800},
-      {"h100-sxm", "NVIDIA H100 80GB HBM3", 90, 132, 3350},
-      {"h100-pcie", "NVIDIA H100 PCIe", 90, 114, 2000},
-      {"a100", "NVIDIA A100-SXM4-80GB", 80, 108, 2039},
-      {"l40s", "NVIDIA L40S", 89, 142, 864},
-      {"rtx4090", "NVIDIA GeForce RTX 4090", 89, 128, 1008},
-      {"l4", "NVIDIA L4", 89, 58, 300},
-      {"a10", "NVIDIA A10", 86, 72, 600},
-      {"rtx3090", "NVIDIA GeForce RTX 3090", 86, 82, 936},
-  };
-  return kGpus;
-}
-
-const KnownGpu* find_known_gpu(int cc, int sm_count) {
-  for (const KnownGpu& g : known_gpus()) {
-    if (g.cc == cc && g.sm_count == sm_count) return &g;
-  }
-  return nullptr;
-}
-
 StatusOr<TuningDevice> parse_tuning_device(std::string_view text, int nvrtc_major) {
   TuningDevice d;
   d.key.codegen_version = kCodegenVersion;
   d.key.nvrtc_major = nvrtc_major;
   bool named = false;
-  for (const KnownGpu& g : known_gpus()) {
+  for (const GpuInfo& g : known_gpus()) {
     if (text == g.id) {
       d.key.cc = g.cc;
       d.key.sm_count = g.sm_count;
@@ -166,7 +138,7 @@ StatusOr<TuningDevice> parse_tuning_device(std::string_view text, int nvrtc_majo
       const size_t eq = item.find('=');
       if (eq == std::string_view::npos) {
         std::string ids;
-        for (const KnownGpu& g : known_gpus()) ids += (ids.empty() ? "" : ", ") + std::string(g.id);
+        for (const GpuInfo& g : known_gpus()) ids += (ids.empty() ? "" : ", ") + std::string(g.id);
         return InvalidArgument("tuning device '" + std::string(text) + "': expected a GPU name (" + ids +
                                ") or cc=90,sms=132[,nvrtc=13][,name=...]");
       }
@@ -187,7 +159,7 @@ StatusOr<TuningDevice> parse_tuning_device(std::string_view text, int nvrtc_majo
     if (d.key.cc == 0 || d.key.sm_count == 0)
       return InvalidArgument("tuning device '" + std::string(text) + "': needs both cc= and sms=");
     if (d.gpu_name.empty()) {
-      if (const KnownGpu* g = find_known_gpu(d.key.cc, d.key.sm_count)) d.gpu_name = std::string(g->gpu_name);
+      if (const GpuInfo* g = find_gpu(d.key.cc, d.key.sm_count)) d.gpu_name = std::string(g->gpu_name);
     }
   }
   if (d.key.nvrtc_major == 0) {
@@ -322,7 +294,7 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
   }
 
   // The bucket the caller said it will run (sizes.m), or 0 when it gave no hint.
-  const int64_t hint_bucket = sizes.m > 0 ? tuning_m_bucket(tuning_rows(spec, sizes.m)) : 0;
+  const int64_t hint_bucket = sizes.m > 0 ? tuning_m_bucket(rows_per_expert(spec, sizes.m)) : 0;
   const size_t hint_index =
       hint_bucket == 0
           ? kTuningMBuckets.size()

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cache/tuning_store.hpp"
+#include "compiler/plan/gpus.hpp"
 #include "compiler/plan/plan.hpp"
 
 namespace kiln {
@@ -37,23 +38,10 @@ class PlanImpl;
 // The problem part of a tuning key: canonical spec text with sizes stripped (experts=0), N, K,
 // experts. sizes.m is not part of it (that is the bucket).
 TuningProblem tuning_problem(const KernelSpec& spec, const ProblemSizes& sizes);
-// The rows a problem's M bucket is chosen by, as Plan::run chooses it (runtime/operands.hpp
-// bucket_rows): rows per expert, rounded up, for grouped problems; M itself for dense ones.
-int64_t tuning_rows(const KernelSpec& spec, int64_t m);
 // The spec back from a tuning problem (its experts put back into the stripped text).
 StatusOr<KernelSpec> tuning_problem_spec(const TuningProblem& problem);
 
-// GPUs kiln knows by name, for planning and dry runs without one. Numbers: NVIDIA product pages and
-// the CUDA Programming Guide (SM counts), DRAM bandwidth as specified (not measured).
-struct KnownGpu {
-  std::string_view id;        // "h200"
-  std::string_view gpu_name;  // "NVIDIA H200"
-  int cc;                     // 90
-  int sm_count;               // 132
-  double dram_gbps;           // 4800
-};
-const std::vector<KnownGpu>& known_gpus();
-const KnownGpu* find_known_gpu(int cc, int sm_count);
+// The GPUs kiln knows by name are compiler/plan/gpus.hpp's table (known_gpus, find_gpu).
 
 // "h200" (a known_gpus() id) or "cc=90,sms=132[,nvrtc=13][,name=...]". nvrtc_major 0: ask NVRTC.
 StatusOr<TuningDevice> parse_tuning_device(std::string_view text, int nvrtc_major = 0);

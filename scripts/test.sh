@@ -57,10 +57,11 @@ else
   failed=1
 fi
 
-# Fuzzing (the epilogues issue asks CI to run the parser's libFuzzer target for a bounded time): the
-# epilogue parser's and the cubin reader's libFuzzer targets (ASan + UBSan) run for KILN_FUZZ_SECONDS
-# each from their seed corpora and must find nothing. fuzz.sh installs clang and libFuzzer's runtime when they are missing (about
-# a minute of apt on a clean Debian 12, plus an ~20 s sanitizer build: CI stays well under 20 minutes).
+# Fuzzing (CI fuzzes the parsers for a bounded time on every run: the epilogue parser reads user-written
+# text, which must never crash it): the epilogue parser's and the cubin reader's libFuzzer targets
+# (ASan + UBSan) run for KILN_FUZZ_SECONDS each from their seed corpora and must find nothing. fuzz.sh
+# installs clang and libFuzzer's runtime when they are missing (about a minute of apt on a clean
+# Debian 12, plus an ~20 s sanitizer build: CI stays well under 20 minutes).
 # KILN_FUZZ_INSTALL=0 skips the session instead where clang cannot be installed; the deterministic
 # driver (unit_epilogue_fuzz_test: 50,000 generated and mutated inputs plus the seed corpus, the same
 # invariants) in the unit tier runs either way.

@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
-#include "runtime/check.hpp"
-#include "runtime/quantize_check.hpp"
+#include "verify/check.hpp"
+#include "verify/quantize_check.hpp"
 #include "tools/cli.hpp"
 
 namespace kiln::cli {

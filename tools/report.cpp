@@ -56,7 +56,7 @@ StatusOr<Plan> plan_with_config(Runtime& rt, const KernelSpec& spec, const Probl
   }
   if (!cfg.ok()) return InvalidArgument("--config: " + cfg.status().message());
   const Arch target = arch ? *arch : plan.arch();
-  // A decode config (Hopper issue, small M) names the portable family's decode kernel whichever family
+  // A decode config (small M) names the portable family's decode kernel whichever family
   // the plan picked.
   const KernelFamily family = cfg->decode != 0 ? KernelFamily::kSm80Gemm : plan.family();
   if (Status ok = check_config(spec, target, family, *cfg); !ok.ok())
@@ -73,11 +73,10 @@ StatusOr<CompileReport> compile_plan(Runtime& rt, const Plan& plan, const Proble
   r.sizes = sizes;
   r.arch = plan.arch().name();
   r.arch_source = std::move(arch_source);
-  // run() buckets a grouped offsets problem by its expected rows per expert (runtime/operands.hpp).
+  // run() buckets a grouped problem by its rows per expert (rows_per_expert; the CLI's masked --m is
+  // already rows per expert).
   const KernelSpec& spec = plan.spec();
-  const int64_t rows = spec.op == Op::kGroupedGemm && spec.layout == GroupLayout::kOffsets && spec.experts > 0
-                           ? (sizes.m + spec.experts - 1) / spec.experts
-                           : sizes.m;
+  const int64_t rows = spec.layout == GroupLayout::kMasked ? sizes.m : rows_per_expert(spec, sizes.m);
   r.family = family_name(plan.family_for(rows));
   r.config = plan.config_for(rows);
   KILN_ASSIGN_OR_RETURN(r.kernel, rt.compile(spec, plan.family_for(rows), r.config, plan.arch(), want_ptx));

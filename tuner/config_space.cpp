@@ -70,12 +70,12 @@ std::vector<TileConfig> config_space(const KernelSpec& spec, const Arch& arch,
 
 namespace {
 
-// Hopper issue, small M: a decode bucket's candidates are the decode kernel's grid (block_n 16 / 32 /
+// Small M: a decode bucket's candidates are the decode kernel's grid (block_n 16 / 32 /
 // 48 / 64 weight rows, 1 / 2 / 4 / 8 segments of 64 bytes per warp step, 2 / 4 / 8 warps, 2 or 1 steps in
 // flight (stages; 8 segments fit the register budget with one only); 8 or 16
 // tokens per CTA by M), every config check_config accepts. The static model describes tiled mainloops,
 // so it does not rank them: the heuristic first, then narrower CTAs (more of them) and shorter steps
-// first, the order the H200 sweep favoured (bench/NOTES.md, session 9).
+// first, the order an H200 sweep favoured (docs/performance.md).
 PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const ProblemSizes& sizes,
                          const PruneOptions& options) {
   PrunedSpace out;
@@ -83,7 +83,7 @@ PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const Prob
   const TileConfig heuristic = decode_default_config(spec, gpu.arch, sizes);
   std::vector<PrunedCandidate> c;
   // Token tiles: the heuristic's, and 8 for 9..16 rows too (two CTAs per weight-row group, each
-  // converting half the tokens: FP8 at 16 rows is issue-bound, bench/NOTES.md session 10).
+  // converting half the tokens: FP8 at 16 rows is issue-bound, docs/performance.md).
   std::vector<int> token_tiles = {heuristic.block_m};
   if (heuristic.block_m > 8) token_tiles.push_back(8);
   for (int bn : {16, 32, 48, 64}) {
@@ -109,7 +109,7 @@ PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const Prob
     }
   }
   // (The warpgroup decode kernel, decode 2, is not in the grid: it measured level with these on the H200,
-  // bench/NOTES.md session 10; explicit configs only.)
+  // docs/performance.md; explicit configs only.)
   std::stable_partition(c.begin(), c.end(), [](const PrunedCandidate& p) { return p.is_default; });
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {
     out.dropped_by_rule["rank"] += static_cast<int>(c.size() - options.max_candidates);
@@ -145,8 +145,7 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   }
 
   // Padding: tiles at least twice the (16-rounded) problem in M or N, when a smaller tile exists.
-  const int64_t rows =
-      spec.experts > 0 ? (std::max<int64_t>(sizes.m, 1) + spec.experts - 1) / spec.experts : sizes.m;
+  const int64_t rows = rows_per_expert(spec, sizes.m);
   const int64_t m16 = round_up(rows, 16), n16 = round_up(sizes.n, 16);
   auto wasteful = [&](const PrunedCandidate& p) {
     return p.config.block_m >= 2 * m16 || p.config.block_n >= 2 * n16;
@@ -178,7 +177,7 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   // raster group, cluster): they tie, and a cap on the candidates would otherwise spend itself on the
   // alphabetically first of them (the shallowest rings). Within a tie (estimates in the same 1% bin), order by
   // how unusual a variant is: the deepest ring that fits the shape (measured on the H200: 7 vs 4
-  // stages is worth ~10% at 128 x 128, bench/NOTES.md) first, then shallower rings, then other raster
+  // stages is worth ~10% at 128 x 128, docs/performance.md) first, then shallower rings, then other raster
   // groups and clusters (which moved times by a few percent at most); then the config
   // text, so the order is reproducible. The heuristic's own config always stays (below).
   std::map<std::string, int> deepest;  // tile shape (block and warps) -> most stages among the candidates
@@ -187,8 +186,8 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
            "w" + std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n) + "s" +
            std::to_string(t.split_k) + (t.pingpong ? "p" : "");
   };
-  // From 64 rows a TMA-store epilogue was worth 10-60% on the H200 (bench/NOTES.md, session 5 at
-  // M >= 256, session 22 at M = 64-128): where a shape offers it, its plain-store variants count one step
+  // From 64 rows a TMA-store epilogue was worth 10-60% on the H200 (M >= 256 and M = 64-128,
+  // docs/performance.md): where a shape offers it, its plain-store variants count one step
   // more unusual, so the store variant of the deepest ring that fits it leads (as in the heuristic).
   std::set<std::string> has_tma_store;
   // Ring depth is compared among the variants with the same store path (a TMA store's staging tile
@@ -240,10 +239,10 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {
     std::vector<PrunedCandidate> kept(c.begin(),
                                       c.begin() + static_cast<std::ptrdiff_t>(options.max_candidates));
-    // Ping-pong consumers (the kernel's section 16) overlap one tile's epilogue with the next tile's
+    // Ping-pong consumers (templates/kernels/sm90/pingpong.cuh) overlap one tile's epilogue with the next tile's
     // mainloop, which the model does not see: it ranks them as plain tiles of their shape. Where K is
     // short and M large they measured 1-8% faster than every cooperative tile (H200, FP8 row / tensor and
-    // bf16 at M = 4096, K = 512 .. 2048; slower at K = 7168 and 16384: bench/NOTES.md session 19), so
+    // bf16 at M = 4096, K = 512 .. 2048; slower at K = 7168 and 16384: docs/performance.md), so
     // there the best-ranked one takes the cap's last place if none made it.
     constexpr int64_t kPingPongMinM = 256, kPingPongMaxK = 2048;
     auto is_pp = [](const PrunedCandidate& p) { return p.config.pingpong != 0; };

@@ -22,7 +22,7 @@ TuneShape make_shape(const KernelSpec& spec, int64_t m, int64_t n, int64_t k, st
 }  // namespace
 
 const std::vector<ModelPreset>& model_presets() {
-  // shared/bench/shapes.json: the "moe" entries (experts, topk, n, k, tokens) and the DeepSeek-V3
+  // bench/shapes.json: the "moe" entries (experts, topk, n, k, tokens) and the DeepSeek-V3
   // dense set (M in 64, 128, 4096). One spec per model: what the model runs.
   constexpr const char* kOss20 = "grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16";
   constexpr const char* kOss120 = "grouped_gemm[experts=128,layout=offsets] a=bf16 b=mxfp4 out=bf16";

@@ -1,6 +1,6 @@
 // tuner/presets.hpp — what `kiln tune` tunes: a JSON list of shapes or a named model preset.
 //
-// Presets hold the GEMM shapes of public models, copied from shared/bench/shapes.json (the
+// Presets hold the GEMM shapes of public models, copied from bench/shapes.json (the
 // benchmark's own list): MoE rows are tokens x topk (the host-known total of a grouped problem);
 // each shape carries the spec the model runs (gpt-oss: bf16 tokens x MXFP4 experts; DeepSeek-V3:
 // FP8 with 1x128 / 128x128 block scales). A spec the planner cannot run yet is reported per shape by

@@ -56,7 +56,7 @@ int estimate_registers(const KernelSpec& spec, const Arch& arch, KernelFamily fa
     // Consumer threads: accumulators of its warpgroup's slab (and the promoted copy for FP8).
     const int wgs_m = std::max(1, cfg.warps_m / 4), wgs_n = std::max(1, cfg.warps_n);
     const int acc = (cfg.block_m / wgs_m) * (cfg.block_n / wgs_n) / 128;
-    // Block-scaled 64 x 256 warpgroups promote through a half-width partial (the kernel's section 14).
+    // Block-scaled 64 x 256 warpgroups promote through a half-width partial (templates/kernels/sm90/mainloop.cuh, half partials).
     const int part = !sm90_promotes(spec, cfg) ? 0 : sm90_half_partial(spec, cfg) ? acc / 2 : acc;
     // The kernel is compiled for one block per SM (__launch_bounds__): ptxas allots 65536 / threads per
     // thread, and the consumers take more through setmaxnreg; check_config refuses what would not fit.

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "runtime/check.hpp"
+#include "verify/check.hpp"
 #include "runtime/tuned_configs.hpp"
 #include "tuner/thread_pool.hpp"
 
@@ -31,12 +31,12 @@ class CheckRunner : public CandidateRunner {
     if (spec.op == Op::kGroupedGemm && spec.experts > 0) {
       // The bucket's rows on every expert (a uniform split: the tuner measures the bucket, not one
       // routing); the masked layout takes rows per expert, the offsets layout the total.
-      const int64_t per_expert = (m + spec.experts - 1) / spec.experts;
+      const int64_t per_expert = rows_per_expert(spec, m);
       o.group_rows.assign(static_cast<size_t>(spec.experts), static_cast<int32_t>(per_expert));
       o.m = spec.layout == GroupLayout::kMasked ? per_expert : per_expert * spec.experts;
     }
     // One random draw per shape, shared by its candidates (a fresh draw per candidate cost seconds of
-    // host time for large weights: tuner issue, 30 s per shape). A new shape draws anew.
+    // host time for large weights: 30 s per shape). A new shape draws anew.
     const std::string key = print_spec(spec) + "|" + std::to_string(o.m) + "|" + std::to_string(plan.sizes().n) +
                             "|" + std::to_string(plan.sizes().k);
     if (key != inputs_key_ || !inputs_) {
@@ -177,10 +177,10 @@ std::shared_ptr<CandidateRunner> make_check_runner(int warmup, int repeats, uint
 Tuner::Tuner(Runtime& rt, TunerOptions options) : rt_(rt), options_(std::move(options)) {}
 
 Arch Tuner::arch_of(const TuningDevice& device) {
-  return arch_for_device(device.key.cc / 10, device.key.cc % 10);
+  return arch_for_part(device.key.cc, device.key.sm_count);
 }
 
-int64_t Tuner::bucket_of(const TuneShape& shape) { return tuning_m_bucket(tuning_rows(shape.spec, shape.m)); }
+int64_t Tuner::bucket_of(const TuneShape& shape) { return tuning_m_bucket(rows_per_expert(shape.spec, shape.m)); }
 
 ProblemSizes Tuner::measured_sizes(const TuneShape& shape) {
   const int64_t bucket = bucket_of(shape);
@@ -192,7 +192,7 @@ StatusOr<PrunedSpace> Tuner::candidates(const TuneShape& shape, const TuningDevi
   const Arch arch = arch_of(device);
   const ProblemSizes sizes = measured_sizes(shape);
   KILN_RETURN_IF_ERROR(can_implement(shape.spec, arch, sizes));
-  const KnownGpu* known = find_known_gpu(device.key.cc, device.key.sm_count);
+  const GpuInfo* known = find_gpu(device.key.cc, device.key.sm_count);
   const GpuModel gpu = gpu_model(arch, device.key.sm_count, known ? known->dram_gbps : 0);
   // The bucket's family: an sm90 plan runs grouped FP8 decode buckets on the portable family, so they
   // are tuned there (and recorded as portable configs, which the plan then runs on that family).

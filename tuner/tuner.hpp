@@ -155,7 +155,7 @@ class Tuner {
   TunerOptions options_;
 };
 
-// The runner the tuner uses by default: runtime/check.hpp's run_check on fresh random inputs
+// The runner the tuner uses by default: verify/check.hpp's run_check on fresh random inputs
 // (poisoned output, kiln's reference kernel, CUDA events).
 std::shared_ptr<CandidateRunner> make_check_runner(int warmup, int repeats, uint64_t seed);
 

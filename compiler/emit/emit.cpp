@@ -14,23 +14,23 @@
 //     kiln_dev::sm80_gemm<KilnConfig>(p);
 //   }
 //
-// Epilogues issue: a spec with an epilogue adds, between the include and KilnConfig, the functor that
+// Epilogues: a spec with an epilogue adds, between the include and KilnConfig, the functor that
 // compiler/epilogue generates from the parsed program (struct KilnEpilogue; its own bytes come from
 // kiln's tables too, never from the spec text), and KilnConfig names it and the gate|up layout:
 //   static constexpr kiln_dev::GateUp kGateUp = kiln_dev::GateUp::kInterleaved;
 //   using Epilogue = KilnEpilogue;
-// Specs without one emit exactly what they emitted before (kernels/sm80_epilogue.cuh defaults both).
+// Specs without one emit neither (kernels/sm80_epilogue.cuh defaults both).
 #include "compiler/emit/emit.hpp"
 #include "compiler/emit/emit_util.hpp"
 
 #include <optional>
 #include <string>
 
-#include "compiler/emit/quantize_emit.hpp"  // formats issue
-#include "compiler/epilogue/epilogue.hpp"  // epilogues issue
+#include "compiler/emit/quantize_emit.hpp"
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/plan/quantize_plan.hpp"
-#include "compiler/emit/sm90_emit.hpp"  // Hopper issue
-#include "compiler/plan/sm80_formats.hpp"  // formats issue
+#include "compiler/emit/sm90_emit.hpp"
+#include "compiler/plan/sm80_formats.hpp"
 
 namespace kiln {
 namespace {
@@ -77,7 +77,7 @@ StatusOr<string> format_constants(const KernelSpec& spec) {
   for (const auto& fld : fields) {
     s += constant("kiln_dev::Format", fld.name, device_format(fld.f));
   }
-  // formats issue: how each operand is scaled, and the grouped layout.
+  // How each operand is scaled, and the grouped layout.
   s += constant("kiln_dev::Scale", "kScaleA", device_scale(spec.a.scale));
   s += constant("kiln_dev::ScaleType", "kScaleTypeA", device_scale_type(spec.a.scale_type));
   s += constant("kiln_dev::Scale", "kScaleB", device_scale(spec.b.scale));
@@ -88,7 +88,7 @@ StatusOr<string> format_constants(const KernelSpec& spec) {
 }
 
 // pdl: the entry waits for the previous kernel on sm_90+ (the runtime's launches of the portable family
-// allow programmatic dependent launch there; the reference's launch in runtime/check.cpp does not).
+// allow programmatic dependent launch there; the reference's launch in verify/check.cpp does not).
 // params: the kernel's one argument type (the GEMM families share kiln_dev::GemmParams).
 string unit(const char* header, const string& banner_detail, const string& config_body, const char* entry,
             int threads, const char* device_fn, const string& functor = string(), bool pdl = false,
@@ -134,17 +134,17 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       KILN_ASSIGN_OR_RETURN(string formats, format_constants(spec));
       body += formats;
       body += constant("int", "kArch", to_string(arch.sm()));
-      // Epilogues issue: the generated functor and the gate|up layout (kernels/sm80_epilogue.cuh).
+      // The generated epilogue functor and the gate|up layout (kernels/sm80_epilogue.cuh).
       KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec));
       body += epilogue.config;
       const string& functor = epilogue.functor;
       k.entry = "kiln_sm80_gemm";
       k.threads = cfg.threads();
       k.smem_bytes = smem_bytes(spec, cfg);
-      // formats issue: bf16 x 4/8-bit weights have their own mainloop (compiler/plan/sm80_formats.hpp).
+      // bf16 x 4/8-bit weights have their own mainloop (compiler/plan/sm80_formats.hpp).
       KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
       const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
-      // Hopper issue, small M: decode configs run kernels/sm80_decode.cuh (check_config allowed the spec).
+      // Small M: decode configs run kernels/sm80_decode.cuh (check_config allowed the spec).
       // decode 2: the warpgroup decode kernel (kernels/sm90_decode.cuh, sm_90a).
       const char* header = cfg.decode == 2 ? "kernels/sm90_decode.cuh"
                            : cfg.decode != 0 ? "kernels/sm80_decode.cuh"
@@ -160,14 +160,14 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
           body, k.entry.c_str(), k.threads, device_fn, functor, /*pdl=*/true);
       return k;
     }
-    case KernelFamily::kSm90Gemm:  // Hopper issue (its epilogue functor: emit_sm90_kernel)
+    case KernelFamily::kSm90Gemm:  // its epilogue functor: emit_sm90_kernel
       return emit_sm90_kernel(spec, cfg, arch);
-    case KernelFamily::kQuantize: {  // formats issue: no tile config (compiler/plan/quantize_plan.hpp)
+    case KernelFamily::kQuantize: {  // no tile config (compiler/plan/quantize_plan.hpp)
       KILN_RETURN_IF_ERROR(quantize_check_config(cfg));
       return emit_quantize_kernel(spec, arch);
     }
     case KernelFamily::kMxDequant: {
-      // Hopper issue, MXFP8 pre-pass: a fixed kernel (no tile config) for specs with MXFP8 operands.
+      // MXFP8 pre-pass: a fixed kernel (no tile config) for specs with MXFP8 operands.
       if (spec.a.format != Format::kMxfp8 || spec.b.format != Format::kMxfp8)
         return InvalidArgument("emit: the mx_dequant family converts MXFP8 operands; this spec has a=" +
                                string(format_name(spec.a.format)) + " b=" + format_name(spec.b.format));

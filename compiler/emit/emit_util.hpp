@@ -5,7 +5,7 @@
 #include <string>
 
 #include "kiln/status.hpp"
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 
 namespace kiln::emit_internal {
 
@@ -15,7 +15,7 @@ const char* device_format(Format f);
 const char* device_gate_up(GateUp g);
 // Host scale type -> its device enumerator (kiln_dev::ScaleType).
 const char* device_scale_type(ScaleType t);
-// A spec's epilogue (epilogues issue), for either GEMM family: the generated functor (struct
+// A spec's epilogue, for either GEMM family: the generated functor (struct
 // KilnEpilogue, placed before KilnConfig) and the config lines naming it (kGateUp, using Epilogue).
 // Both empty for a spec without one (epilogue/config.cuh then defaults them).
 struct EpilogueParts {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "compiler/emit/emit_util.hpp"
-#include "compiler/epilogue/epilogue.hpp"  // epilogues issue
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 
 namespace kiln {
@@ -31,7 +31,7 @@ StatusOr<string> device_scale(const char* role, ScaleGranularity g) {
     case ScaleGranularity::kN: return string("kiln_dev::Scale::kRow");
     case ScaleGranularity::kBlock1x128: return string("kiln_dev::Scale::kBlock1x128");
     case ScaleGranularity::kBlock128x128: return string("kiln_dev::Scale::kBlock128x128");
-    case ScaleGranularity::kBlock1x32: return string("kiln_dev::Scale::kBlock1x32");  // MXFP8 (section 11)
+    case ScaleGranularity::kBlock1x32: return string("kiln_dev::Scale::kBlock1x32");  // MXFP8 (templates/kernels/sm90/mx.cuh)
     default: break;
   }
   return Unsupported(string("emit: ") + role + " scale " + scale_granularity_name(g) + " has no sm90 form");
@@ -72,7 +72,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
                          " has no sm90 element type yet");
     body += constant("kiln_dev::Format", fld.name, device_format(fld.f));
   }
-  // Scales (the kernel's section 7): tensor / per-row factors in the epilogue, blocks per K tile.
+  // Scales (templates/kernels/sm90/promotion.cuh): tensor / per-row factors in the epilogue, blocks per K tile.
   const struct {
     const char* role;
     const char* scale;
@@ -86,23 +86,23 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
     body += constant("kiln_dev::ScaleType", sc.type, t);
   }
   body += constant("bool", "kPromote", sm90_promotes(spec, cfg) ? "true" : "false");
-  // Grouped GEMMs (the kernel's section 9): the layout and the expert count size the per-CTA table.
+  // Grouped GEMMs (templates/kernels/sm90/scheduler.cuh): the layout and the expert count size the per-CTA table.
   const char* grouping = spec.layout == GroupLayout::kOffsets  ? "kiln_dev::Grouping::kOffsets"
                          : spec.layout == GroupLayout::kMasked ? "kiln_dev::Grouping::kMasked"
                                                                : "kiln_dev::Grouping::kDense";
   body += constant("kiln_dev::Grouping", "kGrouping", grouping);
-  body += constant("int", "kSplitK", to_string(cfg.split_k));  // the kernel's section 10
+  body += constant("int", "kSplitK", to_string(cfg.split_k));  // templates/kernels/sm90/split_k.cuh
   body += constant("int", "kExperts", to_string(spec.layout == GroupLayout::kDense ? 0 : spec.experts));
   body += constant("int", "kArch", to_string(arch.sm()));
-  if (cfg.tma_store) body += constant("bool", "kTmaStore", "true");  // the kernel's section 12
+  if (cfg.tma_store) body += constant("bool", "kTmaStore", "true");  // templates/kernels/sm90/epilogue_tma_store.cuh
   // Section 12's slab in two (tma_store 2) or four (4) chunks.
   if (cfg.tma_store >= 2) body += constant("int", "kOutChunks", to_string(cfg.tma_store));
-  if (cfg.pingpong) body += constant("bool", "kPingPong", "true");   // the kernel's section 16
+  if (cfg.pingpong) body += constant("bool", "kPingPong", "true");   // templates/kernels/sm90/pingpong.cuh
   // The launch's dynamic shared memory: the kernel asserts that its own layout has the same size.
   body += constant("int", "kHostSmemBytes", to_string(sm90_smem_bytes(spec, cfg)));
-  // Block scales staged through shared memory (the kernel's section 8): the host alone decides.
+  // Block scales staged through shared memory (templates/kernels/sm90/producer.cuh, staged scales): the host alone decides.
   if (sm90_staged_scales(spec, cfg)) body += constant("bool", "kStagedScales", "true");
-  // Epilogues issue: the generated functor and the gate|up layout (the kernel's section 4).
+  // The generated epilogue functor and the gate|up layout (templates/kernels/sm90/epilogue_direct.cuh).
   KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec));
   body += epilogue.config;
   const string& functor = epilogue.functor;
@@ -117,7 +117,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   s += "#include \"kernels/sm90_gemm.cuh\"\n\n";
   if (!functor.empty()) s += functor + "\n";
   s += "struct KilnConfig {\n" + body + "};\n\n";
-  // minBlocksPerMultiprocessor = 1: the register cap at entry that setmaxnreg needs (HOPPER.md).
+  // minBlocksPerMultiprocessor = 1: the register cap at entry that setmaxnreg needs (PTX ISA, setmaxnreg).
   // Clusters are compile-time (__cluster_dims__), so the launch needs no cluster attribute.
   const string cluster =
       cfg.cluster_m > 1 ? "__cluster_dims__(" + to_string(cfg.cluster_m) + ", 1, 1) " : string();
@@ -126,7 +126,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
        "(const __grid_constant__ kiln_dev::TmaDesc tma_a, const __grid_constant__ kiln_dev::TmaDesc tma_b,\n"
        "    kiln_dev::GemmParams p, void* workspace";
   if (cfg.tma_store) {
-    // The TMA-store epilogue (the kernel's section 12): the output's map and whether it is usable.
+    // The TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh): the output's map and whether it is usable.
     s += ", const __grid_constant__ kiln_dev::TmaDesc tma_out, int out_tma) {\n";
     s += "  kiln_dev::sm90_gemm_tma_store<KilnConfig>(tma_a, tma_b, p, workspace, tma_out, out_tma);\n}\n";
   } else {

@@ -41,7 +41,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 
 namespace kiln {
 

@@ -3,30 +3,21 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 namespace kiln::epilogue_internal {
 namespace {
 
-bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+using lex::is_digit;
+using lex::is_letter;
 bool is_name_char(char c) { return is_letter(c) || is_digit(c) || c == '_'; }
 
-std::string hex_byte(unsigned char c) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%02X", static_cast<unsigned>(c));
-  return buf;
-}
+EpPos ep_pos(lex::Pos p) { return EpPos{p.line, p.col}; }
+lex::Pos lex_pos(EpPos p) { return lex::Pos{p.line, p.col}; }
 
 }  // namespace
 
-std::string pos_prefix(EpPos p) { return std::to_string(p.line) + ":" + std::to_string(p.col) + ": "; }
-
-std::string echo(std::string_view word) {
-  constexpr size_t kMaxEcho = 40;
-  if (word.size() <= kMaxEcho) return std::string(word);
-  return std::string(word.substr(0, kMaxEcho)) + "... (" + std::to_string(word.size()) + " characters)";
-}
+std::string pos_prefix(EpPos p) { return lex::pos_prefix(lex_pos(p)); }
+std::string pos_text(EpPos p) { return lex::pos_text(lex_pos(p)); }
 
 std::string describe(const Token& t) {
   switch (t.kind) {
@@ -53,33 +44,12 @@ std::string describe(const Token& t) {
   }
 }
 
-EpPos position_of(std::string_view text, size_t offset) {
-  EpPos p;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++p.line;
-      p.col = 1;
-    } else {
-      ++p.col;
-    }
-  }
-  return p;
-}
-
-void Lexer::bump(char c) {
-  ++i_;
-  if (c == '\n') {
-    ++pos_.line;
-    pos_.col = 1;
-  } else {
-    ++pos_.col;
-  }
-}
+EpPos position_of(std::string_view text, size_t offset) { return ep_pos(lex::position_of(text, offset)); }
 
 void Lexer::lex_name() {
-  const size_t start = i_;
-  while (i_ < text_.size() && is_name_char(text_[i_])) bump(text_[i_]);
-  next_.text = text_.substr(start, i_ - start);
+  const size_t start = cur_.offset();
+  cur_.skip_while(is_name_char);
+  next_.text = cur_.since(start);
   if (next_.text.size() > static_cast<size_t>(kEpilogueMaxNameLength)) {
     next_.kind = Tok::kError;
     next_.error = "name '" + echo(next_.text) + "' is longer than " + std::to_string(kEpilogueMaxNameLength) +
@@ -92,24 +62,24 @@ void Lexer::lex_name() {
 // digits [ '.' digits* ] [ (e|E) [+-] digits+ ]  or  '.' digits+ [ exponent ]. A number followed
 // directly by a letter, digit, '_' or '.' is malformed (0x10, 1.2.3, 2f), not two tokens.
 void Lexer::lex_number() {
-  const size_t start = i_;
+  const size_t start = cur_.offset();
   bool malformed = false;
-  while (i_ < text_.size() && is_digit(text_[i_])) bump(text_[i_]);
-  if (i_ < text_.size() && text_[i_] == '.') {
-    bump('.');
-    while (i_ < text_.size() && is_digit(text_[i_])) bump(text_[i_]);
+  cur_.skip_while(is_digit);
+  if (!cur_.done() && cur_.peek() == '.') {
+    cur_.bump();
+    cur_.skip_while(is_digit);
   }
-  if (i_ < text_.size() && (text_[i_] == 'e' || text_[i_] == 'E')) {
-    bump(text_[i_]);
-    if (i_ < text_.size() && (text_[i_] == '+' || text_[i_] == '-')) bump(text_[i_]);
-    if (i_ >= text_.size() || !is_digit(text_[i_])) malformed = true;
-    while (i_ < text_.size() && is_digit(text_[i_])) bump(text_[i_]);
+  if (!cur_.done() && (cur_.peek() == 'e' || cur_.peek() == 'E')) {
+    cur_.bump();
+    if (!cur_.done() && (cur_.peek() == '+' || cur_.peek() == '-')) cur_.bump();
+    if (cur_.done() || !is_digit(cur_.peek())) malformed = true;
+    cur_.skip_while(is_digit);
   }
-  while (i_ < text_.size() && (is_name_char(text_[i_]) || text_[i_] == '.')) {
+  while (!cur_.done() && (is_name_char(cur_.peek()) || cur_.peek() == '.')) {
     malformed = true;
-    bump(text_[i_]);
+    cur_.bump();
   }
-  next_.text = text_.substr(start, i_ - start);
+  next_.text = cur_.since(start);
   next_.kind = Tok::kError;
   if (malformed) {
     next_.error = "malformed number '" + echo(next_.text) +
@@ -143,20 +113,16 @@ void Lexer::lex_number() {
 }
 
 void Lexer::advance() {
-  while (i_ < text_.size()) {
-    const char c = text_[i_];
-    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
-    bump(c);
-  }
+  cur_.skip_space();
   next_ = Token{};
-  next_.pos = pos_;
-  if (i_ >= text_.size()) {
+  next_.pos = ep_pos(cur_.pos());
+  if (cur_.done()) {
     next_.kind = Tok::kEnd;
     return;
   }
-  const char c = text_[i_];
+  const char c = cur_.peek();
   if (is_letter(c)) return lex_name();
-  if (is_digit(c) || (c == '.' && i_ + 1 < text_.size() && is_digit(text_[i_ + 1]))) return lex_number();
+  if (is_digit(c) || (c == '.' && cur_.has(1) && is_digit(cur_.peek(1)))) return lex_number();
   Tok kind = Tok::kError;
   switch (c) {
     case '+': kind = Tok::kPlus; break;
@@ -173,23 +139,19 @@ void Lexer::advance() {
     default: break;
   }
   if (kind != Tok::kError) {
+    const size_t start = cur_.offset();
     next_.kind = kind;
-    next_.text = text_.substr(i_, 1);
-    bump(c);
+    cur_.bump();
+    next_.text = cur_.since(start);
     return;
   }
-  const auto u = static_cast<unsigned char>(c);
   next_.kind = Tok::kError;
   if (c == '_') {
     next_.error = "names start with a letter, not '_'";
-  } else if (u < 0x20 || u == 0x7F) {
-    next_.error = "unexpected control byte " + hex_byte(u);
-  } else if (u >= 0x80) {
-    next_.error = "unexpected byte " + hex_byte(u) + "; epilogue text is ASCII";
   } else {
-    next_.error = std::string("unexpected character '") + c +
-                  "'; an epilogue is statements 'name = expression' separated by ';', built from names, "
-                  "numbers, + - * /, ( ), [ ] and ','";
+    next_.error = lex::unexpected_byte(c, "epilogue",
+                                       "an epilogue is statements 'name = expression' separated by ';', "
+                                       "built from names, numbers, + - * /, ( ), [ ] and ','");
   }
   // The parse stops at an error; the token keeps the position of the bad byte.
 }

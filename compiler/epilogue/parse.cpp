@@ -41,8 +41,6 @@ const char* index_meaning(EpIndex i) {
   return "?";
 }
 
-string pos_text(EpPos p) { return std::to_string(p.line) + ":" + std::to_string(p.col); }
-
 class Parser {
  public:
   Parser(std::string_view text, const EpilogueContext& ctx) : text_(text), lex_(text) { ep_.context = ctx; }

@@ -3,9 +3,9 @@
 //
 // dequantize_f64 returns the exact real value each stored element stands for in a GEMM, in double
 // (every product below has at most 30 significant bits, so none rounds):
-//   mxfp8 / mxfp4  decode(q) * 2^(b-127); NaN for b = 0xFF                          NUMERICS.md §2.2
-//   e4m3 blocks    decode(q) * scale (the f32 scale, or 2^(b-127) for ue8m0)       NUMERICS.md §5
-//   nvfp4          e2m1(q) * ue4m3(sf) * global_decode_scale                        NUMERICS.md §3.1
+//   mxfp8 / mxfp4  decode(q) * 2^(b-127); NaN for b = 0xFF                          docs/numerics.md §3
+//   e4m3 blocks    decode(q) * scale (the f32 scale, or 2^(b-127) for ue8m0)       docs/numerics.md §2
+//   nvfp4          e2m1(q) * ue4m3(sf) * global_decode_scale                        docs/numerics.md §4
 // For NVFP4 this is the product the block-scaled MMA forms (sum of e2m1 * sf, times the global
 // scales), not TE's fp32 dequantizer; nvfp4_dequantize (nvfp4.hpp) is that bitwise contract.
 // The per-format fp32 dequantizers (mx_dequantize, nvfp4_dequantize, fp8_block_dequantize) are the

@@ -1,4 +1,4 @@
-// FP4 E2M1 encode / decode / packing (e2m1.hpp, NUMERICS.md §1.1).
+// FP4 E2M1 encode / decode / packing (e2m1.hpp, docs/numerics.md §1).
 #include "compiler/numerics/e2m1.hpp"
 
 #include <bit>
@@ -14,7 +14,7 @@ uint8_t e2m1_from_float(float x) {
   const float a = std::fabs(x);
   // The decision points are the midpoints between neighbouring magnitudes. At a midpoint RNE picks
   // the neighbour with an even mantissa bit (0, 1, 2, 4: codes 0, 2, 4, 6), so the comparison
-  // alternates <= / < (NUMERICS.md §1.1 thresholds). Every midpoint is an exact fp32 value, so the
+  // alternates <= / < (docs/numerics.md §1 thresholds). Every midpoint is an exact fp32 value, so the
   // comparisons are exact. Inf falls through to 6 (satfinite).
   uint8_t mag;
   if (a <= 0.25f) mag = 0x0;

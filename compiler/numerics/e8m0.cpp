@@ -1,4 +1,4 @@
-// E8M0 scale bytes (e8m0.hpp, NUMERICS.md §1.3 and §2.2).
+// E8M0 scale bytes (e8m0.hpp, docs/numerics.md §1 and §3).
 #include "compiler/numerics/e8m0.hpp"
 
 #include <algorithm>

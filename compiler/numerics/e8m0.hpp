@@ -1,15 +1,15 @@
 // compiler/numerics/e8m0.hpp — E8M0, the power-of-two scale of MX (and DeepGEMM's "UE8M0").
 //
-// A byte b in 0..254 means 2^(b-127); 0xFF is NaN; there is no sign, zero or Inf (NUMERICS.md §1.3).
+// A byte b in 0..254 means 2^(b-127); 0xFF is NaN; there is no sign, zero or Inf (docs/numerics.md §1).
 // This file owns the byte <-> fp32 mapping and the two ways a scale byte is derived from a block
-// amax (NUMERICS.md §2.2):
+// amax (docs/numerics.md §3):
 //   RCEIL  b = e8m0_round_up(f32(amax * f32(1/M)))        torchao RCEIL, TE MXFP8, cuBLAS (kiln default)
 //   FLOOR  b = clamp(expbits(amax) - 127 - emax, -127, 128) + 127     OCP / torchao FLOOR
 // where M is the element format's max (6 for E2M1, 448 for E4M3) and emax its largest exponent.
 //
 // Invariants:
 //   - e8m0_to_float is exact: b=0 gives the fp32 subnormal 2^-127 (bits 0x00400000), never 0;
-//     b=255 gives NaN (NUMERICS.md §1.3, §8 item 5).
+//     b=255 gives NaN (docs/numerics.md §1).
 //   - e8m0_round_up is PTX cvt.rp.satfinite.ue8m0x2.f32: rounds toward +Inf to a power of two,
 //     saturates at 2^127 (0xFE; also for +Inf), NaN -> 0xFF, 0 and subnormals <= 2^-127 -> 0x00.
 //
@@ -24,18 +24,18 @@ namespace kiln::numerics {
 
 inline constexpr uint8_t kE8m0Nan = 0xFF;
 
-// NUMERICS.md §1.3: exact; 0x00 -> 2^-127 (fp32 subnormal 0x00400000), 0xFF -> NaN.
+// docs/numerics.md §1: exact; 0x00 -> 2^-127 (fp32 subnormal 0x00400000), 0xFF -> NaN.
 float e8m0_to_float(uint8_t b);
 
-// NUMERICS.md §2.2 RCEIL column, "Round up means": the smallest power of two >= |x| as a byte.
+// docs/numerics.md §3 RCEIL column, "Round up means": the smallest power of two >= |x| as a byte.
 // The sign bit of x is ignored (callers pass an amax). NaN -> 0xFF; >= 2^127 or +Inf -> 0xFE;
 // fp32 subnormal: mantissa <= 0x400000 (x <= 2^-127) -> 0x00, else 0x01.
 uint8_t e8m0_round_up(float x);
 
-// NUMERICS.md §2.2 RCEIL: e8m0_round_up(f32(amax * f32(1/elem_max))); both products rounded once.
+// docs/numerics.md §3 RCEIL: e8m0_round_up(f32(amax * f32(1/elem_max))); both products rounded once.
 uint8_t e8m0_scale_rceil(float amax, float elem_max);
 
-// NUMERICS.md §2.2 FLOOR: the exponent read from the fp32 bits of amax (0 and subnormals give
+// docs/numerics.md §3 FLOOR: the exponent read from the fp32 bits of amax (0 and subnormals give
 // -127, so b = 0), minus emax_elem, clamped to [-127, 128], plus 127. Non-finite amax -> 0xFF.
 uint8_t e8m0_scale_floor(float amax, int emax_elem);
 

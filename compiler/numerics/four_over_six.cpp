@@ -1,4 +1,4 @@
-// Four-over-six NVFP4 block selection (four_over_six.hpp, NUMERICS.md §4).
+// Four-over-six NVFP4 block selection (four_over_six.hpp, docs/numerics.md §4).
 #include "compiler/numerics/four_over_six.hpp"
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // compiler/numerics/four_over_six.hpp — "Four Over Six" (4/6) adaptive NVFP4 block scaling,
-// TransformerEngine's compute_scale_pair, accurate error path (NUMERICS.md §4).
+// TransformerEngine's compute_scale_pair, accurate error path (docs/numerics.md §4).
 //
 // FP4 has nothing between 4 and 6, so for each 16-element block two candidates are built and the
 // one with the smaller quantization error is kept:
@@ -15,7 +15,7 @@
 // addition rounded separately (no fused multiply-add).
 //
 // Invariant: with B = 448 and amax_b > 2/3 amax_t, sf4 clamps to 448 like sf6 and map-to-6 wins the
-// tie (NUMERICS.md §4 "The 256 bound"). Dequantize either choice with nvfp4_dequantize_value.
+// tie (docs/numerics.md §4 "The 256 bound"). Dequantize either choice with nvfp4_dequantize_value.
 //
 //   FourOverSixChoice c = four_over_six_block(block, /*amax_t=*/6.0f, 256, FourOverSix::kMae);
 //   Nvfp4Block chosen = c.chosen();   // block A of §4: map-to-4, scale 0x7C
@@ -25,7 +25,7 @@
 #include <span>
 
 #include "compiler/numerics/nvfp4.hpp"
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 
 namespace kiln::numerics {
 

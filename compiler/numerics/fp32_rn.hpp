@@ -1,6 +1,6 @@
 // compiler/numerics/fp32_rn.hpp — fp32 arithmetic with every operation rounded exactly once.
 //
-// Internal to compiler/numerics. The NVFP4 and four-over-six references (NUMERICS.md §3.2, §4) are
+// Internal to compiler/numerics. The NVFP4 and four-over-six references (docs/numerics.md §4) are
 // bitwise contracts on an fp32 *order of operations*: each op is one __fmul_rn / __fdiv_rn /
 // __fadd_rn. A C++ compiler may contract `a * b + c` into one fused multiply-add (GCC's default in
 // the gnu++ dialects is -ffp-contract=fast, and GCC ignores `#pragma STDC FP_CONTRACT OFF`), and on

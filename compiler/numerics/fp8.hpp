@@ -1,12 +1,12 @@
 // compiler/numerics/fp8.hpp — bit-exact host conversions between fp32 and the 8/16-bit float
 // formats kiln stores: FP8 E4M3 ("e4m3fn") and E5M2, bf16 and f16.
 //
-// These are the host side of the bitwise contract in NUMERICS.md §1.2: the tuner's reference,
+// These are the host side of the bitwise contract in docs/numerics.md §1: the tuner's reference,
 // the quantizer tests and the dequantizer tests compare device bytes against them exactly. Every
 // conversion is round-to-nearest-even computed with integer arithmetic on the fp32 bits (no
 // lookup tables, no dependence on the host FPU's rounding mode); subnormals are exact.
 //
-// FP8 from fp32 (NUMERICS.md §1.2):
+// FP8 from fp32 (docs/numerics.md §1):
 //   satfinite     finite |x| beyond max and +-Inf -> +-max (0x7E / 0x7B); NaN -> NaN.
 //   non-saturating a value that rounds past max -> NaN (E4M3 0x7F) or Inf (E5M2 0x7C); the boundary
 //                  is the midpoint with ties-to-even (E4M3: 464 -> 448, 464.1 -> NaN;

@@ -1,4 +1,4 @@
-// FP8 E4M3 per-tensor / per-row / block quantization (fp8_block.hpp, NUMERICS.md §5).
+// FP8 E4M3 per-tensor / per-row / block quantization (fp8_block.hpp, docs/numerics.md §2).
 #include "compiler/numerics/fp8_block.hpp"
 
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace {
 constexpr float kE4m3Max = 448.0f;
 constexpr float kDeepGemmAmaxFloor = 1e-4f;  // DeepGEMM per_token/per_block_cast_to_fp8 clamp(1e-4)
 
-// DeepGEMM ceil_to_ue8m0 (NUMERICS.md §5.2): biased exponent + (mantissa != 0), clamped to [1, 254].
+// DeepGEMM ceil_to_ue8m0 (docs/numerics.md §2): biased exponent + (mantissa != 0), clamped to [1, 254].
 uint8_t ceil_to_ue8m0(float sf) {
   const uint32_t bits = std::bit_cast<uint32_t>(sf) & 0x7FFFFFFFu;
   const uint32_t e = bits >> 23;
@@ -43,7 +43,7 @@ Fp8Scale deepgemm_scale(float amax, ScaleType scale_type) {
 }
 
 Fp8Scale transformer_engine_scale(float amax, ScaleType scale_type) {
-  // TE recipe_common.cuh: scale = 448 / amax (__fdiv_rn); amax 0 or non-finite -> 1. NUMERICS.md
+  // TE recipe_common.cuh: scale = 448 / amax (__fdiv_rn); amax 0 or non-finite -> 1. docs/numerics.md
   // does not cover a quotient that overflows (subnormal amax); it is capped at FLT_MAX here.
   // The quotient is >= 448 / FLT_MAX, a normal number, so the power of two below keeps e >= 1.
   float scale = 1.0f;

@@ -1,24 +1,24 @@
 // compiler/numerics/fp8_block.hpp — FP8 (E4M3) quantization with fp32 or power-of-two (UE8M0)
-// scales per tensor, per row, and DeepSeek-V3 style blocks (NUMERICS.md §5).
+// scales per tensor, per row, and DeepSeek-V3 style blocks (docs/numerics.md §2).
 //
-// Blockings (DESIGN.md names scale granularity by problem dimension; with X[M,K] and W[N,K]):
+// Blockings (docs/architecture.md names scale granularity by problem dimension; with X[M,K] and W[N,K]):
 //   kTensor       one scale                                  ScaleGranularity::kTensor
 //   kRow          one per row: per token (m, a row of X) or per channel (n, a row of W)
-//   kBlock1x128   1 row x 128 cols: activations along K       (§5.1)
-//   kBlock128x128 128 x 128: weights; transpose-symmetric      (§5.1, §5.3 dgrad)
-//   kBlock128x1   128 rows x 1 col: the column-wise copy wgrad needs, scales along M (§5.3). Its codes
+//   kBlock1x128   1 row x 128 cols: activations along K       (§2)
+//   kBlock128x128 128 x 128: weights; transpose-symmetric      (§2, §7 dgrad)
+//   kBlock128x1   128 rows x 1 col: the column-wise copy wgrad needs, scales along M (§7). Its codes
 //                 are those of quantizing the transpose with kBlock1x128, transposed back.
 // A trailing partial block takes its amax over the elements that exist (= zero padding, as DeepGEMM
 // pads to multiples of 128). Data stays row-major [rows, cols], one byte per element.
 //
-// Scale conventions (NUMERICS.md §5.1, §5.2), elements always e4m3 RNE satfinite:
+// Scale conventions (docs/numerics.md §2), elements always e4m3 RNE satfinite:
 //   kDeepGemm (default)  a = max(amax, 1e-4f);  kF32: sf = f32(a / 448), q = e4m3(x * f32(1/sf));
 //                        kUe8m0: sf = ceil_to_ue8m0(f32(a / 448)) (exponent + (mantissa != 0),
 //                        clamped to [1, 254]: RCEIL), q = e4m3(x * 2^-e) exactly.
 //   kTransformerEngine   scale = f32(448 / amax) (scale 1 when amax is 0 or non-finite; FLT_MAX
 //                        when the quotient overflows); for kUe8m0 the scale's mantissa is zeroed
 //                        (floor); q = e4m3(x * scale); decode scale scale_inv = f32(1 / scale).
-// The two agree on every power-of-two scale with a normal amax >= 1e-4 (§5.2 argument); they
+// The two agree on every power-of-two scale with a normal amax >= 1e-4 (§2 argument); they
 // differ at amax = 0 (2^-22 vs 1) and in the fp32 path (x * (1/(amax/448)) vs x * (448/amax)).
 // A NaN amax: DeepGEMM gives a NaN scale (ue8m0 byte 0xFF), TE scale 1 (its non-finite rule);
 // NaN elements encode as E4M3 NaN either way.
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "compiler/numerics/quantized_tensor.hpp"
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 #include "kiln/status.hpp"
 
 namespace kiln::numerics {
@@ -50,7 +50,7 @@ struct Fp8BlockOptions {
 // kTensor -> kTensor, kM / kN -> kRow, kBlock1x128, kBlock128x128; others INVALID_ARGUMENT.
 StatusOr<Fp8Blocking> fp8_blocking(ScaleGranularity g);
 
-// The scale of one block (NUMERICS.md §5.2 table: amax -> sf / byte / scale_inv).
+// The scale of one block (docs/numerics.md §2 table: amax -> sf / byte / scale_inv).
 struct Fp8Scale {
   float decode = 1.0f;  // x ~ q * decode (DeepGEMM sf, TE scale_inv)
   float encode = 1.0f;  // the multiplier elements are quantized with (DeepGEMM f32(1/sf), TE scale)

@@ -1,4 +1,4 @@
-// MX block quantization (mx.hpp, NUMERICS.md §2).
+// MX block quantization (mx.hpp, docs/numerics.md §3).
 #include "compiler/numerics/mx.hpp"
 
 #include <cmath>

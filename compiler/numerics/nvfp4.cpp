@@ -1,4 +1,4 @@
-// NVFP4 quantization in TransformerEngine's fp32 order (nvfp4.hpp, NUMERICS.md §3).
+// NVFP4 quantization in TransformerEngine's fp32 order (nvfp4.hpp, docs/numerics.md §4).
 #include "compiler/numerics/nvfp4.hpp"
 
 #include <cfloat>

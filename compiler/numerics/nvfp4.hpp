@@ -1,21 +1,21 @@
 // compiler/numerics/nvfp4.hpp — NVFP4 quantization in TransformerEngine's fp32 operation order
-// (NUMERICS.md §3), with optional four-over-six block selection (§4, four_over_six.hpp).
+// (docs/numerics.md §4), with optional four-over-six block selection (four_over_six.hpp).
 //
 // x ~ e2m1 * s_block * s_global: 16 contiguous elements along K share one UE4M3 block scale, and
 // one fp32 global scale covers the tensor (or one expert). With B the E4M3 bound (448, or 256 for
-// four-over-six) every step below is one fp32 operation rounded once (NUMERICS.md §3.2):
+// four-over-six) every step below is one fp32 operation rounded once (docs/numerics.md §4):
 //   S_enc = fminf((6*B) / amax_t, FLT_MAX);  S_enc = 1 if amax_t == 0 or S_enc == 0
 //   S_dec = 1 / S_enc
-//   sf    = e4m3_satfinite(amax_b * (S_enc * f32(1/6)))        ORDER MATTERS (§3.2 tie example)
+//   sf    = e4m3_satfinite(amax_b * (S_enc * f32(1/6)))        ORDER MATTERS (§4 tie example)
 //   inv   = fminf(1 / (float(sf) * S_dec), FLT_MAX)
 //   q_i   = e2m1_rn_satfinite(x_i * inv)
 // Dequantization (TE dequantize_nvfp4): fs = (float(sf) * amax_t) * f32(1/(6*B)); x^_i = e2m1(q_i) * fs.
-// The global decode scale a GEMM receives is f32(amax_t / (6*B)) (DESIGN.md: "amax / (6*448)").
+// The global decode scale a GEMM receives is f32(amax_t / (6*B)) (amax / (6*448) for plain NVFP4).
 //
 // Invariants:
-//   - bitwise equal to TE at the ties where torchao / fouroversix differ (§3.2: 0x47, not 0x46);
+//   - bitwise equal to TE at the ties where torchao / fouroversix differ (§4: 0x47, not 0x46);
 //   - an all-zero block gets sf = 0x00 (TE), not torchao's 0x08; sf may be an E4M3 subnormal;
-//   - quantize, dequantize and the global scale all use the same bound B (§8 item 7);
+//   - quantize, dequantize and the global scale all use the same bound B (§4);
 //   - no fused multiply-add: every op goes through fp32_rn.hpp, whatever -ffp-contract says;
 //   - block amax propagates NaN: in the plain path a NaN element makes its block's sf NaN (0x7F)
 //     and the dequantized block NaN. (Four-over-six clamps with fminf(base, 448), which drops the
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "compiler/numerics/quantized_tensor.hpp"
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 #include "kiln/status.hpp"
 
 namespace kiln::numerics {
@@ -41,7 +41,7 @@ namespace kiln::numerics {
 inline constexpr int64_t kNvfp4Block = 16;
 
 struct Nvfp4Options {
-  int e4m3_bound = 448;                           // 448 or 256 (NUMERICS.md §4 "The 256 bound")
+  int e4m3_bound = 448;                           // 448 or 256 (docs/numerics.md §4 "The 256 bound")
   FourOverSix four_over_six = FourOverSix::kOff;  // kMae / kMse: §4 selection with that metric
 };
 
@@ -51,17 +51,17 @@ struct Nvfp4Block {
   std::array<uint8_t, kNvfp4Block> codes{};
 };
 
-// NUMERICS.md §3.2 S_enc (and §4 with bound 256: 1536 / amax_t).
+// docs/numerics.md §4 S_enc (and with bound 256: 1536 / amax_t).
 float nvfp4_encode_scale(float amax_t, int e4m3_bound);
 // f32(amax_t / (6 * e4m3_bound)): the decode value a GEMM's global-scale tensor holds.
 float nvfp4_global_decode_scale(float amax_t, int e4m3_bound);
 
-// NUMERICS.md §3.2 inv: fminf(1 / (float(sf) * S_dec), FLT_MAX) with S_dec = f32(1 / s_enc); the
+// docs/numerics.md §4 inv: fminf(1 / (float(sf) * S_dec), FLT_MAX) with S_dec = f32(1 / s_enc); the
 // multiplier a block's elements are encoded with (also for both four-over-six candidates).
 float nvfp4_block_encode_scale(uint8_t sf, float s_enc);
-// NUMERICS.md §3.2: one block, plain NVFP4 (map-to-6), amax_b taken from x.
+// docs/numerics.md §4: one block, plain NVFP4 (map-to-6), amax_b taken from x.
 Nvfp4Block nvfp4_quantize_block(std::span<const float, kNvfp4Block> x, float amax_t, int e4m3_bound);
-// NUMERICS.md §3.2 "Dequantization": e2m1(code) * ((float(scale) * amax_t) * f32(1/(6*bound))).
+// docs/numerics.md §4 "Dequantization": e2m1(code) * ((float(scale) * amax_t) * f32(1/(6*bound))).
 float nvfp4_dequantize_value(uint8_t code, uint8_t scale, float amax_t, int e4m3_bound);
 
 // x row-major [rows, cols], cols % 16 == 0, amax_t >= 0 the per-tensor (or per-expert) amax the

@@ -3,10 +3,10 @@
 // dequantizers (dequantize.hpp) read them.
 //
 // One type for every block-scaled format so a reference GEMM can take any operand. The layout is
-// the one kernels read (DESIGN.md "Formats"): a logical row-major [rows, cols] matrix, cols being
+// the one kernels read (docs/architecture.md, "Formats"): a logical row-major [rows, cols] matrix, cols being
 // the quantization (reduction) axis for MX and NVFP4.
 //   data         fp8 formats: one byte per element, row-major, cols bytes per row.
-//                fp4 formats: two codes per byte, element 2i in the low nibble (NUMERICS.md §1.1),
+//                fp4 formats: two codes per byte, element 2i in the low nibble (docs/numerics.md §1),
 //                cols/2 bytes per row.
 //   scales       one per block_rows x block_cols block, row-major [scale_rows(), scale_cols()]
 //                (not swizzled; scale_swizzle.hpp makes the Blackwell tile layout). A trailing
@@ -27,7 +27,7 @@
 #include <span>
 #include <vector>
 
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 
 namespace kiln::numerics {
 
@@ -54,7 +54,7 @@ struct QuantizedTensor {
 };
 
 // max |x_i| in fp32; NaN if any x_i is NaN (torch amax semantics, so a NaN reaches the scale rules
-// of NUMERICS.md §2.2 that map it to 0xFF). Exact: no rounding is involved.
+// of docs/numerics.md §3 that map it to 0xFF). Exact: no rounding is involved.
 inline float abs_max(std::span<const float> x) {
   float m = 0.0f;
   for (float v : x) {

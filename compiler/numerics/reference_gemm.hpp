@@ -2,8 +2,8 @@
 //
 // Computes out[M,N] = (sum_k A[m,k] * B[n,k]) * sa * sb in double, from operands stored exactly as
 // the kernels read them: A[M,K] and B[N,K] row-major with leading dimensions lda/ldb in elements,
-// bf16/f16 as uint16 bit patterns, f32 as float, e4m3/e5m2 as bytes (decoded per NUMERICS.md
-// §1.2). Per-tensor f32 scales are one float each; unscaled operands ignore their scale pointer
+// bf16/f16 as uint16 bit patterns, f32 as float, e4m3/e5m2 as bytes (decoded per docs/numerics.md
+// §1). Per-tensor f32 scales are one float each; unscaled operands ignore their scale pointer
 // (it may be null). Elements decode exactly and the accumulation is double, so the reference is
 // independent of summation order to well below any kernel tolerance.
 //
@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 #include "kiln/status.hpp"
 
 namespace kiln::numerics {
@@ -36,7 +36,7 @@ struct RefOperand {
   const float* global = nullptr;       // nvfp4: global decode scale(s), [1] or [experts]
 };
 
-// The exact fprop of every pairing of the formats issue, for grouped problems too:
+// The exact fprop of every supported format pairing, for grouped problems too:
 //   out[m, n] = sum_k deq(A)[m, k] * deq(B_e)[n, k]        (e = the expert owning row m)
 // where deq is the exact value of each stored element with all its scales (dequantize_f64 for the
 // block-scaled formats — FP8 blocks, MX, NVFP4 with its global — and decode * scale for tensor / row

@@ -1,4 +1,4 @@
-// Blackwell 128x4 scale-factor tiles (scale_swizzle.hpp, NUMERICS.md §3.4).
+// Blackwell 128x4 scale-factor tiles (scale_swizzle.hpp, docs/numerics.md §5).
 #include "compiler/numerics/scale_swizzle.hpp"
 
 #include <string>

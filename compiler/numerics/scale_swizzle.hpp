@@ -1,5 +1,5 @@
 // compiler/numerics/scale_swizzle.hpp — the Blackwell block-scaled GEMM scale-factor layout
-// ("128x4" tiles, cuBLAS "1D Block Scaling Factors Layout"; NUMERICS.md §3.4).
+// ("128x4" tiles, cuBLAS "1D Block Scaling Factors Layout"; docs/numerics.md §5).
 //
 // A scale matrix SF[R][C] (R = rows of the operand, C = K/16 for NVFP4 or K/32 for MX) is padded
 // with zeros to Rp = roundup(R, 128) rows and Cp = roundup(C, 4) columns and stored as 512-byte
@@ -20,7 +20,7 @@
 
 namespace kiln::numerics {
 
-// NUMERICS.md §3.4 formula, for a scale matrix with n_kt = roundup(C, 4) / 4 K tiles.
+// docs/numerics.md §5 formula, for a scale matrix with n_kt = roundup(C, 4) / 4 K tiles.
 inline int64_t scale_swizzle_offset(int64_t r, int64_t c, int64_t n_kt) {
   return ((r / 128) * n_kt + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + (c % 4);
 }

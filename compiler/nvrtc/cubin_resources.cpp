@@ -3,7 +3,7 @@
 //
 // Why: NVRTC 13.0 on a machine with the CUDA driver keeps its own cache of compiled programs (the NVRTC
 // guide's "Caching", CUDA 12.9+). A program it has compiled before, in any process, comes back with its
-// cubin and an empty log (seen on the H200 device, bench/NOTES.md session 23: the second compile of the
+// cubin and an empty log (seen on an H200 machine, docs/performance.md: the second compile of the
 // same source in one process, or a first compile in a new process, logged 0 bytes), so `-Xptxas=-v` says
 // nothing and the report was "n/a". The cubin carries what ptxas reported in its .nv.info section, as
 // EIFMT_SVAL attributes of (symbol index, value) pairs:

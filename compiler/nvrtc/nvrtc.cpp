@@ -225,7 +225,7 @@ std::vector<std::string> ptx_options(const Arch& arch, const std::vector<std::st
 }  // namespace
 
 std::vector<std::string> nvrtc_options(const Arch& arch, const CompileOptions& opts) {
-  // Deliberately absent: --use_fast_math (kiln's numerics are bitwise contracts: NUMERICS.md) and
+  // Deliberately absent: --use_fast_math (kiln's numerics are bitwise contracts: docs/numerics.md) and
   // -lineinfo (changes the cubin bytes without changing the code). -default-device makes plain
   // functions in the templates device functions, so they need no __device__ noise.
   std::vector<std::string> options = {arch.nvrtc_option(), "--std=c++17", "-Xptxas=-v", "-default-device"};

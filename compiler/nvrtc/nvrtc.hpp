@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/plan/arch.hpp"
+#include "kiln/arch.hpp"
 
 namespace kiln {
 
@@ -52,7 +52,7 @@ bool read_cubin_resources(std::string_view cubin, CompileResult& r);
 // ptxas's "Potential Performance Loss" notes in a log (e.g. C7513: wgmma.mma_async instructions are
 // serialized ...), code and reason only ("C7513: wgmma.mma_async instructions are serialized due to ..."),
 // without the "ptxas info" prefix and the function name; empty when there are none. ptxas prints them as
-// info lines, not warnings, so a grep for warnings misses them (bench/NOTES.md session 14).
+// info lines, not warnings, so a grep for warnings misses them.
 std::vector<std::string> ptxas_performance_notes(const std::string& log);
 
 }  // namespace kiln

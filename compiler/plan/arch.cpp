@@ -1,7 +1,10 @@
 // compiler/plan/arch.cpp — Arch names, NVRTC option, shared-memory limits.
-#include "compiler/plan/arch.hpp"
+#include "kiln/arch.hpp"
 
+#include <algorithm>
 #include <string>
+
+#include "compiler/plan/gpus.hpp"
 
 namespace kiln {
 
@@ -10,6 +13,7 @@ std::string Arch::name() const { return "sm_" + std::to_string(sm()) + (arch_spe
 std::string Arch::nvrtc_option() const { return "--gpu-architecture=" + name(); }
 
 int Arch::max_smem_per_block() const {
+  if (smem_per_block > 0) return smem_per_block;
   // Opt-in dynamic shared memory per block (CUDA C++ Programming Guide, "Compute Capabilities",
   // technical specifications table; CUDA 13.0): sm_80/sm_87 163 KB, sm_86/sm_89 99 KB, sm_90 227 KB.
   switch (sm()) {
@@ -25,6 +29,33 @@ int Arch::max_smem_per_block() const {
     case 75: return 65536;    // 64 KB
     default: return 49152;    // 48 KB: what every arch grants without opting in
   }
+}
+
+int Arch::sms() const {
+  int n = sm_count;
+  if (n <= 0) {
+    const GpuInfo* g = reference_gpu(*this);
+    n = g != nullptr ? g->sm_count : 108;
+  }
+  return sm_cap > 0 ? std::min(n, sm_cap) : n;
+}
+
+long long Arch::l2() const {
+  if (l2_bytes > 0) return l2_bytes;
+  const GpuInfo* g = reference_gpu(*this);
+  return g != nullptr ? g->l2_bytes : 40ll << 20;
+}
+
+double Arch::dram() const {
+  if (dram_gbps > 0) return dram_gbps;
+  const GpuInfo* g = reference_gpu(*this);
+  return g != nullptr ? g->dram_gbps : 2000;
+}
+
+double Arch::tensor_tflops() const {
+  if (bf16_tflops > 0) return bf16_tflops;
+  const GpuInfo* g = reference_gpu(*this);
+  return g != nullptr ? g->bf16_tflops : 300;
 }
 
 StatusOr<Arch> parse_arch(std::string_view name) {

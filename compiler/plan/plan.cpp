@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/plan/sm80_formats.hpp"  // formats issue: the sm80 family's pairings
-#include "compiler/plan/quantize_plan.hpp"  // formats issue: quantize specs
-#include "compiler/plan/sm90_plan.hpp"  // Hopper issue: the sm90 family's rules
+#include "compiler/plan/sm80_formats.hpp"  // the sm80 family's pairings
+#include "compiler/plan/quantize_plan.hpp"  // quantize specs
+#include "compiler/plan/sm90_plan.hpp"  // the sm90 family's rules
 #include "compiler/spec/spec.hpp"
 #include "templates/common/quantize_params.cuh"
 
@@ -48,7 +48,7 @@ Status check_problem_kind(const KernelSpec& spec, const Arch& arch) {
     return Unsupported(
         string("pass=") + pass_name(spec.pass) +
         ": the sm80 family implements fprop only so far (dgrad/wgrad need transposed operands)");
-  // Epilogues issue: a GLU spec computes (gate, up) column pairs that only an epilogue can combine.
+  // A GLU spec computes (gate, up) column pairs that only an epilogue can combine.
   if (spec.gate_up != GateUp::kNone && spec.epilogue.empty())
     return Unsupported(string("gate_up=") + gate_up_name(spec.gate_up) +
                        ": the GEMM's (gate, up) column pairs must be combined into one output column by an "
@@ -64,7 +64,7 @@ Status check_problem_kind(const KernelSpec& spec, const Arch& arch) {
 
 bool has_epilogue(const KernelSpec& spec) { return !spec.epilogue.empty() || spec.gate_up != GateUp::kNone; }
 
-// Epilogues issue: what the portable family's epilogue (kernels/sm80_epilogue.cuh) and its stacked
+// What the portable family's epilogue (kernels/sm80_epilogue.cuh) and its stacked
 // gate|up row mapping (epilogue/glu.cuh) take beyond check_problem_kind.
 Status check_sm80_epilogue(const KernelSpec& spec) {
   if (spec.gate_up == GateUp::kStacked && spec.b.scale == ScaleGranularity::kBlock128x128)
@@ -106,11 +106,11 @@ nlohmann::json config_to_json(const TileConfig& c) {
   nlohmann::json j{{"block_m", c.block_m}, {"block_n", c.block_n}, {"block_k", c.block_k},
                    {"stages", c.stages},   {"warps_m", c.warps_m}, {"warps_n", c.warps_n},
                    {"group_m", c.group_m}};
-  if (c.cluster_m != 1) j["cluster_m"] = c.cluster_m;  // Hopper issue: optional, absent = 1
-  if (c.split_k != 1) j["split_k"] = c.split_k;        // Hopper issue: optional, absent = 1
-  if (c.tma_store != 0) j["tma_store"] = c.tma_store;  // Hopper issue: optional, absent = 0
-  if (c.pingpong != 0) j["pingpong"] = c.pingpong;     // Hopper issue: optional, absent = 0
-  if (c.decode != 0) j["decode"] = c.decode;           // Hopper issue (small M): optional, absent = 0
+  if (c.cluster_m != 1) j["cluster_m"] = c.cluster_m;  // optional, absent = 1
+  if (c.split_k != 1) j["split_k"] = c.split_k;        // optional, absent = 1
+  if (c.tma_store != 0) j["tma_store"] = c.tma_store;  // optional, absent = 0
+  if (c.pingpong != 0) j["pingpong"] = c.pingpong;     // optional, absent = 0
+  if (c.decode != 0) j["decode"] = c.decode;           // small M: optional, absent = 0
   return j;
 }
 
@@ -139,7 +139,7 @@ StatusOr<TileConfig> config_from_json(const nlohmann::json& j) {
                              " is out of range (1..4096)");
     c.*(f.member) = static_cast<int>(v);
   }
-  // ---- Hopper issue: the optional cluster_m (absent = 1).
+  // ---- The optional cluster_m (absent = 1).
   if (auto it = j.find("cluster_m"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16)
       return InvalidArgument("tile config: cluster_m must be an integer in 1..16, got " + it->dump());
@@ -253,29 +253,35 @@ StatusOr<TileConfig> config_from_name(const std::string& name) {
 }
 
 StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
-  // formats issue: quantize specs have their own family (compiler/plan/quantize_plan.hpp).
+  // Quantize specs have their own family (compiler/plan/quantize_plan.hpp).
   if (spec.op == Op::kQuantize) {
     KILN_RETURN_IF_ERROR(quantize_supported(spec, arch));
     return KernelFamily::kQuantize;
   }
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
-  KILN_RETURN_IF_ERROR(sm80_pairing(spec).status());  // formats issue: compiler/plan/sm80_formats.hpp
-  KILN_RETURN_IF_ERROR(check_sm80_epilogue(spec));    // epilogues issue
-  // ---- Hopper issue: the sm90 family (TMA + wgmma) where it applies, the portable family otherwise.
+  KILN_RETURN_IF_ERROR(sm80_pairing(spec).status());  // compiler/plan/sm80_formats.hpp
+  KILN_RETURN_IF_ERROR(check_sm80_epilogue(spec));
+  // ---- The sm90 family (TMA + wgmma) where it applies, the portable family otherwise.
   // sm90_supports names the pairings it takes: dense or grouped (offsets / masked) same-kind 16-bit or
   // FP8 (tensor, row and DeepSeek block scales); MX and mixed inputs run on the portable family only.
   // KILN_FAMILY=sm80 (common/env.hpp) keeps the portable family.
-  // Epilogues issue: epilogue functors and interleaved gate|up GLUs run on both families; stacked
+  // Epilogue functors and interleaved gate|up GLUs run on both families; stacked
   // gate|up on the portable family only (sm90_supports).
   if (sm90_supports(spec, arch) && !sm90_disabled_by_env())
     return KernelFamily::kSm90Gemm;
   return KernelFamily::kSm80Gemm;
 }
 
+int64_t rows_per_expert(const KernelSpec& spec, int64_t m) {
+  if (spec.op == Op::kGroupedGemm && spec.experts > 0)
+    return (std::max<int64_t>(m, 1) + spec.experts - 1) / spec.experts;
+  return m;
+}
+
 StatusOr<KernelFamily> select_bucket_family(const KernelSpec& spec, const Arch& arch, int64_t rows_per_expert) {
   KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
   if (family == KernelFamily::kSm90Gemm && sm90_portable_bucket(spec, rows_per_expert)) return KernelFamily::kSm80Gemm;
-  if (decode_bucket(spec, arch, rows_per_expert)) return KernelFamily::kSm80Gemm;  // Hopper issue, small M
+  if (decode_bucket(spec, arch, rows_per_expert)) return KernelFamily::kSm80Gemm;  // small M
   return family;
 }
 
@@ -284,7 +290,7 @@ Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSize
   KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
   if (family == KernelFamily::kQuantize) return quantize_can_implement(spec, sizes);
   KILN_RETURN_IF_ERROR(validate_sizes(spec, sizes));  // also M >= 0, N >= 1, K >= 1
-  // ---- Hopper issue: the sm90 family's own limits (on top of the checks below).
+  // ---- The sm90 family's own limits (on top of the checks below).
   if (family == KernelFamily::kSm90Gemm) KILN_RETURN_IF_ERROR(sm90_can_implement(spec, sizes));
   const struct {
     char dim;
@@ -311,18 +317,18 @@ Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSize
 
 Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
-  // Epilogues issue: the reference computes the plain GEMM (all N columns); run_check applies the
+  // With an epilogue the reference computes the plain GEMM (all N columns); run_check applies the
   // epilogue to its f32 output on the host (compiler/epilogue evaluate_epilogue).
   if (has_epilogue(spec))
     return Unsupported(
         "the reference kernel computes the plain GEMM; strip epilogue and gate_up and apply the epilogue to its "
-        "f32 output (runtime/check.cpp does)");
+        "f32 output (verify/check.cpp does)");
   const struct {
     const char* role;
     const OperandSpec& o;
   } operands[] = {{"a", spec.a}, {"b", spec.b}};
   for (const auto& op : operands) {
-    // Every element format but f32 decodes; FP8 takes tensor / row / block scales (formats issue).
+    // Every element format but f32 decodes; FP8 takes tensor / row / block scales.
     if (op.o.format == Format::kF32)
       return Unsupported(operand_text(op.role, op.o) + ": the reference kernel takes no f32 operands");
   }
@@ -330,7 +336,7 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
 }
 
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
-  // Hopper issue, small M: the decode kernel's cross-warp reduction, f32 [warps][block_n][block_m].
+  // Small M: the decode kernel's cross-warp reduction, f32 [warps][block_n][block_m].
   if (cfg.decode == 1) return cfg.warps_n * cfg.block_n * cfg.block_m * 4;
   // The warpgroup decode kernel (templates/kernels/sm90_decode.cuh): per warpgroup two X buffers of
   // block_k bytes x block_m tokens (128-byte swizzle atoms), its f32 [block_n][block_m] partials, and
@@ -342,7 +348,7 @@ int smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   return cfg.stages * (cfg.block_m * sm80_row_bytes_a(spec, cfg) + cfg.block_n * sm80_smem_row_bytes_b(spec, cfg));
 }
 
-// ---- Hopper issue, small M: the decode kernel's rules (templates/kernels/sm80_decode.cuh).
+// ---- Small M: the decode kernel's rules (templates/kernels/sm80_decode.cuh).
 bool decode_supports(const KernelSpec& spec, const Arch& arch) {
   const Format a = spec.a.format, b = spec.b.format;
   const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b;
@@ -485,7 +491,7 @@ double kernel_check_tolerance(const KernelSpec& spec, KernelFamily family, const
                               double base) {
   if (family == KernelFamily::kSm90Gemm) return sm90_check_tolerance(spec, cfg, k, base);
   // The warpgroup decode kernel promotes its wgmma partial to f32 every step of block_k: measured with f32
-  // out 0.6-1.1e-4 at block_k 128, 1.8-2.3e-4 at 256, 3.6e-4 at 512 (bench/NOTES.md session 10); 5x that.
+  // out 0.6-1.1e-4 at block_k 128, 1.8-2.3e-4 at 256, 3.6e-4 at 512 (H200, docs/performance.md); 5x that.
   if (family == KernelFamily::kSm80Gemm && cfg.decode == 2 && format_is_fp8(spec.a.format))
     return std::max(base, 5e-4 * cfg.block_k / 128.0);
   return base;
@@ -497,7 +503,7 @@ Status check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& 
 }
 
 Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily family, const TileConfig& cfg) {
-  // ---- Hopper issue: the sm90 family reads TileConfig its own way (compiler/plan/sm90_plan.hpp).
+  // ---- The sm90 family reads TileConfig its own way (compiler/plan/sm90_plan.hpp).
   if (family == KernelFamily::kSm90Gemm) return sm90_check_config(spec, arch, cfg);
   if (family == KernelFamily::kQuantize) return quantize_check_config(cfg);
   if (cfg.cluster_m != 1)
@@ -513,7 +519,7 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
     return InvalidArgument("config " + cfg.to_string() + ": pingpong=" + to_string(cfg.pingpong) +
                            "; ping-pong consumers exist in the sm90 family only (pingpong 0)");
   KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
-  if (cfg.decode != 0) return check_decode_config(spec, arch, cfg);  // Hopper issue, small M
+  if (cfg.decode != 0) return check_decode_config(spec, arch, cfg);  // small M
   KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
   const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
   const bool promotes = sm80_promotes(spec);
@@ -613,17 +619,17 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, const Proble
 
 TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily family,
                           const ProblemSizes& sizes) {
-  // ---- Hopper issue: the sm90 family's heuristic (compiler/plan/sm90_plan.cpp).
+  // ---- The sm90 family's heuristic (compiler/plan/sm90_heuristic.cpp).
   if (family == KernelFamily::kSm90Gemm) return sm90_default_config(spec, arch, sizes);
   if (family == KernelFamily::kQuantize) return quantize_config();
-  // Hopper issue, small M: the decode kernel where an sm90 plan runs it.
+  // Small M: the decode kernel where an sm90 plan runs it.
   if (decode_bucket(spec, arch, sizes.m)) {
     const TileConfig d = decode_default_config(spec, arch, sizes);
     if (check_config(spec, arch, KernelFamily::kSm80Gemm, d).ok()) return d;
   }
-  // Rough SM counts (A100, RTX 3090, RTX 4090 / L40, H100 / H200): only used to avoid launching far
-  // fewer tiles than SMs; tuning replaces the heuristic where it matters.
-  const int sms = arch.sm() == 90 ? 132 : arch.sm() == 89 ? 128 : arch.sm() == 86 ? 82 : 108;
+  // The arch's SMs (the device's, or its named part's): only used to avoid launching far fewer tiles
+  // than SMs; tuning replaces the heuristic where it matters.
+  const int sms = arch.sms();
   const int eb = elem_bytes(spec.a.format);
   const int64_t m = std::max<int64_t>(sizes.m, 1);
   const int64_t n = std::max<int64_t>(sizes.n, 1);
@@ -706,14 +712,14 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
   const int64_t n = std::max<int64_t>(sizes.n, 1);
   switch (family) {
     case KernelFamily::kSm80Gemm: {
-      // (Decode configs, Hopper issue: the same grid of block_m-token x block_n-row tiles; smem_bytes is
+      // (Decode configs: the same grid of block_m-token x block_n-row tiles; smem_bytes is
       // their reduction buffer.)
       // templates/scheduler/group_tile.cuh group_tiles_m: offsets add one virtual tile row per expert;
       // masked covers experts x ceil(max_m / block_m) with max_m = M / experts.
       int64_t tiles_m = (m + cfg.block_m - 1) / cfg.block_m;
       if (spec.layout == GroupLayout::kOffsets) tiles_m += spec.experts;
       if (spec.layout == GroupLayout::kMasked && spec.experts > 0) {
-        const int64_t max_m = std::max<int64_t>((m + spec.experts - 1) / spec.experts, 1);
+        const int64_t max_m = rows_per_expert(spec, m);
         tiles_m = spec.experts * ((max_m + cfg.block_m - 1) / cfg.block_m);
       }
       const int64_t tiles = tiles_m * ((n + cfg.block_n - 1) / cfg.block_n);
@@ -722,7 +728,7 @@ LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const Tile
       ls.dynamic_smem = smem_bytes(spec, cfg);
       break;
     }
-    case KernelFamily::kSm90Gemm: return sm90_launch_shape(spec, cfg, sizes);  // Hopper issue
+    case KernelFamily::kSm90Gemm: return sm90_launch_shape(spec, cfg, sizes);
     case KernelFamily::kQuantize: return quantize_launch_shape(spec, sizes, kiln_dev::kPhaseQuantize);
     case KernelFamily::kMxDequant: {
       // One thread per 8-element unit of both operands ((M + N) K / 8; grouped W: E x N rows);

@@ -40,8 +40,8 @@ Status quantize_supported(const KernelSpec& spec, const Arch& arch) {
                        "block1x128, block128x128), mxfp8, mxfp4 and nvfp4");
   if (spec.fp8_saturation != Fp8Saturation::kSatfinite)
     return Unsupported(string("fp8_sat=") + fp8_saturation_name(spec.fp8_saturation) +
-                       ": the quantize family writes saturating (satfinite) FP8 codes only, as the NUMERICS.md "
-                       "references do");
+                       ": the quantize family writes saturating (satfinite) FP8 codes only, as the "
+                       "docs/numerics.md references do");
   if (o == Format::kE4m3) {
     const ScaleGranularity g = spec.out.scale;
     if (g == ScaleGranularity::kTensor && spec.out.scale_type != ScaleType::kF32)

@@ -1,9 +1,11 @@
 // compiler/plan/sm90_plan.hpp — the sm90 family's rules: which specs, which configs, which launch.
 //
-// The sm90 family (templates/kernels/sm90_gemm.cuh: TMA + warp-specialized wgmma, persistent) is
-// kiln's dense and grouped (offsets / masked) GEMM on sm_90a. plan.cpp's select_family / check_config /
-// default_config / launch_shape call into this file for KernelFamily::kSm90Gemm; nothing here touches
-// libcuda.
+// The sm90 family (templates/kernels/sm90_gemm.cuh and its parts templates/kernels/sm90/*.cuh, named
+// sm90/*.cuh below: TMA + warp-specialized wgmma, persistent) is kiln's dense and grouped (offsets /
+// masked) GEMM on sm_90a. plan.cpp's select_family / check_config / default_config / launch_shape call
+// into this file for KernelFamily::kSm90Gemm; nothing here touches libcuda. Defined in sm90_plan.cpp
+// (supported specs, config checks), sm90_heuristic.cpp (default config, tuning space) and sm90_layout.cpp
+// (threads, shared memory, workspace, launch shape, MXFP8 pre-pass).
 //
 // How a TileConfig reads for this family (the fields are the sm80 family's, reinterpreted):
 //   block_m, block_n  the block tile; block_k = K elements per stage: one 128-byte swizzle atom (64
@@ -17,7 +19,7 @@
 //                     128 * (1 + warps_m / 4 * warps_n) threads, or 512 there (two consumers; sm90_threads;
 //                     TileConfig::threads() counts the consumers only). pingpong = 1 (warps 4 x 1): two
 //                     consumer warpgroups that each own whole tiles and take them in turn (384 threads;
-//                     the kernel's section 16).
+//                     sm90/pingpong.cuh).
 //   group_m           grouped rasterization of the persistent tile walk
 // FP8 accumulators are promoted to f32 every K tile whenever the registers allow it (sm90_promotes);
 // block-scaled FP8 (DeepSeek 1x128 x 128x128) needs it, so its configs are warpgroup tiles of at most
@@ -46,13 +48,13 @@ inline constexpr int kSm90MaxExperts = 1024;
 bool sm90_supports(const KernelSpec& spec, const Arch& arch);
 // Whether a plan of the sm90 family runs the bucket of `rows_per_expert` rows on the portable family
 // instead: grouped FP8 x FP8 with tensor or per-row scales at <= 16 rows per expert, where the 64-row
-// wgmma tile is mostly padding (H200, 2026-11-29 session 4: 1.32-1.47x `_scaled_grouped_mm` on the
+// wgmma tile is mostly padding (H200, 2026-11: 1.32-1.47x `_scaled_grouped_mm` on the
 // portable family against 1.01-1.26x on sm90 at 2-16 rows per expert; bench/RESULTS.md).
 bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert);
 // Whether spec is MXFP8 x MXFP8 (E8M0 per 32 along K on both operands): the kernel promotes every
-// 32-K wgmma k-step's partial with its scales (section 11).
+// 32-K wgmma k-step's partial with its scales (sm90/mx.cuh).
 bool sm90_mx(const KernelSpec& spec);
-// Whether cfg runs spec (MXFP8) with the dequantizing producer (block_k 64, the kernel's section 13):
+// Whether cfg runs spec (MXFP8) with the dequantizing producer (block_k 64, sm90/mx_dequant.cuh):
 // the producer warpgroup converts both operands to bf16 with their E8M0 scales folded in, and the
 // consumers accumulate bf16 wgmmas unpromoted.
 bool sm90_mx_dequant(const KernelSpec& spec, const TileConfig& cfg);
@@ -64,7 +66,7 @@ bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg);
 // kernel runs the product. Offered for MXFP8 x MXFP8 GEMMs, dense and grouped, on the sm90 family (not
 // KILN_FAMILY=sm80) from kMxPrepassMinM rows (grouped: per expert, on average); it needs 2 (M + N) K
 // bytes of workspace (grouped: 2 (M + E N) K), which the caller opts into by passing them
-// (Plan::mx_prepass_workspace_bytes). H200 (bench/NOTES.md session 16, run 7): at M = 512 the pre-pass
+// (Plan::mx_prepass_workspace_bytes). H200 (docs/performance.md): at M = 512 the pre-pass
 // was 1.14-1.77x faster than the fused kernel on the four N x K shapes timed; at M = 256 it lost on
 // 2112 x 7168 (0.67x) and tied on 4096 x 7168, so it starts at 512.
 inline constexpr int64_t kMxPrepassMinM = 512;
@@ -95,12 +97,12 @@ Status sm90_can_implement(const KernelSpec& spec, const ProblemSizes& sizes);
 Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg);
 TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes);
-// The heuristic stores through TMA (tma_store, the kernel's section 12) from this many rows (M bucket),
-// and the tuner ranks TMA-store variants first from there (bench/NOTES.md sessions 5 and 22).
+// The heuristic stores through TMA (tma_store, sm90/epilogue_tma_store.cuh) from this many rows,
+// per M bucket, and the tuner ranks TMA-store variants first from there (docs/performance.md).
 inline constexpr int64_t kSm90TmaStoreMinRows = 64;
-// Block size (producer warpgroup(s) + consumers: the dequantizing producer of section 13 is two
-// warpgroups) and dynamic shared memory (ring + barriers + 1024 bytes of alignment slack); mirrors
-// sm90::Gemm<Config>::kThreads / kSmemBytes.
+// Block size (producer warpgroup(s) + consumers: MXFP8's dequantizing producer is two warpgroups) and
+// dynamic shared memory (ring + barriers + 1024 bytes of alignment slack); mirrors
+// sm90::Gemm<Config>::kThreads / kSmemBytes (templates/kernels/sm90/config.cuh).
 int sm90_threads(const KernelSpec& spec, const TileConfig& cfg);
 int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
 // Device workspace a launch of cfg needs for sizes (split-K's counters and partial sums; 0 without
@@ -113,14 +115,14 @@ int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes);
 // Whether the kernel adds each K tile's FP8 partial sum into f32 registers (see the kernel's header).
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg);
 // Block-scaled 64 x 256 warpgroups (one atom per stage, 1 or 2 consumers, no split-K): promoted in two
-// 128-column halves through one half-width partial (the kernel's section 14).
+// 128-column halves through one half-width partial (sm90/mainloop.cuh).
 bool sm90_half_partial(const KernelSpec& spec, const TileConfig& cfg);
 // K elements of one 128-byte swizzle atom (a TMA box's width): 64 for bf16/f16, 128 for FP8.
 int sm90_atom_k(const KernelSpec& spec);
-// Whether block scales travel through shared memory, copied by a producer warp (the kernel's section 8:
+// Whether block scales travel through shared memory, copied by a producer warp (sm90/producer.cuh:
 // block-scaled specs on two-atom stages, three consumer warpgroups, or one-atom tiles whose scale slots
 // fit in shared memory beside the ring); the other block-scaled configs load them per consumer thread
-// from global memory (section 7).
+// from global memory (sm90/promotion.cuh).
 bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg);
 // The relative Frobenius error run_check should allow for this family: wgmma's FP8 path accumulates in
 // a truncated ~e8m13 format (measured models: NVIDIA tensor-core studies, arXiv 2512.07004), so f32

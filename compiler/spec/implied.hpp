@@ -10,7 +10,7 @@
 //   // op.scale == kBlock1x32, op.scale_type == kUe8m0
 #pragma once
 
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 
 namespace kiln {
 

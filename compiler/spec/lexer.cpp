@@ -1,31 +1,14 @@
 // Tokens of the DSL text form (internal/lexer.hpp).
 #include "compiler/spec/internal/lexer.hpp"
 
-#include <cstdio>
-
 namespace kiln::spec_internal {
 namespace {
 
 bool is_word_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         c == '+' || c == '-';
-}
-
-std::string hex_byte(unsigned char c) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%02X", static_cast<unsigned>(c));
-  return buf;
+  return lex::is_letter(c) || lex::is_digit(c) || c == '_' || c == '.' || c == '+' || c == '-';
 }
 
 }  // namespace
-
-std::string pos_prefix(Pos p) { return std::to_string(p.line) + ":" + std::to_string(p.col) + ": "; }
-
-std::string echo(std::string_view word) {
-  constexpr size_t kMaxEcho = 40;
-  if (word.size() <= kMaxEcho) return std::string(word);
-  return std::string(word.substr(0, kMaxEcho)) + "... (" + std::to_string(word.size()) + " characters)";
-}
 
 std::string describe(const Token& t) {
   if (t.kind == Tok::kEnd) return "end of input";
@@ -38,58 +21,43 @@ std::string describe(const Token& t) {
   return quoted;
 }
 
-void Lexer::bump(char c) {
-  ++i_;
-  if (c == '\n') {
-    ++pos_.line;
-    pos_.col = 1;
-  } else {
-    ++pos_.col;
-  }
-}
-
 void Lexer::skip_space_and_comments() {
-  while (i_ < text_.size()) {
-    const char c = text_[i_];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      bump(c);
-    } else if (c == '#') {
-      while (i_ < text_.size() && text_[i_] != '\n') bump(text_[i_]);
-    } else {
-      return;
-    }
+  for (;;) {
+    cur_.skip_space();
+    if (cur_.done() || cur_.peek() != '#') return;
+    cur_.skip_while([](char c) { return c != '\n'; });
   }
 }
 
 void Lexer::advance() {
   skip_space_and_comments();
   next_ = Token{};
-  next_.pos = pos_;
-  if (i_ >= text_.size()) {
+  next_.pos = cur_.pos();
+  if (cur_.done()) {
     next_.kind = Tok::kEnd;
     return;
   }
-  const char c = text_[i_];
-  const size_t start = i_;
+  const char c = cur_.peek();
+  const size_t start = cur_.offset();
   if (is_word_char(c)) {
-    while (i_ < text_.size() && is_word_char(text_[i_])) bump(text_[i_]);
+    cur_.skip_while(is_word_char);
     next_.kind = Tok::kWord;
-    next_.text = text_.substr(start, i_ - start);
-    end_ = pos_;
+    next_.text = cur_.since(start);
+    end_ = cur_.pos();
     return;
   }
   if (c == '"') {
-    bump(c);
-    while (i_ < text_.size() && text_[i_] != '"') bump(text_[i_]);
-    if (i_ >= text_.size()) {
+    cur_.bump();
+    cur_.skip_while([](char ch) { return ch != '"'; });
+    if (cur_.done()) {
       next_.kind = Tok::kError;
       next_.error = "unterminated string: the '\"' here has no closing '\"'";
       return;
     }
     next_.kind = Tok::kString;
-    next_.text = text_.substr(start + 1, i_ - start - 1);
-    bump('"');
-    end_ = pos_;
+    next_.text = cur_.since(start + 1);
+    cur_.bump();  // the closing '"'
+    end_ = cur_.pos();
     return;
   }
   switch (c) {
@@ -108,24 +76,16 @@ void Lexer::advance() {
     case ':':
       next_.kind = Tok::kColon;
       break;
-    default: {
-      const auto u = static_cast<unsigned char>(c);
+    default:
       next_.kind = Tok::kError;
-      if (u < 0x20 || u == 0x7F) {
-        next_.error = "unexpected control byte " + hex_byte(u);
-      } else if (u >= 0x80) {
-        next_.error = "unexpected byte " + hex_byte(u) + "; spec text is ASCII";
-      } else {
-        next_.error = std::string("unexpected character '") + c +
-                      "'; a spec is words, '=', ':', [,] after grouped_gemm, and a quoted epilogue=\"...\"";
-      }
-      bump(c);  // errors stop the parse; the position stays at the bad byte
+      next_.error = lex::unexpected_byte(
+          c, "spec", "a spec is words, '=', ':', [,] after grouped_gemm, and a quoted epilogue=\"...\"");
+      cur_.bump();  // errors stop the parse; the position stays at the bad byte
       return;
-    }
   }
-  next_.text = text_.substr(start, 1);
-  bump(c);
-  end_ = pos_;
+  cur_.bump();
+  next_.text = cur_.since(start);
+  end_ = cur_.pos();
 }
 
 Token Lexer::take() {

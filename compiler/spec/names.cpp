@@ -1,4 +1,4 @@
-// Names of the KernelSpec enums (kernel_spec.hpp, names.hpp). One table per enum drives both
+// Names of the KernelSpec enums (include/kiln/spec.hpp, names.hpp). One table per enum drives both
 // directions, so a spelling can never print one way and parse another.
 #include "compiler/spec/names.hpp"
 

@@ -1,6 +1,6 @@
 // compiler/spec/names.hpp — the spellings of every KernelSpec enum, both ways.
 //
-// kernel_spec.hpp declares the enum -> name functions that printing, JSON, codegen and messages
+// include/kiln/spec.hpp declares the enum -> name functions that printing, JSON, codegen and messages
 // share; this header adds the name -> enum direction (used by the DSL parser and JSON reader) and
 // the names of the numerics attributes. Every set is closed: a name that is not listed here is
 // rejected, so user text never reaches generated code. Names are the DSL spellings ("block1x128",
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string_view>
 
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 
 namespace kiln {
 

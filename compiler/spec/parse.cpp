@@ -173,9 +173,8 @@ StatusOr<KernelSpec> Parser::run() {
     }
     const size_t ki = static_cast<size_t>(*key);
     if (pos_.key[ki]) {
-      return error(k.pos, "duplicate key '" + string(k.text) + "' (first given at " +
-                              std::to_string(pos_.key[ki]->line) + ":" + std::to_string(pos_.key[ki]->col) +
-                              ")");
+      return error(k.pos,
+                   "duplicate key '" + string(k.text) + "' (first given at " + pos_text(*pos_.key[ki]) + ")");
     }
     pos_.key[ki] = k.pos;
     Token eq = lex_.take();
@@ -221,8 +220,7 @@ StatusOr<KernelSpec> Parser::run() {
 
 Status Parser::parse_props() {
   const Token open = lex_.take();  // '['
-  const string unterminated =
-      "unterminated '[' opened at " + std::to_string(open.pos.line) + ":" + std::to_string(open.pos.col);
+  const string unterminated = "unterminated '[' opened at " + pos_text(open.pos);
   for (;;) {
     Token name = lex_.take();
     if (name.kind == Tok::kEnd)
@@ -233,8 +231,8 @@ Status Parser::parse_props() {
       return error(name.pos, "unknown property '" + echo(name.text) + "'; expected experts or layout");
     std::optional<Pos>& seen = is_experts ? pos_.experts_key : pos_.layout_key;
     if (seen)
-      return error(name.pos, "duplicate property '" + string(name.text) + "' (first given at " +
-                                 std::to_string(seen->line) + ":" + std::to_string(seen->col) + ")");
+      return error(name.pos,
+                   "duplicate property '" + string(name.text) + "' (first given at " + pos_text(*seen) + ")");
     seen = name.pos;
     Token eq = lex_.take();
     if (eq.kind != Tok::kEquals) return unexpected(eq, "'=' after property '" + string(name.text) + "'");
@@ -448,27 +446,13 @@ Status Parser::positioned(const Violation& v) const {
   return error(at.value_or(pos_.op), v.message);
 }
 
-// Line and column of byte `offset` (for the length limit message).
-Pos pos_of(std::string_view text, size_t offset) {
-  Pos p;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++p.line;
-      p.col = 1;
-    } else {
-      ++p.col;
-    }
-  }
-  return p;
-}
-
 }  // namespace
 }  // namespace spec_internal
 
 StatusOr<KernelSpec> parse_spec(std::string_view text) {
   using namespace spec_internal;
   if (text.size() > kMaxSpecBytes) {
-    return InvalidArgument(pos_prefix(pos_of(text, kMaxSpecBytes)) + "spec text is " +
+    return InvalidArgument(pos_prefix(lex::position_of(text, kMaxSpecBytes)) + "spec text is " +
                            std::to_string(text.size()) + " bytes; at most " + std::to_string(kMaxSpecBytes) +
                            " are accepted");
   }

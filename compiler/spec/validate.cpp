@@ -26,7 +26,7 @@ string kv(Role r, const OperandSpec& o) { return string(role_key(r)) + "=" + ope
 // FP8 granularities accepted per role. `out` is the next layer's activation (X-like); a quantize
 // output may also use 128x128 blocks (offline weight quantization). In wgrad both operands are
 // activations re-quantized along the reduction (tokens) dimension, so b takes 1x128 blocks too
-// (NUMERICS.md §5.3: dY and X both in 1-D blocks along tokens).
+// (docs/numerics.md §7: dY and X both in 1-D blocks along tokens).
 bool fp8_granularity_ok(const KernelSpec& s, Role r, ScaleGranularity g) {
   switch (g) {
     case ScaleGranularity::kTensor:

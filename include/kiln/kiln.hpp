@@ -17,8 +17,9 @@
 #include <optional>
 #include <string>
 
-#include "compiler/plan/plan.hpp"
-#include "compiler/spec/spec.hpp"
+#include "kiln/arch.hpp"
+#include "kiln/config.hpp"
+#include "kiln/spec.hpp"
 #include "kiln/status.hpp"
 
 struct CUstream_st;
@@ -28,6 +29,10 @@ namespace kiln {
 struct RuntimeOptions {
   std::string cache_dir;      // empty: KernelCache::default_dir()
   bool disable_cache = false; // compile in memory only
+  // At most this many SMs for kiln's kernels (0: all): plans count waves and split-K over the cap and
+  // persistent kernels launch at most that many CTAs, leaving the other SMs to concurrent work (e.g.
+  // expert-parallel communication).
+  int max_sms = 0;
 };
 
 // Shapes and dtypes per spec: runtime/operands.hpp. Grouped problems: X [M_total, K] (offsets layout)
@@ -44,7 +49,7 @@ struct Operands {
   // quantize specs (a = X, out = the codes; compiler/plan/quantize_plan.hpp, docs/formats.md):
   DLTensor* out_scale = nullptr;      // the written scales: f32 [1] | f32 [M] | [M, K/block] | transposed [K, M/block]
   DLTensor* out_global = nullptr;     // out=nvfp4: f32 [1], written: the global decode scale amax / (6 * bound)
-  // Epilogues issue: the vectors the spec's epilogue reads, named as in the epilogue language
+  // The vectors the spec's epilogue reads, named as in the epilogue language
   // (docs/epilogue.md). Each is f32, bf16 or f16 on the device, any strides (e.g. gpt-oss's
   // interleaved [E, 2I] bias as the views bias[:, 0::2] / bias[:, 1::2]); shapes by the index the
   // epilogue reads it with ([n] counts OUTPUT columns: N / 2 with gate_up):
@@ -143,9 +148,8 @@ class Runtime {
   RuntimeCounters counters() const;
   std::string cache_path() const;  // empty when the cache is disabled
 
-  RuntimeImpl* impl() const { return impl_.get(); }
-
  private:
+  friend struct RuntimeAccess;  // kiln's own modules (runtime/runtime_access.hpp), not part of the API
   explicit Runtime(std::shared_ptr<RuntimeImpl> impl);
   std::shared_ptr<RuntimeImpl> impl_;
 };

@@ -53,7 +53,7 @@ class Operands(ctypes.Structure):
         ("out", ctypes.POINTER(DLTensor)),
         ("a_scale", ctypes.POINTER(DLTensor)),
         ("b_scale", ctypes.POINTER(DLTensor)),
-        # kiln 0.2 (formats issue): grouped GEMMs and the NVFP4 global scale.
+        # kiln 0.2: grouped GEMMs and the NVFP4 global scale.
         ("offsets", ctypes.POINTER(DLTensor)),
         ("counts", ctypes.POINTER(DLTensor)),
         ("b_global", ctypes.POINTER(DLTensor)),
@@ -62,7 +62,7 @@ class Operands(ctypes.Structure):
         # the larger struct_size and ignores them.
         ("out_scale", ctypes.POINTER(DLTensor)),
         ("out_global", ctypes.POINTER(DLTensor)),
-        # Epilogues issue: the vectors a spec's epilogue="..." reads, named as in the epilogue language
+        # Epilogue operands: the vectors a spec's epilogue="..." reads, named as in the epilogue language
         # (docs/epilogue.md); NULL when it does not read them.
         ("bias", ctypes.POINTER(DLTensor)),
         ("scale", ctypes.POINTER(DLTensor)),

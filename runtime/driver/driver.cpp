@@ -16,7 +16,7 @@ namespace {
 // Primary contexts are retained once per device for the process lifetime (never released:
 // releasing at exit would race with other static destructors that may still free memory). Every
 // Plan::run looks its device's up (ScopedContext::enter), so a retained one is read with one atomic
-// load, no lock (tuner issue: dispatch cost); the lock only orders the first retain per device.
+// load, no lock (dispatch cost); the lock only orders the first retain per device.
 constexpr int kMaxDevices = 64;  // as RuntimeImpl::prepare_on_device's per-device bit mask
 std::mutex g_ctx_mu;
 std::array<std::atomic<CUcontext>, kMaxDevices> g_primary{};

@@ -28,7 +28,7 @@ namespace kiln {
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamCreate) X(cuStreamDestroy)            \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
   X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetInfo)                                        \
-  /* Hopper issue: TMA tensor maps and cluster occupancy for the sm90 family (sm90_launch.cpp); */ \
+  /* TMA tensor maps and cluster occupancy for the sm90 family (sm90_launch.cpp); */              \
   /* its launch with programmatic dependent launch (a launch attribute: cuLaunchKernelEx). */      \
   X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx)                  \
   /* Stream capture into CUDA graphs (the gpu tier's PDL chain replays one). */                   \

@@ -2,15 +2,15 @@
 //
 // The slow, obviously-correct path: the reference kernel uses it for every element, so every case is
 // spelled out (zero, subnormal, normal, Inf, NaN). All of bf16, f16, e4m3 and e5m2 are subsets of
-// f32, so each decode is exact. Formats (NUMERICS.md §1.2, IEEE 754 binary16):
+// f32, so each decode is exact. Formats (docs/numerics.md §1, IEEE 754 binary16):
 //   e4m3: s.eeee.mmm, bias 7;  e == 0: m * 2^-9;  0x7F / 0xFF: NaN (no Inf)
 //   e5m2: s.eeeee.mm, bias 15; e == 0: m * 2^-16; e == 31: m == 0 ? Inf : NaN
 //   f16:  s.eeeee.mmmmmmmmmm, bias 15; e == 0: m * 2^-24; e == 31: m == 0 ? Inf : NaN
 //   bf16: the upper half of an f32.
-//   e2m1: s.ee.m, bias 1; ee == 0: m * 0.5; no Inf, no NaN (NUMERICS.md §1.1); two per byte, the
+//   e2m1: s.ee.m, bias 1; ee == 0: m * 0.5; no Inf, no NaN (docs/numerics.md §1); two per byte, the
 //         even element in the low nibble.
-//   e8m0: byte b is 2^(b - 127); b == 0 is the f32 subnormal 2^-127; 0xFF is NaN (NUMERICS.md §1.3).
-//   ue4m3: the e4m3 encoding with the sign bit 0 (NVFP4 block scales, NUMERICS.md §1.4).
+//   e8m0: byte b is 2^(b - 127); b == 0 is the f32 subnormal 2^-127; 0xFF is NaN (docs/numerics.md §1).
+//   ue4m3: the e4m3 encoding with the sign bit 0 (NVFP4 block scales, docs/numerics.md §1).
 #pragma once
 
 #include "common/types.cuh"

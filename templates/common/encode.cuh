@@ -2,15 +2,15 @@
 // references (compiler/numerics: fp8.cpp, e2m1.cpp, e8m0.cpp, fp32_rn.hpp).
 //
 // The quantizers (kernels/quantize.cuh) are bitwise contracts on an fp32 order of operations
-// (NUMERICS.md §2-§5). NVRTC contracts `a * b + c` into an FMA by default (--fmad=true), so every
+// (docs/numerics.md §2-§4). NVRTC contracts `a * b + c` into an FMA by default (--fmad=true), so every
 // arithmetic step here is an explicitly rounded PTX instruction (mul.rn / div.rn / add.rn / sub.rn,
 // never contracted, no .ftz: subnormals are kept as the CPU keeps them).
 //
-// Encoders (RNE; NaN, overflow and subnormal rules of NUMERICS.md §1):
+// Encoders (RNE; NaN, overflow and subnormal rules of docs/numerics.md §1):
 //   encode_e4m3(x, saturate)  satfinite: |x| beyond 448 -> 448, Inf -> 448; NaN -> S.1111.111.
 //                             non-saturating: overflow -> NaN (E4M3 has no Inf).
 //   encode_e2m1(x)            satfinite to +-6; NaN -> +6 (0x7), what PTX cvt.rn.satfinite does.
-//   e8m0_round_up(x)          the smallest power of two >= |x| as an E8M0 byte (RCEIL, §2.2).
+//   e8m0_round_up(x)          the smallest power of two >= |x| as an E8M0 byte (RCEIL, docs/numerics.md §3).
 // On sm_89+ the satfinite E4M3 path uses `cvt.rn.satfinite.e4m3x2.f32` (PTX ISA §9.7.9.21) for
 // finite inputs; its results equal the integer encoder's (both are RNE to E4M3), NaN is handled
 // before it so the sign is kept as the CPU keeps it.

@@ -4,7 +4,7 @@
 // needs sm_89), so the sm80 family turns FP8 fragments into bf16 fragments with integer operations
 // and feeds bf16 mma. Both formats are subsets of bf16 (e4m3: 3 mantissa bits, exponents 2^-9..2^8;
 // e5m2: 2 mantissa bits, 2^-16..2^15), so the conversion is exact. bf16 rather than f16 because the
-// block-scaled formats that follow fold E8M0 scales into bf16 exactly (DESIGN.md, Kernel families).
+// block-scaled formats that follow fold E8M0 scales into bf16 exactly (docs/architecture.md).
 //
 // The trick: write the FP8 exponent and mantissa fields straight into the low bits of the bf16
 // exponent and mantissa fields. For e4m3 the 7 magnitude bits x = eeee.mmm land at x << 4, which as a

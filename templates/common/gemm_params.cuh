@@ -7,7 +7,7 @@
 // Strides are in logical ELEMENTS of the operand's format (a packed FP4 row of K elements is K / 2
 // bytes; its stride counts elements too). Scale tensors are row-major with their own row stride in
 // scale elements (f32, or one byte for E8M0 / UE4M3). What a_scale / b_scale point at, per the
-// spec's granularity (DESIGN.md "Formats"; X = a [M, K], W = b [N, K]):
+// spec's granularity (docs/architecture.md, "Formats"; X = a [M, K], W = b [N, K]):
 //   tensor         one f32                              (FP8)
 //   m / n          f32 [M] / f32 [N]                    (FP8 per token / per output channel)
 //   block1x128     [M, K/128]  f32 or E8M0 bytes        (a: DeepSeek activations)
@@ -16,7 +16,7 @@
 //   nvfp4          UE4M3 bytes [N, K/16], plus b_global (the f32 global decode scale on the device)
 // Byte scales travel through the same `const float*` fields and are reinterpreted by the kernel.
 //
-// Grouped GEMMs (experts > 0; DESIGN.md "Grouped GEMM contract"):
+// Grouped GEMMs (experts > 0; docs/architecture.md, "Grouped GEMM contract"):
 //   offsets layout: a = X [M_total, K] with rows sorted by expert, out = Y [M_total, N], group_rows =
 //                   int32 [experts] cumulative row ENDS (torch _grouped_mm); m = M_total.
 //   masked layout:  a = X [experts, max_m, K] and out = Y [experts, max_m, N], each contiguous across
@@ -25,7 +25,7 @@
 //   b = W [experts, N, K] with b_expert_stride elements between experts; b's 2-D scales likewise
 //   (b_scale_expert_stride scale elements); b_global holds one f32 per expert for nvfp4_global=expert.
 //
-// Epilogue vector operands (kCodegenVersion 3, epilogues issue; docs/epilogue.md): ep[slot] is the
+// Epilogue vector operands (kCodegenVersion 3; docs/epilogue.md): ep[slot] is the
 // vector the generated functor reads as c.load<slot>(...), slots in the order of compiler/epilogue's
 // EpilogueProgram::operands. Element (i) of a one-index vector ([m], [n], [e]) is at data + i *
 // stride0; element (r, c) of [e,n] / [m,n] at data + r * stride0 + c * stride1 (elements of its
@@ -62,7 +62,7 @@ struct GemmParams {
   int n;
   int k;
   int reserved;
-  // ---- kCodegenVersion 2 (formats issue) ----
+  // ---- kCodegenVersion 2: 2-D scale strides, NVFP4 global scale, grouped GEMMs ----
   long long lds_a;                  // row stride of a's 2-D scales, in scale elements
   long long lds_b;                  // row stride of b's 2-D scales, in scale elements
   const float* b_global;            // nvfp4 b: global decode scale(s) on the device, or null
@@ -71,7 +71,7 @@ struct GemmParams {
   long long b_scale_expert_stride;  // grouped: scale elements between consecutive experts' b scales
   int experts;                      // grouped: number of experts (0 for a dense GEMM)
   int max_m;                        // masked layout: row slots per expert
-  // ---- kCodegenVersion 3 (epilogues issue) ----
+  // ---- kCodegenVersion 3: epilogue vector operands ----
   EpilogueVector ep[kMaxEpilogueOperands];  // the epilogue's vector operands by slot (see above)
 };
 

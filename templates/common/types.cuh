@@ -26,11 +26,11 @@ enum class Format : int {
   kBf16,  // 1.8.7, bias 127
   kF16,   // IEEE binary16, 1.5.10, bias 15
   kF32,   // IEEE binary32
-  kE4m3,  // OCP FP8 e4m3fn: bias 7, no Inf, NaN = S.1111.111 (NUMERICS.md §1.2)
+  kE4m3,  // OCP FP8 e4m3fn: bias 7, no Inf, NaN = S.1111.111 (docs/numerics.md §1)
   kE5m2,  // OCP FP8 e5m2: bias 15, Inf = S.11111.00, NaN = S.11111.{01,10,11}
-  kMxfp8,  // e4m3 elements, E8M0 scale per 32 along K (NUMERICS.md §2)
+  kMxfp8,  // e4m3 elements, E8M0 scale per 32 along K (docs/numerics.md §3)
   kMxfp4,  // E2M1 elements, two per byte (even element in the low nibble), E8M0 per 32 along K
-  kNvfp4,  // E2M1 elements, two per byte, UE4M3 per 16 along K, f32 global (NUMERICS.md §3)
+  kNvfp4,  // E2M1 elements, two per byte, UE4M3 per 16 along K, f32 global (docs/numerics.md §4)
 };
 
 // How an operand is scaled (named by problem dimension; see common/gemm_params.cuh for the layouts).

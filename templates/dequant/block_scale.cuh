@@ -1,11 +1,11 @@
 // templates/dequant/block_scale.cuh — block-scale bytes and f32 scales, read and decoded exactly.
 //
 // E8M0 (MX, and DeepSeek-style ue8m0 FP8 block scales): byte b means 2^(b - 127), 0xFF is NaN
-// (NUMERICS.md §1.3). As f32: b << 23, except b = 0 -> 2^-127, the subnormal 0x00400000 (§8 item 5:
-// never flushed). As bf16: b << 7, except b = 0 -> 0x0040 (bf16 subnormal 64 * 2^-133 = 2^-127) and
+// (docs/numerics.md §1). As f32: b << 23, except b = 0 -> 2^-127, the subnormal 0x00400000 (never
+// flushed). As bf16: b << 7, except b = 0 -> 0x0040 (bf16 subnormal 64 * 2^-133 = 2^-127) and
 // 0xFF -> 0x7FC0 (NaN). bf16 has f32's exponent range, so every E8M0 value is an exact bf16.
-// UE4M3 (NVFP4 block scales, §1.4): the e4m3 code with the sign bit 0; as bf16 exactly by the FP8
-// conversion of common/fp8_to_bf16.cuh (0x7F NaN included).
+// UE4M3 (NVFP4 block scales, docs/numerics.md §1): the e4m3 code with the sign bit 0; as bf16 exactly by
+// the FP8 conversion of common/fp8_to_bf16.cuh (0x7F NaN included).
 #pragma once
 
 #include "common/decode.cuh"

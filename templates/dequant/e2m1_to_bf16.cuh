@@ -3,11 +3,11 @@
 //
 // Why exact: E2M1 has 2 significant bits, E8M0 is a power of two and UE4M3 has 4 significant bits, so
 // e2m1 * 2^(b-127) and e2m1 * ue4m3 have at most 6 significant bits: bf16 (8 bits, f32's exponent
-// range, subnormals down to 2^-133) holds every such product exactly (DESIGN.md "Exactness"):
+// range, subnormals down to 2^-133) holds every such product exactly (docs/architecture.md, kernel families):
 //   mxfp4: |e2m1 * 2^(b-127)| lies in [2^-128, 6 * 2^127]. The smallest nonzero values are bf16
 //          subnormals (2^-128 = 32 * 2^-133, exact); above 1.5 * 2^127 (b >= 253 with codes 4 and 6)
 //          the product overflows to +-Inf — exactly where the f32 value of the reference overflows
-//          too, since bf16 and f32 share the exponent range. b = 0xFF gives NaN (NUMERICS.md §2.1).
+//          too, since bf16 and f32 share the exponent range. b = 0xFF gives NaN (docs/numerics.md §3).
 //   nvfp4: e2m1 * ue4m3 in [2^-10, 2688]: always a normal bf16; a NaN scale (0x7F) gives NaN.
 // The f32 scales that are not exact in bf16 (NVFP4's global, FP8 tensor/row scales) are applied to
 // the f32 accumulator in the epilogue instead.

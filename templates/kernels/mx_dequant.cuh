@@ -1,6 +1,6 @@
 // templates/kernels/mx_dequant.cuh — the MXFP8 pre-pass: both operands of an MXFP8 GEMM to bf16, so
 // that the plain bf16 sm90 kernel can run the product (runtime/mx_prepass.cpp; Hopper has no
-// block-scaled MMA, and converting inside the GEMM costs more than this pass: bench/NOTES.md).
+// block-scaled MMA, and converting inside the GEMM costs more than this pass: docs/performance.md).
 //
 // Exact: every e4m3 code times its E8M0 scale becomes the bf16 the fused kernel's dequantizing mainloop
 // makes (sm90_gemm.cuh dq_convert: e4m3 -> f16 -> f32 by hardware, Inf/NaN included; one f32 product

@@ -7,7 +7,7 @@
 // E2M1, E8M0, UE4M3), products accumulated in f32 in increasing k with one fma.rn each (a fixed,
 // documented order, so repeated runs are bitwise identical), and the result rounded to nearest-even
 // to the output format by cvt.rn. Accumulation is f32 — what the fast kernels do — so the tolerance of
-// a comparison only has to cover accumulation order, not a precision gap (runtime/check.hpp
+// a comparison only has to cover accumulation order, not a precision gap (verify/check.hpp
 // check_tolerance). No alignment requirement on K, lda, ldb or ldc.
 //
 // Scales (common/gemm_params.cuh gives the layouts):

@@ -12,7 +12,7 @@
 //
 // Why a kernel of its own: at M <= 16 a GEMM is a read of W (N x K) and nothing else; the tiled
 // mainloops stage W through shared memory in tiles whose rows are 64-128 bytes of K, tile by tile,
-// and reach ~2.4 TB/s of the H200's 4.4 (bench/RESULTS.md, session 7). Here every warp streams W
+// and reach ~2.4 TB/s of the H200's 4.4 (bench/RESULTS.md). Here every warp streams W
 // straight from global memory into mma.sync fragments, many 16-byte loads in flight, no shared memory
 // until the end:
 //
@@ -101,8 +101,8 @@ struct Decode {
 
   // W: streamed once (no L1 allocation), with a 256-byte L2 prefetch per request (a warp's load touches
   // 64 bytes of each of 8 rows; the hint has L2 fetch whole 256-byte runs: 5-12% faster on the decode
-  // shapes than no hint, same run, bench/logs/2026-11-30-session9-run7-ab; 128 B measured within noise
-  // of 256). X: read by every CTA (cached).
+  // shapes than no hint on an H200, measured A/B in one run; 128 B measured within noise of 256;
+  // docs/performance.md). X: read by every CTA (cached).
   static __device__ __forceinline__ void ldg_stream(u32 (&r)[4], const u8* p) {
     asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

@@ -47,7 +47,7 @@
 // 6. Block scales (promotion): with K-blocked scales the mmas of one K block accumulate into tmp, and
 //    at the block's last k-step acc += tmp * (sa * sb) (kernels/sm80_promotion.cuh). A K block is 128
 //    (FP8 blocks: K % 128 == 0) or 32 (MXFP8) elements = 4 or 1 k-steps of 32 bytes.
-// 7. Epilogue functors and gate|up GLUs (epilogues issue): kernels/sm80_epilogue.cuh applies the
+// 7. Epilogue functors and gate|up GLUs: kernels/sm80_epilogue.cuh applies the
 //    generated functor per stored element; with gate_up=stacked the B tile rows are loaded through the
 //    permutation of epilogue/glu.cuh so that every (gate, up) pair is two adjacent accumulator columns.
 //

@@ -1,5 +1,5 @@
 // templates/kernels/sm80_promotion.cuh — promotion of the f32 accumulator per K block, for scales that
-// change along K and cannot be folded into the operands exactly (NUMERICS.md §5.1):
+// change along K and cannot be folded into the operands exactly (docs/numerics.md §2):
 //   DeepSeek FP8 blocks   a = e4m3:block1x128 ([M, K/128]), b = e4m3:block128x128 ([ceil(N/128), K/128]),
 //                         f32 or E8M0 scales; K block 128.
 //   MXFP8                 a = b = mxfp8, E8M0 [rows, K/32]; K block 32.

@@ -5,7 +5,7 @@
 //
 // Why: the mma.sync decode kernel (kernels/sm80_decode.cuh) converts every FP8 byte of W and X to f16
 // on sm_90 (Hopper has no FP8 mma.sync) and issues an mma per 16 x 8 x 16; at 16 tokens it is
-// instruction-bound (ncu, bench/NOTES.md session 10: ALU 30%, 0.31 issues per cycle, 8 warps per SM at
+// instruction-bound (ncu on an H200, docs/performance.md: ALU 30%, 0.31 issues per cycle, 8 warps per SM at
 // 174 registers) and reads 2.6 TB/s. wgmma takes FP8 natively and its A operand may come from
 // registers, so W goes from global memory straight into A fragments, with no conversion at all.
 //

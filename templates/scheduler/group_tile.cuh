@@ -3,7 +3,7 @@
 // Dense: tile (m, n) of the tiles_m x tiles_n grid, in the grouped rasterization order of
 // common/raster.cuh.
 //
-// Grouped, offsets layout (DESIGN.md "Grouped GEMM contract"): the host knows only the total row
+// Grouped, offsets layout (docs/architecture.md, "Grouped GEMM contract"): the host knows only the total row
 // count M and the number of experts E — never the per-expert counts, which live on the device. An
 // expert with r rows needs ceil(r / block_m) tile rows, and sum_e ceil(r_e / block_m) <=
 // sum_e (r_e / block_m + 1) <= M / block_m + E, so the host launches tiles_m = ceil(M / block_m) + E

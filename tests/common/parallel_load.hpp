@@ -12,7 +12,7 @@
 #include "compiler/plan/plan.hpp"
 #include "compiler/spec/spec.hpp"
 #include "kiln/kiln.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "runtime/runtime_access.hpp"
 
 namespace kiln {
 
@@ -40,7 +40,7 @@ inline LoadSummary load_in_parallel(Runtime& rt, const std::vector<LoadJob>& job
         if (next == jobs.size()) return;
         i = next++;
       }
-      auto k = rt.impl()->load(jobs[i].spec, jobs[i].family, jobs[i].cfg, arch);
+      auto k = RuntimeAccess::impl(rt)->load(jobs[i].spec, jobs[i].family, jobs[i].cfg, arch);
       if (!k.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         ++out.failures;

@@ -1,8 +1,8 @@
-// gpu tier (epilogues issue): epilogue functors and gate|up GLUs against the reference on fresh random
+// gpu tier: epilogue functors and gate|up GLUs against the reference on fresh random
 // data, on the family the planner picks: on an H200 the sm90 family for the specs it takes (16-bit or
 // FP8 operands, no or interleaved gate|up: the "sm90_" cases and others), the portable family for the
-// rest (run the binary again with KILN_FAMILY=sm80 to put every case on the portable family). run_check (runtime/check.cpp) runs the plan on random operands
-// including the epilogue's vectors (runtime/check_inputs.cpp), runs kiln's GPU reference GEMM with the
+// rest (run the binary again with KILN_FAMILY=sm80 to put every case on the portable family). run_check (verify/check.cpp) runs the plan on random operands
+// including the epilogue's vectors (verify/check_inputs.cpp), runs kiln's GPU reference GEMM with the
 // epilogue and gate_up stripped (all N columns, f32), and applies the epilogue to that on the host with
 // compiler/epilogue's evaluator, pairing (gate, up) as the spec says (interleaved: columns 2j, 2j + 1;
 // stacked: j, N/2 + j) — independent of the kernels' functor and of their row permutation.
@@ -30,8 +30,8 @@
 
 #include "kiln/kiln.hpp"
 #include "compiler/plan/sm90_plan.hpp"
-#include "runtime/check.hpp"
-#include "runtime/check_inputs.hpp"
+#include "verify/check.hpp"
+#include "verify/check_inputs.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/driver/driver.hpp"
 #include "runtime/operands.hpp"

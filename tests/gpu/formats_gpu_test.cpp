@@ -1,11 +1,11 @@
-// gpu tier: the formats issue's pairings against kiln's GPU reference on fresh random data, and the GPU
+// gpu tier: the scaled-format pairings against kiln's GPU reference on fresh random data, and the GPU
 // reference against the CPU fp64 reference (compiler/numerics reference_gemm_quantized).
 //
 // Every pairing dense — FP8 per-token x per-channel, DeepSeek FP8 blocks (f32 and ue8m0 scales), MXFP8,
 // bf16 x MXFP4 / NVFP4 / FP8 weights — and grouped (offsets and masked; random splits with empty
 // experts, explicit splits with empty and single-row experts, gpt-oss's K = 2880 with its 90-byte
 // scale rows), with M = 1, odd M and N, K tails; outputs are poisoned before each run and rows no
-// expert owns must stay poisoned (run_check). Tolerances: runtime/check.cpp check_tolerance (relative
+// expert owns must stay poisoned (run_check). Tolerances: verify/check.cpp check_tolerance (relative
 // Frobenius error 8e-3 for bf16 outputs, 2e-3 f16, 1e-5 f32: both sides accumulate exactly-decoded
 // products in f32, so only accumulation order and output rounding differ); the GPU reference vs the
 // CPU fp64 reference: relative Frobenius error <= 1e-5.
@@ -20,11 +20,11 @@
 
 #include "compiler/numerics/reference_gemm.hpp"
 #include "kiln/kiln.hpp"
-#include "runtime/check.hpp"
-#include "runtime/check_inputs.hpp"
+#include "verify/check.hpp"
+#include "verify/check_inputs.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/operands.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "runtime/runtime_access.hpp"
 #include "templates/common/gemm_params.cuh"
 #include "tests/common/gpu_env.hpp"
 
@@ -249,7 +249,7 @@ TEST(FormatsReferenceGpuTest, GpuReferenceMatchesCpuFp64) {
     ASSERT_TRUE(h.ok()) << sm.spec << ": " << h.status().to_string();
     auto dev = DeviceOperands::upload(*h);
     ASSERT_TRUE(dev.ok()) << dev.status().to_string();
-    auto ref = rt->impl()->load(*spec, KernelFamily::kReferenceGemm, TileConfig{}, Arch{9, 0, true});
+    auto ref = RuntimeAccess::impl(*rt)->load(*spec, KernelFamily::kReferenceGemm, TileConfig{}, Arch{9, 0, true});
     ASSERT_TRUE(ref.ok()) << ref.status().to_string();
     const ProblemSizes sizes{h->rows, n, k};
     auto c = check_operands(*spec, sizes, dev->operands());
@@ -307,7 +307,7 @@ TEST(FormatsReferenceGpuTest, GpuReferenceMatchesCpuFp64) {
 
 
 // Times (CUDA events, median of 20 after 3 warm-ups, L2-warm: not the benchmark protocol of
-// BENCHMARKS.md) of the default configs on a few model shapes, printed as figures for the record;
+// bench/RESULTS.md) of the default configs on a few model shapes, printed as figures for the record;
 // no assertion on speed. Inputs are drawn as in run_check; the kernels are not checked here (the
 // MatchesReference cases cover the same code paths).
 TEST(FormatsTimingGpuTest, ReportsMedianTimes) {

@@ -25,8 +25,8 @@
 #include "compiler/numerics/fp8.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "kiln/kiln.hpp"
-#include "runtime/check.hpp"
-#include "runtime/check_inputs.hpp"
+#include "verify/check.hpp"
+#include "verify/check_inputs.hpp"
 #include "runtime/device_buffer.hpp"
 #include "tests/common/gpu_env.hpp"
 
@@ -134,7 +134,7 @@ TEST_F(MxPrepassGpuTest, MatchesTheReference) {
   }
 }
 
-// The conversion kernel is a dequantizer, so its copies are checked bitwise (NUMERICS.md): X's rows hold
+// The conversion kernel is a dequantizer, so its copies are checked bitwise (docs/numerics.md): X's rows hold
 // every e4m3 code in every scale block over the rows, and the blocks' E8M0 bytes run through all 256
 // values (2^-127 .. 2^127 and NaN), W likewise with other offsets. Each bf16 of the workspace's copies
 // must be bf16(e4m3 * 2^(s - 127)) of the f32 product, rounded to nearest even (subnormals kept, Inf on

@@ -1,5 +1,5 @@
 // gpu tier: the quantize family (templates/kernels/quantize.cuh) bitwise against the CPU references of
-// compiler/numerics, on fresh random inputs (runtime/quantize_check.hpp: zero blocks, rounding
+// compiler/numerics, on fresh random inputs (verify/quantize_check.hpp: zero blocks, rounding
 // midpoints, tiny values, magnitudes over 32 binades), outputs poisoned before each run.
 //
 // Every mode: FP8 per tensor (four launches through the amax slot), per token, 1x128, 128x128 and the
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
-#include "runtime/quantize_check.hpp"
+#include "verify/quantize_check.hpp"
 #include "tests/common/gpu_env.hpp"
 
 namespace kiln {

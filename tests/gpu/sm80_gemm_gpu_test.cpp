@@ -23,10 +23,10 @@
 #include "compiler/nvrtc/nvrtc.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "kiln/kiln.hpp"
-#include "runtime/check.hpp"
+#include "verify/check.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/operands.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "runtime/runtime_access.hpp"
 #include "runtime/sm90_launch.hpp"
 #include "templates/common/gemm_params.cuh"
 #include "tests/common/gpu_env.hpp"
@@ -139,7 +139,7 @@ TEST(ReferenceGemmGpuTest, MatchesCpuReference) {
     ASSERT_TRUE(dsa.upload(&sa, 4).ok());
     ASSERT_TRUE(dsb.upload(&sb, 4).ok());
     ASSERT_TRUE(dout.fill_bytes(0xFF).ok());
-    auto ref = rt->impl()->load(*spec, KernelFamily::kReferenceGemm, TileConfig{}, Arch{9, 0, true});
+    auto ref = RuntimeAccess::impl(*rt)->load(*spec, KernelFamily::kReferenceGemm, TileConfig{}, Arch{9, 0, true});
     ASSERT_TRUE(ref.ok()) << ref.status().to_string();
     kiln_dev::GemmParams gp{};
     gp.a = da.data();
@@ -296,7 +296,7 @@ Status bare_launch_of(Runtime& rt, const Plan& plan, const Operands& ops, void* 
   const TileConfig cfg = plan.config_for(c.m);
   // The bucket's family: an sm90 plan runs its buckets of <= 16 rows on the portable decode kernel.
   const KernelFamily family = plan.family_for(c.m);
-  KILN_ASSIGN_OR_RETURN(LoadedKernel * k, rt.impl()->load(plan.spec(), family, cfg, plan.arch()));
+  KILN_ASSIGN_OR_RETURN(LoadedKernel * k, RuntimeAccess::impl(rt)->load(plan.spec(), family, cfg, plan.arch()));
   out.f = reinterpret_cast<CUfunction>(k->kernel);  // as Plan::run passes it: the CUkernel handle
   out.gp = gemm_params(c, plan.sizes());
   ProblemSizes sizes = plan.sizes();
@@ -332,8 +332,8 @@ Status bare_launch_of(Runtime& rt, const Plan& plan, const Operands& ops, void* 
     KILN_RETURN_IF_ERROR(d.check(d.cuOccupancyMaxActiveClusters(&clusters, f, &lc), "cuOccupancyMaxActiveClusters"));
     out.ls.grid_x = std::min<unsigned>(out.ls.grid_x, static_cast<unsigned>(clusters * cfg.cluster_m));
   }
-  // sm90_launch's argument list. The workspace pointer goes last (the Hopper issue's split-K adds it to
-  // the kernel); a kernel without that parameter reads the first three only.
+  // sm90_launch's argument list. The workspace pointer goes last (split-K adds it to the
+  // kernel); a kernel without that parameter reads the first three only.
   out.workspace = workspace;
   out.args = {&out.map_a, &out.map_b, &out.gp, &out.workspace};
   out.ex = true;
@@ -343,7 +343,7 @@ Status bare_launch_of(Runtime& rt, const Plan& plan, const Operands& ops, void* 
 // Host cost of dispatching a prepared plan (operand checks + bucket lookup + cuLaunchKernel) next to
 // a bare cuLaunchKernel of the same kernel with the same arguments, so that kiln's own share shows (the
 // sm90 family: cuLaunchKernelEx with the PDL attribute on both sides, as runtime/sm90_launch.cpp launches).
-// Target (tuner issue): Plan::run <= 3 us. Host time only: bursts of 200 launches (well under the
+// Target: Plan::run <= 3 us. Host time only: bursts of 200 launches (well under the
 // launch queue's depth, so cuLaunchKernel never waits for the GPU), timed without the synchronize
 // that drains each burst; the variants' bursts interleave so that clock and queue drift hit them
 // alike. 100k calls each. portable: plan the portable sm80 family (KILN_FAMILY=sm80 for the plan),

@@ -2,7 +2,7 @@
 // Every operand pairing x every output with the default configs at M = 1, odd M, N and K tails; every
 // shape of the config space pinned on tail shapes and on a multi-wave persistent shape; repeat runs
 // bitwise equal; and a timing table at 4096 x 7168 x 7168 (TFLOP/s, with the portable family timed in
-// the same run) for the lead to set against cuBLAS. v3 adds FP8 per-row scales and DeepSeek block
+// the same run) to set against cuBLAS; also FP8 per-row scales and DeepSeek block
 // scales (f32 and ue8m0; ScaledDefaultConfigs / ScaledPinnedConfigs, BlockScaledRepeatRunsAreBitwiseEqual,
 // Sm90GemmTiming.PrintsBlockScaled4096x7168 at K = 7168 and 16384). Skips without a device or on anything but sm_90.
 //
@@ -21,7 +21,7 @@
 
 #include "compiler/plan/sm90_plan.hpp"
 #include "kiln/kiln.hpp"
-#include "runtime/check.hpp"
+#include "verify/check.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/tuned_configs.hpp"
 #include "tests/common/gpu_env.hpp"
@@ -72,7 +72,7 @@ KernelSpec spec_of(const std::string& text) {
 struct Pin {
   int bm, bn, stages, wm, wn, cluster = 1, group = 8, atoms = 1, split = 1, tma = 0;
   int bk = 0;  // block_k when not atoms x 128 bytes (MXFP8's dequantizing producer: 64)
-  int pp = 0;  // ping-pong consumers (the kernel's section 16): two warpgroups taking whole tiles in turn
+  int pp = 0;  // ping-pong consumers (templates/kernels/sm90/pingpong.cuh): two warpgroups taking whole tiles in turn
 };
 TileConfig pinned(const KernelSpec& s, const Pin& p) {
   TileConfig c;
@@ -122,7 +122,7 @@ const Pin kPins[] = {
     // v3 (block scales): two warpgroups of 64 x 128 side by side along N
     {64, 256, 5, 4, 2},
     {64, 256, 5, 4, 2, 2},
-    // v4 (block scales, bench/NOTES.md): 19-20 two-atom stages (bk256, overlapped
+    // v4 (block scales, docs/performance.md): 19-20 two-atom stages (bk256, overlapped
     // promotion), 21-22 three consumer warpgroups (192 x 128), 23 bk256 in clusters;
     // all stage the scales through shared memory.
     {128, 128, 3, 8, 1, 1, 8, 2},
@@ -130,7 +130,7 @@ const Pin kPins[] = {
     {192, 128, 5, 12, 1},
     {192, 128, 5, 12, 1, 2},
     {128, 128, 3, 8, 1, 2, 8, 2},
-    // split-K (the kernel's section 10): 24-26 64 x 64 / 64 x 128 split 2..8 ways, 27 the
+    // split-K (templates/kernels/sm90/split_k.cuh): 24-26 64 x 64 / 64 x 128 split 2..8 ways, 27 the
     // two-atom 64 x 128 split 3 ways, 28 a 128 x 128 split 2 ways.
     {64, 64, 8, 4, 1, 1, 8, 1, 4},
     {64, 128, 8, 4, 1, 1, 8, 1, 8},
@@ -141,7 +141,7 @@ const Pin kPins[] = {
     // 128 x 256 (never split: sm90_check_config refuses it).
     {64, 64, 6, 4, 1, 1, 8, 2},
     {128, 256, 2, 8, 1, 1, 8, 2},
-    // the TMA-store epilogue (the kernel's section 12): 31 the wide tile at 3 stages (16-bit
+    // the TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh): 31 the wide tile at 3 stages (16-bit
     // outputs), 32 128 x 128 at 5, 33 in clusters of 2, 34 64 x 128 split 4 ways.
     {128, 256, 3, 8, 1, 1, 8, 1, 1, 1},
     {128, 128, 5, 8, 1, 1, 8, 1, 1, 1},
@@ -156,7 +156,7 @@ const Pin kPins[] = {
     {128, 112, 5, 8, 1},
     {128, 192, 4, 8, 1, 2},
     {128, 192, 3, 8, 1, 1, 8, 1, 1, 1},
-    // MXFP8 through the dequantizing producer (block_k 64, the kernel's section 13): 42 the
+    // MXFP8 through the dequantizing producer (block_k 64, templates/kernels/sm90/mx_dequant.cuh): 42 the
     // wide tile, 43 128 x 128 with TMA stores, 44 256 x 128 (warpgroups of 128 x 128), 45 128 x 192
     // with TMA stores, 46 128 x 208 (a partial last row group of the producer), 47 128 x 128
     // with its warpgroups side by side along N.
@@ -173,10 +173,9 @@ const Pin kPins[] = {
     {128, 176, 2, 8, 1, 1, 8, 1, 1, 1},
     {128, 208, 2, 8, 1, 1, 8, 1, 1, 1},
     {128, 224, 2, 4, 2, 1, 8, 1, 1, 1},
-    // 52: block scales on one consumer warpgroup of 64 x 192 (240 registers; session 11,
-    // added after its last device call: first run in the next gpu tier).
+    // 52: block scales on one consumer warpgroup of 64 x 192 (240 registers).
     {64, 192, 6, 4, 1},
-    // Ping-pong consumers (the kernel's section 16), two warpgroups of 4 warps each owning
+    // Ping-pong consumers (templates/kernels/sm90/pingpong.cuh), two warpgroups of 4 warps each owning
     // whole tiles: 53 128 x 128 with TMA stores, 54 with direct stores at 6 stages, 55 in
     // clusters of 2, 56 64 x 256 with TMA stores, 57 128 x 128 with TMA stores at 3 stages (f32 outputs).
     {128, 128, 4, 4, 1, 1, 8, 1, 1, 1, 0, 1},
@@ -209,16 +208,16 @@ const Pin kPins[] = {
     {128, 256, 3, 8, 1, 1, 8, 1, 1, 4},
     {128, 176, 4, 4, 1, 1, 8, 1, 1, 4, 0, 1},
     // 71: block scales on one consumer warpgroup of 64 x 256 (halves) with TMA stores at 4 stages (the
-    // H200 table's 64 x 32768 x 512 row since session 22).
+    // H200 table's 64 x 32768 x 512 row).
     {64, 256, 4, 4, 1, 1, 8, 1, 1, 1},
-    // 72-74: small-M tiles with TMA stores at 8 stages (the H200 table's M-bucket 64 / 128 rows since
-    // session 22): 128 x 64 (two warpgroups of 64 x 64), 64 x 128 and 64 x 64 (one warpgroup).
+    // 72-74: small-M tiles with TMA stores at 8 stages (the H200 table's M-bucket 64 / 128 rows):
+    // 128 x 64 (two warpgroups of 64 x 64), 64 x 128 and 64 x 64 (one warpgroup).
     {128, 64, 8, 8, 1, 1, 8, 1, 1, 1},
     {64, 128, 8, 4, 1, 1, 8, 1, 1, 1},
     {64, 64, 8, 4, 1, 1, 8, 1, 1, 1},
     // 75: the two-atom block 128 x 128 (bk256) in clusters of 2 with its two-stage TMA-store ring (the
-    // grouped block-scaled default from 256 rows per expert where N does not fill 256-column tiles, session
-    // 23).
+    // grouped block-scaled default from 256 rows per expert where N does not fill 256-column
+    // tiles).
     {128, 128, 2, 8, 1, 2, 8, 2, 1, 1}};
 constexpr int kCorrectnessPins = 15;  // the ones pinned_cases() checks
 const char* const kPinSpecs[] = {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:tensor b=e4m3:tensor out=f32",
@@ -313,8 +312,7 @@ std::vector<Case> scaled_default_cases() {
     }
   }
   // E8M0 block scales at K >= 8192 with whole 256-column tiles over >= 2 waves: the default is 128 x 256
-  // promoted in halves with TMA stores (the kernel's section 14; added in session 13 after its last
-  // device call).
+  // promoted in halves with TMA stores (templates/kernels/sm90/mainloop.cuh, half partials).
   cases.push_back({"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 4224, 2048, 8192, -1});
   return cases;
 }
@@ -368,7 +366,7 @@ std::vector<Case> scaled_pinned_cases() {
       }
     }
   }
-  // Block scales on 64 x 256 warpgroups promoted in two halves (the kernel's section 14; pins 0, 7: one
+  // Block scales on 64 x 256 warpgroups promoted in two halves (templates/kernels/sm90/mainloop.cuh, half partials; pins 0, 7: one
   // consumer warpgroup, 10: clusters of 2, 31: TMA stores, 71: one consumer with TMA stores; 16-bit
   // outputs only with TMA stores): N tails (N = 200, 129: the second half's scale block clamps), M = 1,
   // odd K-block counts, a multi-wave shape.
@@ -392,7 +390,7 @@ std::vector<Case> scaled_pinned_cases() {
   return cases;
 }
 
-// ---- grouped GEMMs (the kernel's section 9) --------------------------------------------------------
+// ---- grouped GEMMs (templates/kernels/sm90/scheduler.cuh) --------------------------------------------------------
 // Offsets and masked layouts, every scale kind, with M = 1 over 8 experts (one expert holds the row),
 // random splits with empty experts (run_check draws them), a tail expert of one row, a multi-wave
 // shape, 64 experts, and pinned configs: clusters of 2 (an expert with an odd tile-row count leaves the
@@ -427,13 +425,13 @@ std::vector<Case> grouped_cases() {
   cases.push_back({"grouped_gemm[experts=64,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 1000,
                    384, 256, -1});
   // Pinned: 128 x 256 (0), 64 x 128 (8), 128 x 128 in clusters (12), 128 x 192 (35: the grouped default where
-  // N fills 192-column tiles better, session 23); TMA stores (session 23; a warpgroup whose slab crosses its
-  // expert's last row stores it directly): the wide tile (31), 128 x 128 in clusters (33), 128 x 192 (41),
-  // the wide tile's slab in two chunks (58) and in four (68: the DeepSeek-V3 bf16 rows at 128 rows per expert,
-  // session 24); bk256 two-atom in clusters (23),
+  // N fills 192-column tiles better); TMA stores (a warpgroup whose slab crosses its expert's last row
+  // stores it directly): the wide tile (31), 128 x 128 in clusters (33), 128 x 192 (41),
+  // the wide tile's slab in two chunks (58) and in four (68: the DeepSeek-V3 bf16 rows at 128 rows per
+  // expert); bk256 two-atom in clusters (23),
   // (The wide tile's f32 slab does not fit beside its ring, nor at 4 stages its staged column scales: 31 runs
   // the masked case with bf16 outputs, 58 with tensor scales. 68's quarter buffer would fit per-channel
-  // scales with bf16 outputs; it runs tensor scales, as measured on the H200 in session 24.)
+  // scales with bf16 outputs; it runs tensor scales, as measured on the H200.)
   for (int pin : {0, 8, 12, 35, 31, 33, 41, 58, 68}) {
     cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16", 1200, 1000, 784, pin,
                      {0, 1, 129, 0, 300, 0, 513, 257}});
@@ -457,7 +455,7 @@ std::vector<Case> grouped_cases() {
     cases.push_back({"grouped_gemm[experts=6,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 "
                      "out=f32", 300, 1000, 640, pin, {300, 0, 1, 129, 255, 64}});
   }
-  // ... and the grouped block-scaled defaults from 256 rows per expert (session 23): where N fills 256-column
+  // ... and the grouped block-scaled defaults from 256 rows per expert: where N fills 256-column
   // tiles 31 (128 x 256 in halves with TMA stores; N = 1024 for offsets, 1000 masked: a partial last tile
   // column), else 75 (the two-atom 128 x 128 in clusters with TMA stores).
   const char* const block_offsets =
@@ -473,7 +471,7 @@ std::vector<Case> grouped_cases() {
   return cases;
 }
 
-// ---- split-K (the kernel's section 10) ----------------------------------------------------------------
+// ---- split-K (templates/kernels/sm90/split_k.cuh) ----------------------------------------------------------------
 // Every scale kind, pinned split configs: M = 1 and odd M, N tails, K whose stage count does not divide
 // by the splits (and for two-atom stages an odd atom count), more units than SMs (the walk wraps and
 // splits of one tile land on different SMs), and the default plan where the heuristic splits (decode
@@ -501,7 +499,7 @@ std::vector<Case> split_cases() {
   return cases;
 }
 
-// ---- MXFP8 (the kernel's section 11) --------------------------------------------------------------
+// ---- MXFP8 (templates/kernels/sm90/mx.cuh) --------------------------------------------------------------
 // E8M0 per 32 along K on both operands, every k-step promoted: the default configs for every output,
 // M = 1 and odd M, N tails, K = 32 * odd (a last atom of 1..3 scale blocks, the rest zero-filled), pinned
 // 128 x 128 (two warpgroups of 128 x 64), 64-row tiles, clusters, split-K, grouped offsets (empty and
@@ -530,7 +528,7 @@ std::vector<Case> mx_cases() {
   cases.push_back({offsets, 1200, 1000, 1056, 8, {0, 1, 129, 0, 300, 0, 513, 257}});
   cases.push_back({masked, 77, 203, 544, -1});
   cases.push_back({masked, 300, 1000, 1056, 4, {300, 0, 1, 129, 255, 64}});
-  // The dequantizing producer (section 13): every pinned shape on M = 1, odd M, N tails, K = 32 * odd (a
+  // The dequantizing producer (templates/kernels/sm90/mx_dequant.cuh): every pinned shape on M = 1, odd M, N tails, K = 32 * odd (a
   // last K tile of 32), a multi-wave shape; grouped offsets (empty and single-row experts) and masked.
   const Shape dq_shapes[] = {{1, 256, 544}, {77, 200, 544}, {300, 129, 288}, {257, 384, 1056}, {1000, 1030, 4096}};
   for (int pin : {42, 43, 44, 45, 46, 47}) {
@@ -548,7 +546,7 @@ std::vector<Case> mx_cases() {
   return cases;
 }
 
-// ---- the TMA-store epilogue (the kernel's section 12) ----------------------------------------------
+// ---- the TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh) ----------------------------------------------
 // Every scale kind and output, an epilogue functor, clusters and split-K; M = 1, tails, a multi-wave
 // shape; N = 129 and 1030 give rows TMA cannot address (2 * N not a multiple of 16): those runs take
 // the kernel's direct epilogue (out_tma = 0), the others the TMA stores.
@@ -696,7 +694,7 @@ std::vector<Case> two_atom_cases() {
   return cases;
 }
 
-// Promoted two-atom stages (kernel section 8) over longer K: 11 atoms (a last stage of one), 18 and 32,
+// Promoted two-atom stages (kernel templates/kernels/sm90/producer.cuh, staged scales) over longer K: 11 atoms (a last stage of one), 18 and 32,
 // block scales (f32, ue8m0), block x per-channel and the tensor-scaled promoted path; M = 1, odd M and N.
 std::vector<Case> atom_group_cases() {
   std::vector<Case> cases;
@@ -728,7 +726,7 @@ const TimedShape kTimedScaled[] = {
     {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 12},  // 128 x 128 in clusters of 2
     {"gemm a=e4m3:m b=e4m3:n out=bf16", 7168, -1},
     {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 7168, 1},  // promoted, no scales: the block path's floor
-    // v4 (bench/NOTES.md): every new variant at K = 7168 and 16384, f32 and ue8m0 scales.
+    // v4 (docs/performance.md): every v4 variant at K = 7168 and 16384, f32 and ue8m0 scales.
     {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 7168, 19},  // 128 x 128, bk256 s3
     {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 16384, 19},
     {"gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16", 7168, 19},
@@ -759,8 +757,8 @@ const Timed kTimed[] = {{"gemm a=bf16 b=bf16 out=bf16", -1},
                         {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 1},
                         {"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 2},
                         {"gemm a=e5m2:tensor b=e4m3:tensor out=f32", -1}};
-// Clustered shapes (TMA multicast of B): a separate test, which bench/sm90_device_run.sh runs in its
-// own process.
+// Clustered shapes (TMA multicast of B): a separate test (Sm90GemmTiming.Prints4096x7168x7168Clusters),
+// so that it can run in its own process.
 const Timed kTimedClusters[] = {{"gemm a=bf16 b=bf16 out=bf16", 10},
                                 {"gemm a=bf16 b=bf16 out=bf16", 11},
                                 {"gemm a=bf16 b=bf16 out=bf16", 14},
@@ -915,8 +913,8 @@ INSTANTIATE_TEST_SUITE_P(PingPongConfigs, Sm90GemmGpuTest, testing::ValuesIn(pin
 INSTANTIATE_TEST_SUITE_P(HalfSlabConfigs, Sm90GemmGpuTest, testing::ValuesIn(half_slab_cases()), case_name);
 
 // Every pinned case is a config sm90_check_config accepts (tile rules, shared memory), checked without a GPU,
-// so CI catches a pin that could never run (session 23: a grouped FP8 row case whose staged column scales
-// did not fit beside a 4-stage ring failed on the device only).
+// so CI catches a pin that could never run (e.g. a grouped FP8 row case whose staged column scales do not
+// fit beside a 4-stage ring fails on the device only).
 TEST(Sm90GemmGpuCases, EveryPinnedCaseIsAValidConfig) {
   int checked = 0;
   for (const auto& list :
@@ -1003,7 +1001,7 @@ TEST(Sm90GemmRepeatTest, BlockScaledRepeatRunsAreBitwiseEqual) {
   }
 }
 
-// Not a pass/fail test of speed: prints the table bench/NOTES.md records (median of 20 CUDA-event
+// Not a pass/fail test of speed: prints a timing table (median of 20 CUDA-event
 // timed runs after 3 warm-ups, the output checked against the reference on the same data).
 void timing_row(const std::string& spec, const std::string& family, const StatusOr<CheckReport>& r) {
   ASSERT_TRUE(r.ok()) << spec << ": " << r.status().to_string();

@@ -1,4 +1,4 @@
-// gpu tier: programmatic dependent launch of the sm90 family (templates/kernels/sm90_gemm.cuh section 15,
+// gpu tier: programmatic dependent launch of the sm90 family (templates/kernels/sm90/kernel.cuh,
 // runtime/sm90_launch.cpp) and of the portable family's decode kernel on sm_90 (its generated entry,
 // compiler/emit/emit.cpp). A chain of dependent bf16 GEMMs is launched back to back on one stream with
 // no synchronization between them, alternating between two output buffers P and Q:
@@ -29,7 +29,7 @@
 
 #include "compiler/numerics/fp8.hpp"
 #include "kiln/kiln.hpp"
-#include "runtime/check.hpp"
+#include "verify/check.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/sm90_launch.hpp"
 #include "tests/common/gpu_env.hpp"

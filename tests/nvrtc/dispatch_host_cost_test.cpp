@@ -1,4 +1,4 @@
-// nvrtc tier: Plan::run's host work with the CUDA driver taken out (tuner issue: dispatch of a
+// nvrtc tier: Plan::run's host work with the CUDA driver taken out (target: dispatch of a
 // prepared plan <= 3 us host time). kiln dlopens a stand-in libcuda (tests/common/fake_cuda_driver.cpp,
 // through KILN_CUDA_PATH) whose entry points only count their calls; the kernels themselves are
 // compiled for real by NVRTC and "loaded" into it. No GPU needed.
@@ -266,7 +266,7 @@ TEST_F(DispatchHostCostTest, BadDeviceOrdinalIsAnErrorNotACrash) {
   ASSERT_TRUE(spec.ok());
   auto plan = (*rt)->plan(*spec, {16, 256, 256}, *parse_arch("sm_90"));
   ASSERT_TRUE(plan.ok());
-  // A negative ordinal never reaches the driver (it used to index kiln's context table: a crash).
+  // A negative ordinal never reaches the driver (as an index into kiln's context table it would crash).
   {
     Bf16Problem p;
     p.a.device.device_id = p.b.device.device_id = p.out.device.device_id = -1;

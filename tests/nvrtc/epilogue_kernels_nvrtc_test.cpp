@@ -1,4 +1,4 @@
-// nvrtc tier (epilogues issue): kernels with epilogue functors and gate|up GLUs compile with NVRTC
+// nvrtc tier: kernels with epilogue functors and gate|up GLUs compile with NVRTC
 // alone for sm_90a (the sm90 family where it takes the spec: interleaved or no gate|up, 16-bit or FP8
 // operands; the portable family otherwise), sm_89, sm_86 and sm_80 (portable) with no register spills — every examples/specs
 // file with an epilogue, plus the paths each piece touches: stacked gate|up on both mainloops

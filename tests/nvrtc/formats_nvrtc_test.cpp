@@ -1,4 +1,4 @@
-// nvrtc tier: the formats issue's pairings compile with NVRTC alone for sm_90a, sm_89, sm_86 and sm_80
+// nvrtc tier: the scaled-format pairings compile with NVRTC alone for sm_90a, sm_89, sm_86 and sm_80
 // with no register spills — FP8 per-token x per-channel, DeepSeek FP8 blocks (f32 and ue8m0 scales),
 // MXFP8, bf16 x MXFP4 / NVFP4 / FP8 weights, grouped offsets and masked layouts — and the reference
 // kernel compiles for each. CI compiles a sample (every pairing on one arch, rotating, for a large

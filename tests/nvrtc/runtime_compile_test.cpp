@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "compiler/plan/plan.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/driver/driver.hpp"
 
@@ -31,7 +32,7 @@ TEST(RuntimeCompileTest, PlansAndCompilesWithoutGpuAndCachesByKey) {
   ASSERT_TRUE(arch.ok());
   auto plan = (*rt)->plan(*spec, {4096, 7168, 7168}, *arch);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  EXPECT_EQ(plan->family(), KernelFamily::kSm90Gemm);  // Hopper issue: sm_90a plans the sm90 family
+  EXPECT_EQ(plan->family(), KernelFamily::kSm90Gemm);  // sm_90a plans the sm90 family
   TileConfig cfg = plan->config_for(4096);
   auto k1 = (*rt)->compile(*spec, plan->family(), cfg, *arch);
   ASSERT_TRUE(k1.ok()) << k1.status().to_string();

@@ -46,7 +46,7 @@ const Pairing kPairings[] = {
     {"e4m3_block_f32", "a=e4m3:block1x128 b=e4m3:block128x128"},
     {"e4m3_block_ue8m0", "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0"},
     {"e4m3_block1x128_row_n", "a=e4m3:block1x128 b=e4m3:n"},
-    // The kernel's section 11: E8M0 per 32 along K, every k-step promoted.
+    // templates/kernels/sm90/mx.cuh: E8M0 per 32 along K, every k-step promoted.
     {"mxfp8", "a=mxfp8 b=mxfp8"},
 };
 
@@ -213,7 +213,7 @@ TEST(Sm90GemmPtxTest, ClustersMulticastBAndSynchronizeTheCluster) {
                           "mbarrier.arrive.shared::cluster", "%cluster_ctarank"}) {
       EXPECT_THAT(r.ptx, HasSubstr(e)) << text;
     }
-    // A cluster-scope release on the per-K-tile arrive costs MEMBAR.ALL.GPU each time (bench/NOTES.md v2).
+    // A cluster-scope release on the per-K-tile arrive costs MEMBAR.ALL.GPU each time (docs/performance.md).
     EXPECT_THAT(r.ptx, Not(HasSubstr("mbarrier.arrive.release.cluster"))) << text;
   }
   // Without clusters none of it is there.
@@ -243,7 +243,7 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
     std::vector<CompileJob> jobs;
     for (const TileConfig& cfg : sm90_config_space(s, sm90a())) {
       EXPECT_TRUE(sm90_promotes(s, cfg)) << c.spec << " " << cfg.to_string();
-      // One config per shape and scale path: since session 17 most configs stage their scales, and the
+      // One config per shape and scale path: most configs stage their scales, and the
       // deepest rings that leave no room for the slots keep the per-thread loads.
       const std::string shape = std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + "k" +
                                 std::to_string(cfg.block_k) + "w" + std::to_string(cfg.warps_m) + "x" +
@@ -260,7 +260,7 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
       std::cout << "[ registers ] " << jobs[i].what << ": " << r.registers << "\n";
       for (const char* e : {"wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d", "fma.rn.f32"})
         EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec << " " << cfg.to_string();
-      // v4 configs stage the scales through shared memory (the kernel's section 8); E8M0 keeps a
+      // v4 configs stage the scales through shared memory (templates/kernels/sm90/producer.cuh, staged scales); E8M0 keeps a
       // synchronous byte path for rows that are not a multiple of 4 bytes.
       if (sm90_staged_scales(s, cfg)) {
         EXPECT_THAT(r.ptx, HasSubstr("cp.async.ca.shared.global")) << cfg.to_string();
@@ -277,7 +277,7 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
   }
 }
 
-// ---- v4: two-atom stages and three consumer warpgroups (the kernel's section 8) -------------------
+// ---- v4: two-atom stages and three consumer warpgroups (templates/kernels/sm90/producer.cuh, staged scales) -------------------
 
 TileConfig v4_config(int bm, int bn, int bk, int stages, int wm, int wn, int cluster = 1) {
   TileConfig c;
@@ -298,7 +298,7 @@ const char* const kBlockScalePairs[] = {
     "a=e4m3:block1x128 b=e4m3:n", "a=e4m3:tensor b=e4m3:block128x128:ue8m0"};
 
 // Every v4 variant the gpu tier pins (tests/gpu/sm90_gemm_gpu_test.cpp, pins 19-23) compiles for every
-// block pairing and output with no spills and no serialized wgmma; prints registers for bench/NOTES.md.
+// block pairing and output with no spills and no serialized wgmma; prints their registers.
 TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
   const TileConfig configs[] = {v4_config(128, 128, 256, 3, 8, 1), v4_config(64, 128, 256, 4, 4, 1),
                                 v4_config(192, 128, 128, 5, 12, 1), v4_config(192, 128, 128, 5, 12, 1, 2),
@@ -333,8 +333,8 @@ TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
   compile_ok(t, configs[0], "tensor " + configs[0].to_string());
 }
 
-// N = 176 per consumer warpgroup (in the config space since session 11: with TMA stores in 16-column
-// boxes it is the default at N = 2112, bench/NOTES.md): 16-bit and FP8 (fast-accumulating; a promoted
+// N = 176 per consumer warpgroup (in the config space; with TMA stores in 16-column boxes it is the
+// default at N = 2112, docs/performance.md): 16-bit and FP8 (fast-accumulating; a promoted
 // partial does not fit above 128 columns) compile without spills.
 TEST(Sm90GemmNvrtcTest, N176TilesCompileWithoutSpills) {
   const struct {
@@ -353,7 +353,7 @@ TEST(Sm90GemmNvrtcTest, N176TilesCompileWithoutSpills) {
 }
 
 // Block scales on 64 x 192 promoted warpgroups (one atom per stage, two consumers along M; the kernel's
-// section 7): every block pairing and output, plain, in clusters of 2 and with TMA stores, compiles
+// templates/kernels/sm90/promotion.cuh): every block pairing and output, plain, in clusters of 2 and with TMA stores, compiles
 // without spills inside the consumers' 232 registers; the PTX holds the n192 FP8 wgmma and the fma.rn
 // promotion.
 TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
@@ -367,7 +367,7 @@ TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
         const KernelSpec s = spec_of(std::string("gemm ") + pair + " out=" + out);
         ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
         EXPECT_TRUE(sm90_promotes(s, cfg)) << cfg.to_string();
-        // Staged through shared memory since session 17: the slots fit beside these rings.
+        // Staged through shared memory: the slots fit beside these rings.
         EXPECT_TRUE(sm90_staged_scales(s, cfg)) << cfg.to_string();
         const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
         const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
@@ -380,7 +380,7 @@ TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
   }
 }
 
-// Block scales on 64 x 256 warpgroups (one atom per stage; the kernel's section 14): each K tile runs as
+// Block scales on 64 x 256 warpgroups (one atom per stage; templates/kernels/sm90/mainloop.cuh, half partials): each K tile runs as
 // two m64n128 batches into one half-width partial. Every block pairing and output, plain, one consumer,
 // in clusters of 2 and with TMA stores (16-bit outputs: an f32 slab does not fit beside the ring),
 // compiles without spills; split-K is refused with a message.
@@ -399,7 +399,7 @@ TEST(Sm90BlockScaleNvrtcTest, Block256TilesPromoteInHalvesWithoutSpills) {
             << sm90_check_config(s, sm90a(), cfg).to_string();
         EXPECT_TRUE(sm90_promotes(s, cfg)) << cfg.to_string();
         EXPECT_TRUE(sm90_half_partial(s, cfg)) << cfg.to_string();
-        // Staged through shared memory since session 17: the slots fit beside these rings.
+        // Staged through shared memory: the slots fit beside these rings.
         EXPECT_TRUE(sm90_staged_scales(s, cfg)) << cfg.to_string();
         const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
         const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
@@ -421,7 +421,7 @@ TEST(Sm90BlockScaleNvrtcTest, Block256TilesPromoteInHalvesWithoutSpills) {
   EXPECT_FALSE(sm90_check_config(block, sm90a(), two_atoms).ok());
 }
 
-// The per-thread global loads of two b blocks (section 7's b1: a 192-column warpgroup) still compile where
+// The per-thread global loads of two b blocks (templates/kernels/sm90/promotion.cuh's b1: a 192-column warpgroup) still compile where
 // the staged slots do not fit: a grouped 64 x 192 ring of 7 stages whose expert table leaves no room.
 TEST(Sm90BlockScaleNvrtcTest, UnstagedTwoBlockWarpgroupsLoadTheirOwnScales) {
   const TileConfig cfg = v4_config(64, 192, 128, 7, 4, 1);
@@ -450,9 +450,10 @@ TEST(Sm90BlockScaleNvrtcTest, DefaultBlockConfigUsesWgmmaTmaAndPromotes) {
   for (const char* out : {"bf16", "f16", "f32"}) {
     const KernelSpec s = spec_of(std::string("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=") + out);
     const TileConfig cfg = default_config(s, sm90a(), {4096, 7168, 7168});
-    // 16-bit outputs (session 17): 128 x 256 promoted in halves, staged scales, clusters of 2, TMA stores.
-    // f32 outputs (no room for the staged output tile) keep the v4 default (bench/NOTES.md v4): two 128-K
-    // atoms per stage, staged scales, clusters of 2, TMA stores at M >= 256 (the kernel's section 12).
+    // 16-bit outputs: 128 x 256 promoted in halves, staged scales, clusters of 2, TMA stores.
+    // f32 outputs (no room for the staged output tile) keep the two-atom default (docs/performance.md):
+    // two 128-K atoms per stage, staged scales, clusters of 2, TMA stores at M >= 256 (the kernel's
+    // templates/kernels/sm90/epilogue_tma_store.cuh).
     EXPECT_EQ(cfg.to_string(), std::string(out) == "f32" ? "bm128_bn128_bk256_s2_w8x1_g8_c2_t"
                                                            : "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
     const CompileResult r = compile_ok(s, cfg, std::string("block out=") + out + " " + cfg.to_string(),
@@ -498,7 +499,7 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   EXPECT_EQ(row_big.block_n, 256);
   EXPECT_FALSE(sm90_promotes(row, row_big));
   // 128 x 256 over one warpgroup along N: 256 columns span two 128-column scale blocks, promoted in two
-  // halves with one atom per stage (the kernel's section 14); two atoms per stage are refused.
+  // halves with one atom per stage (templates/kernels/sm90/mainloop.cuh, half partials); two atoms per stage are refused.
   Status st = sm90_check_config(block, sm90a(), row_big);
   EXPECT_TRUE(st.ok()) << st.to_string();
   TileConfig wide_two = row_big;
@@ -540,7 +541,7 @@ TEST(Sm90BlockScalePlanTest, ConfigRulesNameTheReason) {
   // Tolerances: promoted (block) is K-independent; fast accumulation (row, 128 x 256) grows with K.
   EXPECT_DOUBLE_EQ(sm90_check_tolerance(block, big, 16384, 1e-5), 5e-4);
   EXPECT_GT(sm90_check_tolerance(row, row_big, 16384, 1e-5), sm90_check_tolerance(row, row_big, 1024, 1e-5));
-  // MXFP8 runs on the sm90 family (section 11); mixed inputs stay on the portable family.
+  // MXFP8 runs on the sm90 family (templates/kernels/sm90/mx.cuh); mixed inputs stay on the portable family.
   EXPECT_TRUE(sm90_supports(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), sm90a()));
   EXPECT_FALSE(sm90_supports(spec_of("gemm a=bf16 b=e4m3:n out=bf16"), sm90a()));
 }
@@ -568,7 +569,7 @@ TEST(Sm90PlanTest, ConfigsReadAsConsumerWarpgroups) {
   EXPECT_EQ(wide.block_m, 128);
   EXPECT_EQ(wide.block_n, 256);
   EXPECT_EQ(wide.block_k, 64);
-  EXPECT_EQ(wide.cluster_m, 1);  // clusters are opt-in until measured faster (bench/NOTES.md)
+  EXPECT_EQ(wide.cluster_m, 1);  // clusters are opt-in until measured faster (docs/performance.md)
   EXPECT_EQ(sm90_threads(bf16, wide), 384);
   const LaunchShape ls = launch_shape(bf16, KernelFamily::kSm90Gemm, wide, {4096, 7168, 7168});
   EXPECT_EQ(ls.block_x, 384u);
@@ -623,7 +624,7 @@ TEST(Sm90PlanTest, ConfigsReadAsConsumerWarpgroups) {
 }
 
 
-// ---- grouped GEMMs (the kernel's section 9) -------------------------------------------------------
+// ---- grouped GEMMs (templates/kernels/sm90/scheduler.cuh) -------------------------------------------------------
 
 namespace grouped {
 
@@ -678,7 +679,7 @@ TEST(Sm90GroupedPlanTest, ExpertTableAndGridBound) {
 
 }  // namespace grouped
 
-// ---- split-K (the kernel's section 10) -------------------------------------------------------------
+// ---- split-K (templates/kernels/sm90/split_k.cuh) -------------------------------------------------------------
 
 // Split-K configs compile without spills for every scale kind (one- and two-atom stages); the PTX takes a
 // ticket with a GPU-scope atomic after a fence and reads the partials past L1; the rules refuse split-K
@@ -770,7 +771,7 @@ CompileResult compile_checked(const std::string& text, const TileConfig& cfg) {
   return r;
 }
 
-// ---- MXFP8 (the kernel's section 11) -----------------------------------------------------------
+// ---- MXFP8 (templates/kernels/sm90/mx.cuh) -----------------------------------------------------------
 
 // What `kiln compile --arch sm_90a --emit ptx examples/specs/mxfp8_gemm.kiln` shows, and every MXFP8
 // shape the config space offers, dense, grouped, split and clustered: wgmma on e4m3, TMA, the promotion
@@ -782,7 +783,7 @@ TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
   ASSERT_TRUE(sm90_supports(s, sm90a()));
   // (K < 4096: the promoted square; longer K takes the dequantizing 128 x 256, tested below.)
   TileConfig def = default_config(s, sm90a(), {4096, 7168, 2048});
-  EXPECT_EQ(def.tma_store, 1);  // dense problems of M >= 256 store through TMA (section 12)
+  EXPECT_EQ(def.tma_store, 1);  // dense problems of M >= 256 store through TMA (templates/kernels/sm90/epilogue_tma_store.cuh)
   def.tma_store = 0;            // the grouped and GLU runs below take the direct epilogue
   def.stages = 6;
   EXPECT_EQ(def.block_m, 128);
@@ -812,14 +813,15 @@ TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
   }
 }
 
-// ---- MXFP8 through the dequantizing producer (the kernel's section 13) --------------------------------
+// ---- MXFP8 through the dequantizing producer (templates/kernels/sm90/mx_dequant.cuh) --------------------------------
 
 // The block_k 64 shapes the gpu tier pins (tests/gpu/sm90_gemm_gpu_test.cpp, pins 42-47), dense, grouped
 // (offsets, masked) and with an interleaved gate|up epilogue: bf16 wgmmas, TMA loads of the FP8 atoms,
 // 16-byte shared reads of them, hardware e4m3 -> f16 conversions, 16-byte shared stores and the proxy
 // fence before full[s]; no promotion, no spills, no serialized wgmma. With A in registers (64-row
-// warpgroups) the default at large M and K >= 4096 (bench/NOTES.md session 15: 2.14 vs 2.47 ms at
-// 4096 x 7168 x 16384), and the tuner's space holds those tiles; shorter K keeps the promoted default.
+// warpgroups) the default at large M and K >= 4096 (measured on the H200: 2.14 vs 2.47 ms at
+// 4096 x 7168 x 16384, docs/performance.md), and the tuner's space holds those tiles; shorter K keeps
+// the promoted default.
 TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
   const KernelSpec s = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16");
   EXPECT_FALSE(sm90_mx_dequant(s, default_config(s, sm90a(), {4096, 7168, 2048})));
@@ -959,7 +961,7 @@ TEST(Sm90MxPlanTest, ConfigRulesNameTheReason) {
   for (const char* arch : {"sm_90", "sm_89", "sm_80"}) EXPECT_EQ(*select_family(s, *parse_arch(arch)), KernelFamily::kSm80Gemm);
 }
 
-// ---- the TMA-store epilogue (the kernel's section 12) ------------------------------------------------
+// ---- the TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh) ------------------------------------------------
 
 // Every TMA-store shape of the config space compiles for bf16, FP8 blocks (f32 out) and an epilogue
 // functor, with the bulk tensor stores, the proxy fence and the bulk-group waits in the PTX; the extra
@@ -1021,7 +1023,7 @@ TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
   c.stages = 4;  // 4 stages + the tile do not fit
   EXPECT_EQ(sm90_check_config(bf16, sm90a(), c).code(), StatusCode::kResourceExhausted);
   c.stages = 3;
-  // Grouped problems take it (session 23: a slab that crosses its expert's last row is stored directly),
+  // Grouped problems take it (a slab that crosses its expert's last row is stored directly),
   // offsets and masked: the kernel compiles with both epilogues' stores.
   for (const char* text : {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16",
                            "grouped_gemm[experts=6,layout=masked] a=e4m3:m b=e4m3:n out=f32"}) {
@@ -1053,7 +1055,7 @@ TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
     EXPECT_EQ(x.tma_store, 0);
 }
 
-// ---- ping-pong consumers (the kernel's section 16) ----------------------------------------------------
+// ---- ping-pong consumers (templates/kernels/sm90/pingpong.cuh) ----------------------------------------------------
 
 // Every ping-pong config of the space compiles without spills for the unpromoted pairings (bf16, FP8
 // tensor, FP8 per-row with staged column scales, e5m2 x e4m3 with an f32 output), with the order
@@ -1249,7 +1251,7 @@ TEST(Sm90HalfSlabNvrtcTest, ConfigsCompileAndRules) {
   EXPECT_THAT(sm90_check_config(bf16, sm90a(), two_box).message(), HasSubstr("other than 0, 1, 2 or 4"));
 }
 
-// ---- programmatic dependent launch (the kernel's section 15) ----------------------------------------
+// ---- programmatic dependent launch (templates/kernels/sm90/kernel.cuh) ----------------------------------------
 
 // Every variant of the kernel waits for the previous grid on its stream (griddepcontrol.wait) and lets
 // the next one launch (griddepcontrol.launch_dependents): dense and grouped, clusters, split-K (the
@@ -1272,9 +1274,9 @@ TEST(Sm90PdlNvrtcTest, EveryVariantWaitsForThePreviousGridBeforeTouchingGlobalMe
   TileConfig clustered = default_config(spec_of("gemm a=bf16 b=bf16 out=bf16"), sm90a(), {4096, 7168, 7168});
   clustered.cluster_m = 2;
   runs.push_back({"gemm a=bf16 b=bf16 out=bf16", clustered});
-  // Staged block scales (section 8): the producer's whole warp walks along and copies scales.
+  // Staged block scales (templates/kernels/sm90/producer.cuh, staged scales): the producer's whole warp walks along and copies scales.
   runs.push_back({"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", v4_config(128, 128, 256, 3, 8, 1)});
-  runs.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", v4_config(128, 256, 64, 2, 8, 1)});  // section 13
+  runs.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", v4_config(128, 256, 64, 2, 8, 1)});  // templates/kernels/sm90/mx_dequant.cuh
   for (const auto& [text, cfg] : runs) {
     const std::string what = text + " " + cfg.to_string();
     const CompileResult r = compile_checked(text, cfg);

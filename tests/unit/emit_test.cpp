@@ -91,7 +91,7 @@ TEST(EmitTest, Sm80UnitCarriesTheConfigAndArch) {
   EXPECT_EQ(k.smem_bytes, 3 * (64 + 256) * 128);
 }
 
-// The sm90 unit says whether the block scales are staged exactly when the planner does (session 17: every
+// The sm90 unit says whether the block scales are staged exactly when the planner does (every
 // block-scaled tile whose scale slots fit beside the ring), and its shared-memory size counts the slots.
 TEST(EmitTest, Sm90UnitStagesBlockScalesWhereThePlannerDoes) {
   const auto tile = [](int bn, int stages, int tma) {

@@ -1,4 +1,4 @@
-// unit tier: epilogues attached to specs (epilogues issue) — the epilogue="..." attribute in text,
+// unit tier: epilogues attached to specs — the epilogue="..." attribute in text,
 // canonical print, JSON and the builder; positioned validation errors; the planner's rules (portable
 // family only, even N, N / 2 output columns, gate_up needs an epilogue); the emitted source (the
 // generated functor, never the user's text); the runtime's operand checks of the epilogue's vectors.
@@ -20,7 +20,7 @@
 #include "compiler/plan/plan.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
-#include "runtime/check_inputs.hpp"
+#include "verify/check_inputs.hpp"
 #include "runtime/operands.hpp"
 
 namespace kiln {
@@ -510,7 +510,7 @@ TEST(EpilogueOperandsTest, MaskedRowVectorsFlatten) {
   EXPECT_THAT(c.status().message(), HasSubstr("operand scale: strides (16, 1) of the [E, max_m] dimensions"));
 }
 
-// The gpu tier's inputs (runtime/check_inputs.cpp) have the shapes the operand checks want, for every
+// The gpu tier's inputs (verify/check_inputs.cpp) have the shapes the operand checks want, for every
 // index form and layout: the harness is checked here, without a device.
 TEST(EpilogueOperandsTest, RandomOperandsPassTheChecks) {
   struct Case {

@@ -1,4 +1,4 @@
-// unit tier: the operand checks of the formats issue (runtime/operands.hpp) — packed FP4 weights in
+// unit tier: the operand checks of the scaled formats (runtime/operands.hpp) — packed FP4 weights in
 // both layouts (gpt-oss's [.., K/32, 16] included), E8M0 / UE4M3 / f32 scale tensors, the NVFP4 global,
 // grouped offsets / counts and the masked layout — accept what they should, name the operand, the
 // value and what would be accepted otherwise, and produce the kernel arguments. No GPU needed.
@@ -12,7 +12,7 @@
 #include "compiler/numerics/fp8_block.hpp"
 #include "compiler/numerics/mx.hpp"
 #include "compiler/numerics/reference_gemm.hpp"
-#include "runtime/check_inputs.hpp"
+#include "verify/check_inputs.hpp"
 #include "runtime/operands.hpp"
 
 namespace kiln {
@@ -188,7 +188,7 @@ TEST(FormatsOperandsTest, GroupedMaskedLayout) {
 }
 
 
-// The random operands run_check draws (runtime/check_inputs.hpp) pass the operand checks for every
+// The random operands run_check draws (verify/check_inputs.hpp) pass the operand checks for every
 // pairing, and the CPU fp64 reference computes on them. Host memory stands in for the device: the
 // checks read only metadata.
 struct HostViews {

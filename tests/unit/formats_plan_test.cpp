@@ -1,4 +1,4 @@
-// Unit tests of the formats issue's planning and emission: the pairings the sm80 family now accepts
+// Unit tests of the scaled formats' planning and emission: the pairings the sm80 family accepts
 // (FP8 per-token x per-channel, DeepSeek FP8 blocks, MXFP8, bf16 x MXFP4 / NVFP4 / FP8 weights, grouped
 // offsets and masked layouts), the ones it rejects with their reasons, the size and config rules, the
 // grouped launch grid and the emitted unit. No CUDA.
@@ -33,7 +33,7 @@ Arch arch_of(std::string_view name) { return *parse_arch(name); }
 
 const char* const kArches[] = {"sm_90a", "sm_89", "sm_86", "sm_80"};
 
-// Every pairing of the formats issue (specs as users write them).
+// Every scaled-format pairing (specs as users write them).
 const std::vector<std::string>& new_pairings() {
   static const std::vector<std::string> k = {
       "gemm a=e4m3:m b=e4m3:n out=bf16",
@@ -68,7 +68,7 @@ TEST(FormatsPlanTest, Sm80FamilyForEveryNewPairingOnEveryArch) {
       auto f = select_family(spec_of(text), arch_of(a));
       ASSERT_TRUE(f.ok()) << text << " on " << a << ": " << f.status().to_string();
       // Mixed inputs never go to the sm90 family; FP8 x FP8 with row and DeepSeek block scales (the
-      // dense specs starting "gemm a=e"), MXFP8 x MXFP8 (its section 11) and grouped same-kind 16-bit
+      // dense specs starting "gemm a=e"), MXFP8 x MXFP8 (templates/kernels/sm90/mx.cuh) and grouped same-kind 16-bit
       // pairs do on sm_90a (sm90_supports).
       const bool sm90 = sm90_supports(spec_of(text), arch_of(a));
       const bool sm90_pairing = text.rfind("gemm a=e", 0) == 0 || text.rfind("gemm a=mxfp8", 0) == 0 ||
@@ -276,7 +276,7 @@ TEST(FormatsPlanTest, GroupedLaunchCoversEveryExpertsTiles) {
   EXPECT_EQ(ls.grid_x, unsigned(8 * 2 * 2));
 }
 
-// examples/specs: every pairing file of the formats issue parses, round-trips and plans on every arch.
+// examples/specs: every scaled-format pairing file parses, round-trips and plans on every arch.
 TEST(FormatsPlanTest, ExampleSpecFilesPlan) {
   const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "specs";
   for (const char* name : {"fp8_block_gemm.kiln", "fp8_row_gemm.kiln", "gpt_oss_mxfp4_experts.kiln",

@@ -1,5 +1,5 @@
 // Unit tests of FP8 E4M3 per-tensor / per-row / block quantization (compiler/numerics/fp8_block.hpp,
-// NUMERICS.md §5): DeepGEMM and TransformerEngine scale conventions, f32 and UE8M0 scales. No CUDA.
+// docs/numerics.md §2): DeepGEMM and TransformerEngine scale conventions, f32 and UE8M0 scales. No CUDA.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -21,8 +21,8 @@ namespace {
 uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 float from_bits(uint32_t b) { return std::bit_cast<float>(b); }
 
-// §5.2 test-vector table: amax -> DeepGEMM ue8m0 sf (byte) | TE scale_inv | DeepGEMM fp32 sf.
-TEST(Fp8BlockTest, ScalesMatchTheSection5_2Table) {
+// §2, the UE8M0 test-vector table: amax -> DeepGEMM ue8m0 sf (byte) | TE scale_inv | DeepGEMM fp32 sf.
+TEST(Fp8BlockTest, ScalesMatchTheDeepSeekBlockTable) {
   const struct {
     float amax;
     uint8_t ue8m0;
@@ -53,8 +53,8 @@ TEST(Fp8BlockTest, ScalesMatchTheSection5_2Table) {
   EXPECT_EQ(fp8_block_scale(0.0f, ScaleType::kUe8m0, Fp8ScaleConvention::kDeepGemm).decode, std::ldexp(1.0f, -22));
 }
 
-// §5.2 "Element vectors", each in a 1x128 block (the listed values, then zeros).
-TEST(Fp8BlockTest, ElementsMatchTheSection5_2Vectors) {
+// §2, the element vectors, each in a 1x128 block (the listed values, then zeros).
+TEST(Fp8BlockTest, ElementsMatchTheDeepSeekBlockVectors) {
   auto quantize = [](std::vector<float> head, ScaleType st) {
     head.resize(128, 0.0f);
     StatusOr<QuantizedTensor> q = fp8_block_quantize(head, 1, 128, Fp8BlockOptions{Fp8Blocking::kBlock1x128, st});
@@ -79,7 +79,7 @@ TEST(Fp8BlockTest, ElementsMatchTheSection5_2Vectors) {
   }
 }
 
-// §5.2 argument: for a normal amax >= 1e-4 DeepGEMM's ceil(amax/448) and TE's 1/floor(448/amax)
+// §2: for a normal amax >= 1e-4 DeepGEMM's ceil(amax/448) and TE's 1/floor(448/amax)
 // give the same power of two. Checked at every 448 * 2^k, its neighbours, and random amax.
 TEST(Fp8BlockTest, DeepGemmAndTransformerEnginePowerOfTwoScalesAgree) {
   std::vector<float> amaxes;
@@ -145,7 +145,7 @@ std::vector<float> transpose(const std::vector<float>& x, int64_t rows, int64_t 
   return t;
 }
 
-// §5.3: the 128x1 (wgrad) form is the 1x128 quantization of the transpose, transposed back; the
+// §7: the 128x1 (wgrad) form is the 1x128 quantization of the transpose, transposed back; the
 // 128x128 form is transpose-symmetric (the column-wise copy is the transposed data with the
 // transposed scales). Also: per-row equals 1x128 when a row is one block.
 TEST(Fp8BlockTest, TransposedFormsAgree) {

@@ -1,4 +1,4 @@
-// Unit tests of compiler/numerics: FP8 / bf16 / f16 conversions (bitwise, NUMERICS.md §1.2) and
+// Unit tests of compiler/numerics: FP8 / bf16 / f16 conversions (bitwise, docs/numerics.md §1) and
 // the CPU reference GEMM. No CUDA.
 #include <gtest/gtest.h>
 
@@ -23,14 +23,14 @@ constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 float bits_to_float(uint32_t b) { return std::bit_cast<float>(b); }
 
 // ------------------------------------------------------------------------------------------------
-// NUMERICS.md §1.2, "Test vectors (x -> sat / non-sat)": every row.
+// docs/numerics.md §1, the E4M3 / E5M2 test vectors (x -> sat / non-sat): every row.
 
 struct Fp8Vector {
   float x;
   uint8_t sat, nonsat;
 };
 
-TEST(Fp8Test, E4m3MatchesNumericsSection1_2Vectors) {
+TEST(Fp8Test, E4m3MatchesTheFp8Vectors) {
   const Fp8Vector vectors[] = {
       {1.0f / 3.0f, 0x2B, 0x2B},
       {0.1f, 0x1D, 0x1D},
@@ -52,7 +52,7 @@ TEST(Fp8Test, E4m3MatchesNumericsSection1_2Vectors) {
   EXPECT_EQ(e4m3_to_float(0x1D), 0.1015625f);
 }
 
-TEST(Fp8Test, E5m2MatchesNumericsSection1_2Vectors) {
+TEST(Fp8Test, E5m2MatchesTheFp8Vectors) {
   const Fp8Vector vectors[] = {
       {1.0f / 3.0f, 0x35, 0x35},  // 0.3125
       {61439.0f, 0x7B, 0x7B},
@@ -67,7 +67,7 @@ TEST(Fp8Test, E5m2MatchesNumericsSection1_2Vectors) {
   EXPECT_EQ(e5m2_to_float(0x35), 0.3125f);
 }
 
-// NUMERICS.md §1.2 format table: bias, max normal, min normal, min subnormal, Inf, NaN, 1.0.
+// docs/numerics.md §1, the FP8 format table: bias, max normal, min normal, min subnormal, Inf, NaN, 1.0.
 TEST(Fp8Test, E4m3AndE5m2MatchTheFormatTable) {
   EXPECT_EQ(e4m3_to_float(0x7E), 448.0f);
   EXPECT_EQ(e4m3_to_float(0x08), std::ldexp(1.0f, -6));

@@ -1,6 +1,6 @@
-// Unit tests of the NVFP4 reference (compiler/numerics/nvfp4.hpp, NUMERICS.md §3) and of
-// four-over-six block selection (four_over_six.hpp, NUMERICS.md §4). Bitwise against the
-// NUMERICS.md vectors, in TransformerEngine's fp32 operation order; no CUDA.
+// Unit tests of the NVFP4 reference (compiler/numerics/nvfp4.hpp, docs/numerics.md §4) and of
+// four-over-six block selection (four_over_six.hpp, docs/numerics.md §4). Bitwise against the
+// docs/numerics.md vectors, in TransformerEngine's fp32 operation order; no CUDA.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -33,18 +33,18 @@ using Codes = std::array<uint8_t, kNvfp4Block>;
 
 std::vector<uint8_t> packed(const Codes& c) { return e2m1_pack_codes(c); }
 
-// NUMERICS.md §3.3 input.
-const Block kSection3_3Block = {10.0f, -7.3f, 5.0f, 2.5f, 1.2f, -0.6f, 0.0f, 3.3f,
+// docs/numerics.md §4, the NVFP4 test vector's input.
+const Block kNvfp4VectorBlock = {10.0f, -7.3f, 5.0f, 2.5f, 1.2f, -0.6f, 0.0f, 3.3f,
                                 -10.0f, 8.9f, 0.26f, -4.4f, 6.7f, 0.05f, -2.2f, 9.6f};
-// NUMERICS.md §4 blocks A and B.
+// docs/numerics.md §4, four-over-six blocks A and B.
 const Block kBlockA = {6, 5, 5, 5, -5, 5, 4.9f, 5.1f, 2, 1, 0, -3, 5, 5, 5, 5};
 const Block kBlockB = {6, 0.3f, -0.4f, 0.2f, 0.1f, 0.35f, -0.2f, 0.15f, 0.05f, 0.3f, -0.3f, 0.25f, 0.45f, 0.1f, 0, 0.2f};
 
 // ------------------------------------------------------------------------------------------------
-// NUMERICS.md §3.2
+// docs/numerics.md §4, exact TE quantization
 
-// §3.2 "The fp32 constants have these bit patterns": f32(1/6), f32(1/2688), f32(1/448).
-TEST(Nvfp4Test, Section3_2ConstantsHaveTheirBitPatterns) {
+// §4, the fp32 constants' bit patterns: f32(1/6), f32(1/2688), f32(1/448).
+TEST(Nvfp4Test, Fp32ConstantsHaveTheirBitPatterns) {
   EXPECT_EQ(bits(fp32::div(1.0f, 6.0f)), 0x3E2AAAABu);
   EXPECT_EQ(bits(fp32::div(1.0f, 2688.0f)), 0x39C30C31u);
   EXPECT_EQ(bits(fp32::div(1.0f, 448.0f)), 0x3B124925u);
@@ -52,10 +52,11 @@ TEST(Nvfp4Test, Section3_2ConstantsHaveTheirBitPatterns) {
   EXPECT_EQ(bits(nvfp4_dequantize_value(0x2, 0x38, 1.0f, 448)), 0x39C30C31u);
 }
 
-// §3.2 S_enc = fminf(2688/amax_t, FLT_MAX), 1 if amax_t == 0 or S_enc == 0; §4: 1536/amax_t with 256.
-TEST(Nvfp4Test, EncodeScaleFollowsSection3_2SpecialCases) {
-  EXPECT_EQ(bits(nvfp4_encode_scale(20.0f, 448)), 0x43066666u);  // §3.3
-  EXPECT_EQ(nvfp4_encode_scale(6.0f, 256), 256.0f);               // §4: 1536 / 6
+// §4: S_enc = fminf(2688/amax_t, FLT_MAX), 1 if amax_t == 0 or S_enc == 0; four-over-six: 1536/amax_t
+// with 256.
+TEST(Nvfp4Test, EncodeScaleFollowsTheSpecialCases) {
+  EXPECT_EQ(bits(nvfp4_encode_scale(20.0f, 448)), 0x43066666u);  // §4 test vector
+  EXPECT_EQ(nvfp4_encode_scale(6.0f, 256), 256.0f);               // four-over-six: 1536 / 6
   EXPECT_EQ(nvfp4_encode_scale(0.0f, 448), 1.0f);
   EXPECT_EQ(nvfp4_encode_scale(kInf, 448), 1.0f);                 // 2688 / Inf == 0
   EXPECT_EQ(nvfp4_encode_scale(1e-40f, 448), FLT_MAX);            // quotient overflows
@@ -63,25 +64,25 @@ TEST(Nvfp4Test, EncodeScaleFollowsSection3_2SpecialCases) {
   EXPECT_EQ(nvfp4_global_decode_scale(6.0f, 256), 1.0f / 256.0f);
 }
 
-// §3.3, every listed quantity: S_enc, S_dec, sf 0x76, inv, scaled values, codes, packed bytes
-// `e7 35 91 40 7f d0 06 7b`, dequantized values.
-TEST(Nvfp4Test, MatchesTheSection3_3Vector) {
+// §4, the NVFP4 test vector, every listed quantity: S_enc, S_dec, sf 0x76, inv, scaled values, codes,
+// packed bytes `e7 35 91 40 7f d0 06 7b`, dequantized values.
+TEST(Nvfp4Test, MatchesTheNvfp4Vector) {
   const float amax_t = 20.0f;
   const float s_enc = nvfp4_encode_scale(amax_t, 448);
   EXPECT_EQ(bits(s_enc), 0x43066666u);  // 134.39999
   EXPECT_EQ(bits(fp32::div(1.0f, s_enc)), 0x3BF3CF3Eu);
-  const Nvfp4Block b = nvfp4_quantize_block(kSection3_3Block, amax_t, 448);
+  const Nvfp4Block b = nvfp4_quantize_block(kNvfp4VectorBlock, amax_t, 448);
   EXPECT_EQ(b.scale, 0x76);  // 224
   const float inv = nvfp4_block_encode_scale(b.scale, s_enc);
   EXPECT_EQ(bits(inv), 0x3F199999u);  // 0.59999996
   const float scaled[16] = {5.9999995f, -4.38f, 2.9999998f, 1.4999999f, 0.72f, -0.36f, 0.0f, 1.98f,
                             -6.0f,      5.34f,  0.156f,     -2.64f,     4.02f, 0.03f,  -1.32f, 5.76f};
-  for (int i = 0; i < 16; ++i) EXPECT_NEAR(fp32::mul(kSection3_3Block[i], inv), scaled[i], 1e-6) << i;
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(fp32::mul(kNvfp4VectorBlock[i], inv), scaled[i], 1e-6) << i;
   const Codes codes = {0x7, 0xE, 0x5, 0x3, 0x1, 0x9, 0x0, 0x4, 0xF, 0x7, 0x0, 0xD, 0x6, 0x0, 0xB, 0x7};
   EXPECT_EQ(b.codes, codes);
   EXPECT_EQ(packed(b.codes), (std::vector<uint8_t>{0xe7, 0x35, 0x91, 0x40, 0x7f, 0xd0, 0x06, 0x7b}));
 
-  StatusOr<QuantizedTensor> q = nvfp4_quantize(kSection3_3Block, 1, 16, amax_t, Nvfp4Options{});
+  StatusOr<QuantizedTensor> q = nvfp4_quantize(kNvfp4VectorBlock, 1, 16, amax_t, Nvfp4Options{});
   ASSERT_TRUE(q.ok()) << q.status().to_string();
   EXPECT_EQ(q->data, (std::vector<uint8_t>{0xe7, 0x35, 0x91, 0x40, 0x7f, 0xd0, 0x06, 0x7b}));
   EXPECT_EQ(q->scale_bytes, std::vector<uint8_t>{0x76});
@@ -95,10 +96,10 @@ TEST(Nvfp4Test, MatchesTheSection3_3Vector) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(bits((*back)[i]), bits(want[i])) << i << ": " << (*back)[i];
 }
 
-// §3.2 tie example: amax_t = 0x41BEFB38, amax_b = 0x3E45CD56. TE's order amax_b * (S_enc * f32(1/6))
+// §4 tie example: amax_t = 0x41BEFB38, amax_b = 0x3E45CD56. TE's order amax_b * (S_enc * f32(1/6))
 // gives 3.6250002 -> 0x47; torchao's f32(f32(amax_b/6) / f32(amax_t/2688)) gives the midpoint 3.625,
 // which ties to even 0x46. kiln follows TE.
-TEST(Nvfp4Test, FollowsTransformerEngineAtTheSection3_2Tie) {
+TEST(Nvfp4Test, FollowsTransformerEngineAtTheTie) {
   const float amax_t = from_bits(0x41BEFB38), amax_b = from_bits(0x3E45CD56);
   Block x{};
   x[3] = -amax_b;
@@ -110,7 +111,7 @@ TEST(Nvfp4Test, FollowsTransformerEngineAtTheSection3_2Tie) {
   EXPECT_EQ(e4m3_from_float(torchao, true), 0x46);
 }
 
-// §8 item 2: TE gives an all-zero block sf 0x00 (torchao: 0x08); inv is then FLT_MAX and every
+// §4, zero blocks: TE gives an all-zero block sf 0x00 (torchao: 0x08); inv is then FLT_MAX and every
 // code 0 (-0 for -0.0 inputs).
 TEST(Nvfp4Test, AllZeroBlockGetsScaleZero) {
   Block x{};
@@ -123,7 +124,7 @@ TEST(Nvfp4Test, AllZeroBlockGetsScaleZero) {
   EXPECT_EQ(all_zero.scale, 0x00);
 }
 
-// §3.2: TE may produce subnormal E4M3 block scales (torchao clamps to >= 2^-6).
+// §4: TE may produce subnormal E4M3 block scales (torchao clamps to >= 2^-6).
 TEST(Nvfp4Test, SmallBlocksGetSubnormalScales) {
   Block x{};
   x[0] = 0.001f;  // amax_b / amax_t = 1e-5: sf = 0.00448, below the E4M3 min normal 2^-6
@@ -172,7 +173,7 @@ TEST(Nvfp4Test, RejectsBadArguments) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// NUMERICS.md §4, four over six
+// docs/numerics.md §4, four over six
 
 struct Candidate {
   uint8_t scale;
@@ -221,7 +222,7 @@ TEST(FourOverSixTest, BlockAWithTensorAmax12HalvesTheScales) {
   EXPECT_TRUE(c.map4_chosen);
 }
 
-// §4 "The 256 bound": with bound 448 the map-4 scale 1.5 * 448 clamps to 448, both candidates get
+// §4, the 256 bound: with bound 448 the map-4 scale 1.5 * 448 clamps to 448, both candidates get
 // sf 0x7E, the errors tie and map-to-6 is kept (strict <).
 TEST(FourOverSixTest, Bound448ClampsMapToFourAndKeepsMapToSix) {
   for (FourOverSix m : {FourOverSix::kMae, FourOverSix::kMse}) {
@@ -253,7 +254,7 @@ TEST(FourOverSixTest, BlockBKeepsMapToSixUnderBothMetrics) {
   EXPECT_EQ(packed(mse.chosen().codes), map6);
 }
 
-// The tensor-level quantizer applies the choice per block and the bound everywhere (§8 item 7):
+// The tensor-level quantizer applies the choice per block and the bound everywhere (§4):
 // row 0 = block A (map-4), row 1 = block B (map-6); x^ = e2m1 * sf * amax_t / (6 * 256).
 TEST(FourOverSixTest, TensorQuantizerAppliesTheChoicePerBlock) {
   std::vector<float> x(kBlockA.begin(), kBlockA.end());

@@ -130,7 +130,7 @@ TEST(PtxasReportTest, NonEntryFunctionSpillsCount) {
 }
 
 // ptxas's performance notes, as NVRTC 13.0 printed them for a serialized register-A wgmma kernel
-// (bench/NOTES.md session 14): code and reason, without the prefix and the function name, once each.
+// (docs/performance.md): code and reason, without the prefix and the function name, once each.
 TEST(PtxasReportTest, PerformanceNotes) {
   const std::string log =
       "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due "

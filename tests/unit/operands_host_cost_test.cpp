@@ -1,5 +1,5 @@
 // unit tier: the host cost of Plan::run's operand checks (check_operands, check_quantize_operands),
-// which run on every launch (tuner issue: dispatch of a prepared plan <= 3 us). No GPU: the tensors
+// which run on every launch (target: dispatch of a prepared plan <= 3 us). No GPU: the tensors
 // carry made-up device addresses, which the checks never dereference.
 //
 // Prints one `[ figures ]` line per spec (ns per call, median of 50 batches of 4,000 calls); nothing
@@ -15,7 +15,7 @@
 #include <new>
 #include <vector>
 
-#include "runtime/check_inputs.hpp"
+#include "verify/check_inputs.hpp"
 #include "runtime/operands.hpp"
 
 // Heap allocations on this thread (the global operator new is replaced for this binary).

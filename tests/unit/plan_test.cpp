@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "compiler/plan/arch.hpp"
+#include "kiln/arch.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
 
 namespace kiln {
 namespace {
 
-// Hopper issue: on sm_90a select_family plans the sm90 family for dense per-tensor pairings; the
+// On sm_90a select_family plans the sm90 family for dense per-tensor pairings; the
 // tests below are about the sm80 family's rules, so they name it (compiler/plan/plan.hpp overloads).
 Status check_sm80(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   return check_config(spec, arch, KernelFamily::kSm80Gemm, cfg);
@@ -117,7 +117,7 @@ TEST(SelectFamilyTest, Sm80GemmForEverySupportedPairingOnEveryArch) {
     for (const std::string& text : supported_specs()) {
       auto f = select_family(spec_of(text), arch_of(a));
       ASSERT_TRUE(f.ok()) << text << " on " << a << ": " << f.status().to_string();
-      // Hopper issue: sm_90a plans the sm90 family where it applies (compiler/plan/sm90_plan.hpp).
+      // sm_90a plans the sm90 family where it applies (compiler/plan/sm90_plan.hpp).
       const bool sm90 = sm90_supports(spec_of(text), arch_of(a));
       EXPECT_EQ(*f, sm90 ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << text << " on " << a;
     }
@@ -134,7 +134,7 @@ std::string unsupported_reason(std::string_view text, std::string_view arch = "s
 }
 
 TEST(SelectFamilyTest, RejectsWithAReasonNamingWhatIsMissing) {
-  // Pairings of the formats issue that stay out (tests/unit/formats_plan_test.cpp has the accepted ones).
+  // Scaled-format pairings that stay out (tests/unit/formats_plan_test.cpp has the accepted ones).
   EXPECT_THAT(unsupported_reason("gemm a=mxfp4 b=bf16 out=bf16"), HasSubstr("4-bit activations"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), HasSubstr("pass=dgrad"));
@@ -484,7 +484,7 @@ TEST(TileConfigTest, NameErrorsSayWhatIsWrongAndTheForm) {
   EXPECT_FALSE(config_from_name("bm1234567_bn256_bk64_s3_w8x1_g8").ok());
 }
 
-// ---- the decode kernel's configs (Hopper issue, small M; templates/kernels/sm80_decode.cuh) -------
+// ---- the decode kernel's configs (small M; templates/kernels/sm80_decode.cuh) --------------------
 
 TileConfig decode_cfg(int bm, int bn, int bk, int warps, int in_flight = 2) {
   TileConfig c = config(bm, bn, bk, in_flight, 1, warps, 1);

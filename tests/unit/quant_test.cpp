@@ -1,6 +1,6 @@
-// Unit tests of the CPU quantization references in compiler/numerics: E2M1 (NUMERICS.md §1.1),
-// E8M0 (§1.3, §2.2), MX blocks (§2), the Blackwell scale swizzle (§3.4) and the generic fp64
-// dequantizer. Bitwise against the NUMERICS.md vectors; no CUDA. NVFP4 / four-over-six are in
+// Unit tests of the CPU quantization references in compiler/numerics: E2M1 (docs/numerics.md §1),
+// E8M0 (§1, §3), MX blocks (§3), the Blackwell scale swizzle (§5) and the generic fp64
+// dequantizer. Bitwise against the docs/numerics.md vectors; no CUDA. NVFP4 / four-over-six are in
 // nvfp4_test.cpp, FP8 blocks in fp8_block_test.cpp.
 #include <gtest/gtest.h>
 
@@ -43,10 +43,10 @@ std::vector<float> padded(std::vector<float> head, size_t n) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// E2M1, NUMERICS.md §1.1
+// E2M1, docs/numerics.md §1
 
-// §1.1 code table: every code's value.
-TEST(E2m1Test, DecodesEveryCodeOfTheSection1_1Table) {
+// §1, the E2M1 code table: every code's value.
+TEST(E2m1Test, DecodesEveryCodeOfTheE2m1Table) {
   const float want[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                           -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   for (int c = 0; c < 16; ++c) {
@@ -55,8 +55,8 @@ TEST(E2m1Test, DecodesEveryCodeOfTheSection1_1Table) {
   }
 }
 
-// §1.1 "Test vectors (x -> code)": every row.
-TEST(E2m1Test, EncodesTheSection1_1Vectors) {
+// §1, the E2M1 test vectors (x -> code): every row.
+TEST(E2m1Test, EncodesTheE2m1Vectors) {
   const struct {
     float x;
     uint8_t code;
@@ -68,8 +68,8 @@ TEST(E2m1Test, EncodesTheSection1_1Vectors) {
   for (const auto& v : vectors) EXPECT_EQ(e2m1_from_float(v.x), v.code) << "x=" << v.x;
 }
 
-// §1.1 thresholds: "|x| <= 0.25 -> 0, < 0.75 -> 0.5, <= 1.25 -> 1, < 1.75 -> 1.5, <= 2.5 -> 2, < 3.5 -> 3,
-// <= 5 -> 4, else 6", each side of every threshold, both signs.
+// §1, the E2M1 thresholds: "|x| <= 0.25 -> 0, < 0.75 -> 0.5, <= 1.25 -> 1, < 1.75 -> 1.5, <= 2.5 -> 2,
+// < 3.5 -> 3, <= 5 -> 4, else 6", each side of every threshold, both signs.
 TEST(E2m1Test, ThresholdsAlternateLikeTiesToEven) {
   const struct {
     float t;
@@ -127,7 +127,7 @@ TEST(E2m1Test, AgreesWithBruteForceNearestEven) {
   }
 }
 
-// §1.1 "Packing": element 2i in the low nibble. Using §3.3's codes and bytes.
+// §1, E2M1 packing: element 2i in the low nibble. Using the NVFP4 test vector's codes and bytes (§4).
 TEST(E2m1Test, PacksTheEvenElementInTheLowNibble) {
   EXPECT_EQ(e2m1_pack(0x7, 0xE), 0xE7);
   const std::vector<uint8_t> codes = {0x7, 0xE, 0x5, 0x3, 0x1, 0x9, 0x0, 0x4,
@@ -146,10 +146,10 @@ TEST(E2m1Test, PacksTheEvenElementInTheLowNibble) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// E8M0, NUMERICS.md §1.3 and §2.2
+// E8M0, docs/numerics.md §1 and §3
 
-// §1.3: b -> 2^(b-127) exactly; b = 0 is the subnormal 0x00400000; 0xFF is NaN; reciprocal = 254 - b.
-TEST(E8m0Test, DecodesTheSection1_3SpecialCasesExactly) {
+// §1: b -> 2^(b-127) exactly; b = 0 is the subnormal 0x00400000; 0xFF is NaN; reciprocal = 254 - b.
+TEST(E8m0Test, DecodesTheSpecialCasesExactly) {
   EXPECT_EQ(bits(e8m0_to_float(0x00)), 0x00400000u);
   EXPECT_TRUE(std::isnan(e8m0_to_float(0xFF)));
   EXPECT_EQ(e8m0_to_float(0x7F), 1.0f);
@@ -161,8 +161,8 @@ TEST(E8m0Test, DecodesTheSection1_3SpecialCasesExactly) {
   }
 }
 
-// §2.2 RCEIL "Round up means": expbits + (mantissa != 0) capped at 0xFE; subnormal -> 0 if mantissa
-// <= 0x400000 else 1; NaN -> 0xFF. §1.3: 0.3 / 0.75 / 3.0, where torch's nearest cast gives
+// §3, RCEIL (round up): expbits + (mantissa != 0) capped at 0xFE; subnormal -> 0 if mantissa
+// <= 0x400000 else 1; NaN -> 0xFF. §1: 0.3 / 0.75 / 3.0, where torch's nearest cast gives
 // 0x7D / 0x7F / 0x81, round up to 0x7E / 0x7F / 0x81.
 TEST(E8m0Test, RoundsUpLikeCvtRpSatfinite) {
   EXPECT_EQ(e8m0_round_up(0.3f), 0x7E);
@@ -183,7 +183,7 @@ TEST(E8m0Test, RoundsUpLikeCvtRpSatfinite) {
   EXPECT_EQ(e8m0_round_up(kNan), 0xFF);
 }
 
-// §2.2 FLOOR: clamp(expbits(amax) - 127 - emax, -127, 128) + 127; non-finite -> 0xFF.
+// §3, FLOOR: clamp(expbits(amax) - 127 - emax, -127, 128) + 127; non-finite -> 0xFF.
 TEST(E8m0Test, FloorReadsTheExponentBits) {
   EXPECT_EQ(e8m0_scale_floor(1.0f, 2), 0x7D);
   EXPECT_EQ(e8m0_scale_floor(7.99f, 2), 0x7F);
@@ -195,7 +195,7 @@ TEST(E8m0Test, FloorReadsTheExponentBits) {
   EXPECT_EQ(e8m0_scale_floor(kNan, 8), 0xFF);
 }
 
-// §2.2 RCEIL multiplies by f32(1/M) (0x3B124925 for 448, per §3.2) rather than dividing.
+// §3: RCEIL multiplies by f32(1/M) (0x3B124925 for 448, per §4) rather than dividing.
 TEST(E8m0Test, RceilMultipliesByTheRoundedReciprocal) {
   EXPECT_EQ(bits(fp32::div(1.0f, 448.0f)), 0x3B124925u);
   EXPECT_EQ(bits(fp32::div(1.0f, 6.0f)), 0x3E2AAAABu);
@@ -208,7 +208,7 @@ TEST(E8m0Test, RceilMultipliesByTheRoundedReciprocal) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// MX, NUMERICS.md §2
+// MX, docs/numerics.md §3
 
 struct MxRow {
   float amax;
@@ -216,8 +216,9 @@ struct MxRow {
   uint8_t rceil_fp4_b, rceil_fp4_q0, rceil_e4m3_b, rceil_e4m3_q0;
 };
 
-// §2.3 table, every row: a block of 32 holding amax then zeros; scale byte and code of element 0.
-TEST(MxTest, MatchesEveryRowOfTheSection2_3Table) {
+// §3, the MX test-vector table, every row: a block of 32 holding amax then zeros; scale byte and code
+// of element 0.
+TEST(MxTest, MatchesEveryRowOfTheMxVectorTable) {
   const MxRow rows[] = {
       {1.0f, 0x7D, 0x6, 0x77, 0x78, 0x7D, 0x6, 0x77, 0x78},
       {3.9f, 0x7E, 0x7, 0x78, 0x7E, 0x7F, 0x6, 0x79, 0x78},
@@ -253,8 +254,8 @@ TEST(MxTest, MatchesEveryRowOfTheSection2_3Table) {
   }
 }
 
-// §2.3 "Worked MXFP4 block": codes, packed bytes and (RCEIL) decoded values.
-TEST(MxTest, MatchesTheSection2_3WorkedMxfp4Block) {
+// §3, the worked MXFP4 block: codes, packed bytes and (RCEIL) decoded values.
+TEST(MxTest, MatchesTheWorkedMxfp4Block) {
   const std::vector<float> x = padded({1.3f, -0.2f, 2.9f, 0.0f, 7.9f, -3.3f, 0.51f, 6.2f}, 32);
   StatusOr<QuantizedTensor> fl = mx_quantize(x, 1, 32, Format::kMxfp4, MxRounding::kFloor);
   ASSERT_TRUE(fl.ok()) << fl.status().to_string();
@@ -275,8 +276,8 @@ TEST(MxTest, MatchesTheSection2_3WorkedMxfp4Block) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(bits((*back)[i]), bits(want[i])) << i;
 }
 
-// §2.3 "Worked MXFP8 (E4M3) block".
-TEST(MxTest, MatchesTheSection2_3WorkedMxfp8Block) {
+// §3, the worked MXFP8 (E4M3) block.
+TEST(MxTest, MatchesTheWorkedMxfp8Block) {
   const std::vector<float> x = padded({300.0f, -1.0f, 0.01f, 17.0f, 450.0f, 0.0f}, 32);
   StatusOr<QuantizedTensor> fl = mx_quantize(x, 1, 32, Format::kMxfp8, MxRounding::kFloor);
   ASSERT_TRUE(fl.ok()) << fl.status().to_string();
@@ -300,13 +301,13 @@ TEST(MxTest, ScalesAreRowMajorOnePerBlockAlongK) {
   x[64 + 40] = 500.0f;  // row 1, block 1
   StatusOr<QuantizedTensor> q = mx_quantize(x, 2, 64, Format::kMxfp4, MxRounding::kRceil);
   ASSERT_TRUE(q.ok()) << q.status().to_string();
-  EXPECT_EQ(q->scale_bytes, (std::vector<uint8_t>{0x7D, 0x7F, 0x7B, 0x86}));  // §2.3 RCEIL fp4 bytes
+  EXPECT_EQ(q->scale_bytes, (std::vector<uint8_t>{0x7D, 0x7F, 0x7B, 0x86}));  // §3 RCEIL fp4 bytes
   EXPECT_EQ(q->data.size(), 64u);
   EXPECT_EQ(e2m1_get(std::span<const uint8_t>(q->data).subspan(32), 5), 0x6);
   EXPECT_EQ(e2m1_get(std::span<const uint8_t>(q->data).subspan(32), 40), 0x6);
 }
 
-// §2.2: NaN anywhere in a block -> 0xFF under both rules and a NaN block on dequantization;
+// §3: NaN anywhere in a block -> 0xFF under both rules and a NaN block on dequantization;
 // +Inf -> 0xFF (FLOOR) / 0xFE (RCEIL).
 TEST(MxTest, NonFiniteBlocks) {
   std::vector<float> x = padded({1.0f, kNan}, 64);
@@ -416,10 +417,10 @@ TEST(MxTest, RejectsBadArguments) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Scale swizzle, NUMERICS.md §3.4
+// Scale swizzle, docs/numerics.md §5
 
-// §3.4 "Examples with nKt=2": every row.
-TEST(ScaleSwizzleTest, MatchesTheSection3_4OffsetTable) {
+// §5, the swizzle examples with nKt=2: every row.
+TEST(ScaleSwizzleTest, MatchesTheSwizzleOffsetTable) {
   const struct {
     int64_t r, c, off;
   } rows[] = {{0, 0, 0},    {0, 3, 3},     {0, 4, 512},   {1, 0, 16},     {31, 0, 496},
@@ -445,7 +446,7 @@ TEST(ScaleSwizzleTest, IsABijectionOntoThePaddedTilesAndRoundTrips) {
   int64_t zeros = 0;
   for (uint8_t b : *tiled) zeros += b == 0;
   EXPECT_EQ(zeros, 256 * 8 - rows * cols);  // exactly the padding is zero
-  EXPECT_EQ((*tiled)[1673], sf[200 * cols + 5]);  // §3.4: (200, 5) -> 1673
+  EXPECT_EQ((*tiled)[1673], sf[200 * cols + 5]);  // §5: (200, 5) -> 1673
   StatusOr<std::vector<uint8_t>> back = unswizzle_scales(*tiled, rows, cols);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, sf);

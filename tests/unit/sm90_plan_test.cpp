@@ -1,4 +1,4 @@
-// unit tier: the sm90 planner's v4 config rules (compiler/plan/sm90_plan.cpp; the kernel's section 8):
+// unit tier: the sm90 planner's v4 config rules (compiler/plan/sm90_plan.cpp; templates/kernels/sm90/producer.cuh, staged scales):
 // two-atom stages (block_k 256 FP8) and three consumer warpgroups, their shared memory with staged
 // block scales, thread counts, and the block-scaled config space. No CUDA.
 #include <gmock/gmock.h>
@@ -74,7 +74,7 @@ TEST(Sm90PlanV4Test, TwoAtomStagesForEveryFormatThreeNever) {
   EXPECT_THAT(st.message(), HasSubstr("block_k=192"));
 }
 
-// MXFP8 with block_k 64 (the kernel's section 13): the dequantizing producer is two warpgroups, so the
+// MXFP8 with block_k 64 (templates/kernels/sm90/mx_dequant.cuh): the dequantizing producer is two warpgroups, so the
 // block is 512 threads (the launch and the kernel's __launch_bounds__ both read sm90_threads); every other
 // MXFP8 config keeps one producer warpgroup.
 TEST(Sm90PlanV4Test, TheDequantizingProducerIsTwoWarpgroups) {
@@ -113,7 +113,7 @@ TEST(Sm90PlanV4Test, ThreeConsumerWarpgroupsStackAlongM) {
   EXPECT_THAT(st.message(), HasSubstr("warps_m=16"));
   st = sm90_check_config(block, sm90a(), config(128, 128, 128, 4, 8, 2));
   EXPECT_THAT(st.message(), HasSubstr("consumer warpgroups"));
-  // One-atom tiles stage their scales where the slots fit beside the ring (session 17); a ring that
+  // One-atom tiles stage their scales where the slots fit beside the ring; a ring that
   // fills shared memory keeps the per-thread global scale loads.
   EXPECT_FALSE(sm90_staged_scales(block, config(128, 128, 128, 7, 8, 1)));
   EXPECT_EQ(sm90_smem_bytes(block, config(128, 128, 128, 7, 8, 1)), 7 * 256 * 128 + 16 * 7 + 1024);
@@ -143,10 +143,10 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
   EXPECT_TRUE(two_atoms);
   EXPECT_TRUE(three);
   EXPECT_TRUE(old_default);
-  // Tuned on the H200 (bench/NOTES.md session 17): large block problems (f32 or ue8m0 scales) whose N
+  // Tuned on the H200 (docs/performance.md): large block problems (f32 or ue8m0 scales) whose N
   // fills 256-column tiles default to 128 x 256 promoted in halves, scales staged, TMA stores, clusters
   // of 2 from K = 2048; f32 outputs (no room for the staged output tile) and N that leaves a partial
-  // 256 tile keep the earlier rules: the two-atom, clustered 128 x 128 (session 12), 128 x 192.
+  // 256 tile keep the earlier rules: the two-atom, clustered 128 x 128, 128 x 192.
   EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).to_string(),
             "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
   EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 7168}).to_string(),
@@ -166,8 +166,8 @@ TEST(Sm90PlanV4Test, BlockScaledSpaceOffersTheV4VariantsAndTheMeasuredDefault) {
                 .to_string(),
             "bm128_bn128_bk256_s3_w8x1_g8_c2");
   // The 128 x 128 square gives up a stage so that the block scales are staged beside the ring
-  // (bench/NOTES.md session 18: 10-17% faster at M = 128 .. 512): 5 stages with TMA stores (from 64 rows
-  // since session 22) instead of 6, and 6 instead of 7 with direct stores (gate|up outputs keep them).
+  // (10-17% faster at M = 128 .. 512 on the H200, docs/performance.md): 5 stages with TMA stores (from
+  // 64 rows) instead of 6, and 6 instead of 7 with direct stores (gate|up outputs keep them).
   const TileConfig square = default_config(block, sm90a(), {128, 7168, 16384});
   EXPECT_EQ(square.to_string(), "bm128_bn128_bk128_s5_w8x1_g8_t");
   EXPECT_TRUE(sm90_staged_scales(block, square));
@@ -250,7 +250,7 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   const TileConfig c192 = config(128, 192, 128, 5, 8, 1);
   EXPECT_TRUE(sm90_check_config(block, sm90a(), c192).ok()) << sm90_check_config(block, sm90a(), c192).to_string();
   EXPECT_TRUE(sm90_promotes(block, c192));
-  EXPECT_TRUE(sm90_staged_scales(block, c192));  // both blocks' b words in the slot (session 17)
+  EXPECT_TRUE(sm90_staged_scales(block, c192));  // both blocks' b words in the slot
   EXPECT_TRUE(sm90_check_config(block, sm90a(), config(128, 192, 128, 4, 8, 1, 2)).ok());
   EXPECT_FALSE(sm90_promotes(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), c192));
   EXPECT_FALSE(sm90_promotes(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), c192));
@@ -258,7 +258,7 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   EXPECT_THAT(sm90_check_config(block, sm90a(), config(128, 192, 256, 3, 8, 1)).message(),
               HasSubstr("one atom per stage"));
   // 208 and 160 columns are not whole 64-column segments; 256 promotes in two halves (the kernel's
-  // section 14) with one atom per stage and no split-K; with f32 scales it stays out of the default
+  // templates/kernels/sm90/mainloop.cuh, half partials) with one atom per stage and no split-K; with f32 scales it stays out of the default
   // (measured level with the two-atom 128 x 128), E8M0 scales take it at long K.
   for (int n : {160, 208}) {
     EXPECT_THAT(sm90_check_config(block, sm90a(), config(128, n, 128, 4, 8, 1)).message(),
@@ -273,7 +273,7 @@ TEST(Sm90PlanOddNTest, BlockScalesPromote192ColumnWarpgroups) {
   TileConfig split256 = config(128, 256, 128, 4, 8, 1);
   split256.split_k = 2;
   EXPECT_THAT(sm90_check_config(block, sm90a(), split256).message(), HasSubstr("split_k=2"));
-  EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).block_n, 256);  // session 17
+  EXPECT_EQ(default_config(block, sm90a(), {4096, 7168, 16384}).block_n, 256);  // 128 x 256 by default
   // The tuner's space offers the 256-column block tiles (plain, clustered, TMA stores, one consumer).
   int wide_offered = 0;
   for (const TileConfig& c : sm90_config_space(block, sm90a()))
@@ -319,7 +319,7 @@ TEST(Sm90PlanOddNTest, TheDefaultTakesNarrowTilesWhereTheyFillTheWavesBetter) {
     EXPECT_EQ(c.block_k, 128) << text;
     EXPECT_TRUE(sm90_promotes(s, c)) << text;
     EXPECT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << text;
-    // Whole 256-column tiles: 128 x 256 with 16-bit outputs (session 17), the two-atom 128 x 128 with f32.
+    // Whole 256-column tiles: 128 x 256 with 16-bit outputs, the two-atom 128 x 128 with f32.
     const int wide = s.out.format == Format::kF32 ? 128 : 256;
     for (const ProblemSizes& z : others)
       EXPECT_EQ(sm90_default_config(s, sm90a(), z).block_n, wide) << text << " n=" << z.n;
@@ -328,8 +328,8 @@ TEST(Sm90PlanOddNTest, TheDefaultTakesNarrowTilesWhereTheyFillTheWavesBetter) {
 
 // Grouped problems take 128 x 192 where N fills 192-column tiles clearly better than 256-column ones
 // (gpt-oss-20b's down projection: N = 2880 = 15 x 192), tiles counted per expert; never 128 x 176 (measured
-// on dense problems only), and 128 x 256 where N fills it. From 64 rows per expert they store through TMA
-// (session 23), except MXFP8 ones (not measured) and gate|up.
+// on dense problems only), and 128 x 256 where N fills it. From 64 rows per expert they store through TMA,
+// except MXFP8 ones (not measured) and gate|up.
 TEST(Sm90PlanOddNTest, GroupedProblemsTake192ColumnsWhereNFillsThem) {
   for (const char* text : {"grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=bf16",
                            "grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16",
@@ -348,12 +348,12 @@ TEST(Sm90PlanOddNTest, GroupedProblemsTake192ColumnsWhereNFillsThem) {
          {ProblemSizes{512, 5760, 2880}, ProblemSizes{1024, 4096, 7168}, ProblemSizes{512, 7168, 2048}})
       EXPECT_EQ(sm90_default_config(s, sm90a(), z).block_n, 256) << text << " n=" << z.n;
   }
-  // FP8 block scales: the 128 x 256 tile promoted in halves, through TMA, unclustered (DeepSeek-V3's MoE
-  // layers, session 23 run 6), where N fills 256-column tiles; the two-atom 128 x 128 with TMA stores where
+  // FP8 block scales: the 128 x 256 tile promoted in halves, through TMA, unclustered (measured on
+  // DeepSeek-V3's MoE layers), where N fills 256-column tiles; the two-atom 128 x 128 with TMA stores where
   // it does not.
   const KernelSpec block =
       spec_of("grouped_gemm[experts=32,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
-  // From 128 rows per expert (session 24: DeepSeek-V3 at T = 512); 64 rows keep the small-M rules.
+  // From 128 rows per expert (measured on DeepSeek-V3 at T = 512); 64 rows keep the small-M rules.
   for (const ProblemSizes& z : {ProblemSizes{1024, 4096, 7168}, ProblemSizes{1024, 7168, 2048},
                                 ProblemSizes{128, 4096, 7168}, ProblemSizes{128, 7168, 2048}}) {
     const TileConfig c = sm90_default_config(block, sm90a(), z);

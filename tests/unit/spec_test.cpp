@@ -420,7 +420,7 @@ TEST(SpecHostileInputTest, RejectsCxxText) {
               StartsWith("1:39: unexpected character ';'"));
   EXPECT_THAT(parse_error("gemm a=bf16 b=bf16 out=__global__ "),
               StartsWith("1:24: unknown format '__global__'"));
-  // Quotes make a string, which only epilogue= takes (epilogues issue).
+  // Quotes make a string, which only epilogue= takes.
   EXPECT_THAT(parse_error("gemm a=bf16 b=bf16 out=bf16 \"quoted\""),
               StartsWith("1:29: expected a key (a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, four_over_six, "
                          "e4m3_bound, nvfp4_global, epilogue) or the end of the spec, got a quoted string"));
@@ -1052,7 +1052,8 @@ TEST(SpecValidateTest, AcceptsTheLegalCornerCases) {
            "quantize a=bf16 out=nvfp4 fp8_sat=nonsat",  // nvfp4 block scales are e4m3
            "grouped_gemm[experts=1,layout=offsets] a=nvfp4 b=nvfp4 out=bf16 nvfp4_global=expert",
            "gemm a=bf16 b=nvfp4 out=bf16 e4m3_bound=256 four_over_six=mse",
-           "gemm a=e4m3:block1x128 b=e4m3:block1x128:ue8m0 out=bf16 pass=wgrad",  // both along tokens (§5.3)
+           // wgrad: both operands blocked along tokens (docs/numerics.md §7)
+           "gemm a=e4m3:block1x128 b=e4m3:block1x128:ue8m0 out=bf16 pass=wgrad",
        }) {
     EXPECT_TRUE(parse_spec(t).ok()) << t << "\n" << parse_spec(t).status().to_string();
   }

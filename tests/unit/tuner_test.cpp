@@ -235,7 +235,7 @@ TEST(PruneTest, ACapCoversSeveralTileShapes) {
   }
 }
 
-// Ping-pong tiles (the kernel's section 16) rank as plain 128 x 128 tiles in the model; where K is short
+// Ping-pong tiles (templates/kernels/sm90/pingpong.cuh) rank as plain 128 x 128 tiles in the model; where K is short
 // and M large (where they measured faster) the cap keeps the best of them, in its last place.
 TEST(PruneTest, ShortKLargeMKeepsAPingPongCandidate) {
   auto count_pp = [](const PrunedSpace& s) {
@@ -276,7 +276,7 @@ TEST(PruneTest, ShortKLargeMKeepsAPingPongCandidate) {
 }
 
 // Many full waves make a thin last wave cheap: 8192^3 FP8 blocks in 128 x 128 tiles (31.03 waves, a 3%
-// last wave) used to be dropped by the last-wave rule, leaving only split-K candidates.
+// last wave) survive the last-wave rule, which must not leave only split-K candidates.
 TEST(PruneTest, ManyWavesKeepTilesWithAThinLastWave) {
   PrunedSpace s = h200_space("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", {8192, 8192, 8192}, 0);
   bool plain_128 = false;
@@ -390,7 +390,7 @@ TEST(StaticModelTest, DecodeFavoursMoreBytesInFlight) {
   EXPECT_GE(deep, 7168.0 * 7168 * 2 / (gpu.dram_gbps * 1e3));
 }
 
-// Hopper issue: split-K turns a few tiles into enough units for every SM (decode: 64 x 2112 x 7168 is
+// Split-K turns a few tiles into enough units for every SM (decode: 64 x 2112 x 7168 is
 // 33 tiles of 64 x 64 on 132 SMs), and costs partial-sum traffic where the tiles already fill the GPU.
 TEST(StaticModelTest, SplitKHelpsFewTilesOnly) {
   const GpuModel gpu = gpu_model(arch_of("sm_90a"), 132);
@@ -692,7 +692,7 @@ TEST(TunerTest, DryRunListsPrunedCandidatesForEachFamily) {
   }
 }
 
-// Hopper issue, small M: a dense bucket of <= 16 rows that an sm90 plan runs on the decode kernel is
+// Small M: a dense bucket of <= 16 rows that an sm90 plan runs on the decode kernel is
 // tuned over the decode grid (the heuristic first), recorded as a portable-family config.
 TEST(TunerTest, DecodeBucketsAreTunedOverTheDecodeGrid) {
   auto rt = runtime();
@@ -916,7 +916,7 @@ TEST_F(TunedConfigsTest, UntunedShapesAreRecordedWhenAsked) {
   EXPECT_EQ((*rows)[0].seen, 1);
 }
 
-// Hopper issue: describe_json says per sm90 bucket whether an FP8 kernel promotes its accumulator or adds
+// describe_json says per sm90 bucket whether an FP8 kernel promotes its accumulator or adds
 // into wgmma's FP8 accumulator (like cuBLAS's fast accumulation), so a benchmark can pick the anchor that
 // does the same. No GPU needed: planning only.
 TEST(DescribeTest, NamesTheFp8AccumulationOfEachSm90Bucket) {
@@ -947,7 +947,7 @@ TEST(DescribeTest, NamesTheFp8AccumulationOfEachSm90Bucket) {
     EXPECT_FALSE(b.contains("fp8_accumulation")) << m << " " << b.dump();
 }
 
-// Hopper issue: a plan of the sm90 family runs the heuristic's buckets of grouped FP8 (tensor / row)
+// A plan of the sm90 family runs the heuristic's buckets of grouped FP8 (tensor / row)
 // at <= 16 rows per expert on the portable family, where it measured faster; tuned or pinned buckets,
 // other specs and other archs keep one family. No GPU needed: planning only.
 TEST(PerBucketFamilyTest, GroupedFp8DecodeBucketsRunPortableOnSm90a) {
@@ -973,8 +973,8 @@ TEST(PerBucketFamilyTest, GroupedFp8DecodeBucketsRunPortableOnSm90a) {
     const Plan p = plan_of(text);
     for (int64_t m : {1, 16, 4096}) EXPECT_EQ(p.family_for(m), p.family()) << text << " m=" << m;
   }
-  // Dense problems of at most 16 rows run the portable family's decode kernel (Hopper issue, small M),
-  // the rest stay on sm90.
+  // Dense problems of at most 16 rows run the portable family's decode kernel, the rest stay on
+  // sm90.
   for (const char* text : {"gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=bf16 b=bf16 out=bf16",
                            "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
     const Plan p = plan_of(text);
@@ -1105,7 +1105,7 @@ TEST(TunerTest, TheIncumbentIsACandidateEvenBeyondTheCap) {
 
 // Every row of the shipped H200 table is usable as recorded: a plan for its problem on sm_90a (tuning
 // identity h200) runs the row's bucket with the row's config on the row's family — so a rule change
-// (e.g. the session-5 TMA-store rows, or the portable-family MoE buckets) cannot silently drop rows.
+// (e.g. the large-M TMA-store rows, or the portable-family MoE buckets) cannot silently drop rows.
 TEST(PretunedTableTest, EveryShippedH200RowIsPlannedAsRecorded) {
   ScopedEnv device_env{"KILN_TUNING_DEVICE", "h200"};
   const std::string dir = temp_dir();
@@ -1136,8 +1136,8 @@ TEST(PretunedTableTest, EveryShippedH200RowIsPlannedAsRecorded) {
     ++checked;
   }
   EXPECT_GE(checked, 100);
-  EXPECT_GE(portable, 8);  // the grouped FP8 decode buckets (session 5)
-  EXPECT_GE(tma, 20);      // the large-M dense rows on TMA stores (session 5)
+  EXPECT_GE(portable, 8);  // the grouped FP8 decode buckets
+  EXPECT_GE(tma, 20);      // the large-M dense rows on TMA stores
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -4,17 +4,21 @@
 // or out-of-range number becomes a kError token carrying its message, so the parser reports the
 // first problem in reading order. Columns count bytes. Only printable ASCII and the white space
 // ' ', '\t', '\r', '\n' are accepted; there are no comments, strings or escapes, so nothing in the
-// text can reach generated code by being "skipped".
+// text can reach generated code by being "skipped". Characters, positions and message pieces come
+// from the shared core (compiler/lex/lexer_core.hpp).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "compiler/epilogue/epilogue.hpp"
+#include "compiler/lex/lexer_core.hpp"
 
 namespace kiln::epilogue_internal {
 
 std::string pos_prefix(EpPos p);  // "3:14: "
+std::string pos_text(EpPos p);    // "3:14"
 
 enum class Tok {
   kName,    // [A-Za-z][A-Za-z0-9_]*, at most kEpilogueMaxNameLength characters
@@ -44,7 +48,7 @@ struct Token {
 
 class Lexer {
  public:
-  explicit Lexer(std::string_view text) : text_(text) { advance(); }
+  explicit Lexer(std::string_view text) : cur_(text) { advance(); }
   const Token& peek() const { return next_; }
   Token take();
   // Position just after the last token taken (where a missing item was expected).
@@ -54,11 +58,8 @@ class Lexer {
   void advance();
   void lex_name();
   void lex_number();
-  void bump(char c);
 
-  std::string_view text_;
-  size_t i_ = 0;
-  EpPos pos_;
+  lex::Cursor cur_;
   Token next_;
   EpPos after_last_;
 };
@@ -66,7 +67,7 @@ class Lexer {
 // A token in "got ..." messages: "';'", "end of input", "name 'abc'", "number '1.5'".
 std::string describe(const Token& t);
 // User text echoed in a message, cut to a sane length.
-std::string echo(std::string_view word);
+using lex::echo;
 // Position of byte `offset` of text (line and column, 1-based).
 EpPos position_of(std::string_view text, size_t offset);
 

@@ -2,19 +2,20 @@
 //
 // The lexer never fails hard: a byte it cannot use becomes a kError token that carries its
 // message, so the parser reports the *first* problem in reading order. Columns count bytes.
+// Characters, positions and message pieces come from the shared core (compiler/lex/lexer_core.hpp).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
+#include "compiler/lex/lexer_core.hpp"
+
 namespace kiln::spec_internal {
 
-struct Pos {
-  int line = 1;
-  int col = 1;
-};
-std::string pos_prefix(Pos p);  // "3:14: "
+using Pos = lex::Pos;
+using lex::pos_prefix;  // "3:14: "
+using lex::pos_text;    // "3:14"
 
 enum class Tok { kWord, kString, kLBracket, kRBracket, kComma, kEquals, kColon, kEnd, kError };
 
@@ -32,7 +33,7 @@ struct Token {
 // Their bytes are checked by the epilogue parser, which reports positions inside the string.
 class Lexer {
  public:
-  explicit Lexer(std::string_view text) : text_(text) { advance(); }
+  explicit Lexer(std::string_view text) : cur_(text) { advance(); }
   const Token& peek() const { return next_; }
   Token take();
   // Position just after the last token taken (where a missing item was expected).
@@ -41,11 +42,8 @@ class Lexer {
  private:
   void advance();
   void skip_space_and_comments();
-  void bump(char c);
 
-  std::string_view text_;
-  size_t i_ = 0;
-  Pos pos_;
+  lex::Cursor cur_;
   Token next_;
   Pos after_last_;
   Pos end_;  // position just after the current token (strings may span lines)
@@ -54,6 +52,6 @@ class Lexer {
 // Human-readable form of a token for "got ..." ("'['", "end of input", "word 'abc'").
 std::string describe(const Token& t);
 // A word echoed in a message, cut to a sane length.
-std::string echo(std::string_view word);
+using lex::echo;
 
 }  // namespace kiln::spec_internal

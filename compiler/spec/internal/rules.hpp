@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "compiler/spec/kernel_spec.hpp"
+#include "kiln/spec.hpp"
 
 namespace kiln::spec_internal {
 

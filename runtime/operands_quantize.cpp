@@ -1,0 +1,120 @@
+// runtime/operands_quantize.cpp — the operands of a quantize spec: a = X [M, K] in; out (codes),
+// out_scale and, for nvfp4, out_global written (operands.hpp).
+#include <cstdint>
+#include <string>
+
+#include "compiler/plan/quantize_plan.hpp"
+#include "runtime/operands_internal.hpp"
+
+namespace kiln {
+
+using namespace operands_internal;
+using std::string;
+using std::to_string;
+
+StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const ProblemSizes& sizes,
+                                                  const Operands& ops) {
+  CheckedQuantize q;
+  for (int vi = 0; vi < kEpVectorCount; ++vi) {
+    if (epilogue_tensor(ops, static_cast<EpVector>(vi)) != nullptr)
+      return InvalidArgument("operand " + string(ep_vector_name(static_cast<EpVector>(vi))) +
+                             ": given, but quantize specs have no epilogue");
+  }
+  if (ops.b != nullptr || ops.a_scale != nullptr || ops.b_scale != nullptr || ops.b_global != nullptr ||
+      ops.offsets != nullptr || ops.counts != nullptr)
+    return InvalidArgument("quantize takes a (the input), out, out_scale and (nvfp4) out_global; operand " +
+                           string(ops.b ? "b" : ops.a_scale ? "a_scale" : ops.b_scale ? "b_scale"
+                                          : ops.b_global ? "b_global" : ops.offsets ? "offsets" : "counts") +
+                           " was given");
+  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, -1, -1, sizes.k, "M", "K"));
+  q.device = ops.a->device.device_id;
+  q.m = a.rows;
+  q.in = a.data;
+  q.ld_in = a.ld;
+  if (q.m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(q.m) + " exceeds 2^31 - 1");
+  const QuantizeShape qs = quantize_shape(spec);
+  const bool transposed = qs.mode == QuantizeMode::kTransposed;
+  if (transposed && q.m % qs.block != 0)
+    return InvalidArgument("operand a: M = " + to_string(q.m) + " is not a multiple of " + to_string(qs.block) +
+                           "; transpose=true quantizes blocks of " + to_string(qs.block) + " rows");
+  // out: codes, written in 4-byte (mxfp4) or 8-byte chunks: rows and base aligned to that.
+  const int64_t out_rows = transposed ? sizes.k : q.m, out_cols = transposed ? q.m : sizes.k;
+  KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, -1, out_rows, out_cols,
+                                            transposed ? "K" : "M", transposed ? "M" : "K", /*vector_rows=*/false));
+  const int64_t chunk = spec.out.format == Format::kMxfp4 ? 4 : 8;
+  const int64_t row_bytes = format_bits(spec.out.format) == 4 ? o.ld / 2 : o.ld;
+  if (row_bytes % chunk != 0 || reinterpret_cast<uintptr_t>(o.data) % chunk != 0)
+    return InvalidArgument("operand out: row stride " + to_string(row_bytes) + " bytes at address 0x" +
+                           hex(reinterpret_cast<uintptr_t>(o.data)) + "; the quantize family stores " +
+                           to_string(chunk) + "-byte chunks, so rows must start on " + to_string(chunk) +
+                           "-byte boundaries");
+  if (ops.out->device.device_id != q.device)
+    return InvalidArgument("operands a and out must be on one device; found devices " + to_string(q.device) + ", " +
+                           to_string(ops.out->device.device_id));
+  q.out = const_cast<void*>(o.data);
+  q.ld_out = o.ld;
+
+  // out_scale.
+  const Who n{"out_scale"};
+  const char* fmt = format_name(spec.out.format);
+  if (ops.out_scale == nullptr)
+    return InvalidArgument(n() + ": missing; quantize writes the scales of out=" + fmt + " there");
+  switch (qs.mode) {
+    case QuantizeMode::kTensor: {
+      KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, 1, q.device,
+                                                             "a per-tensor scale has exactly 1 (written)"));
+      q.scale = const_cast<float*>(s);
+      q.ld_scale = 1;
+      break;
+    }
+    case QuantizeMode::kRow: {
+      const int64_t m = q.m;
+      KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, q.m, q.device, [m] {
+                              return "per-token scales: one f32 per row of a (M = " + to_string(m) + ")";
+                            }));
+      q.scale = const_cast<float*>(s);
+      q.ld_scale = 1;
+      break;
+    }
+    default: {
+      int64_t rows = 0, cols = 0;
+      if (qs.mode == QuantizeMode::kBlock2d) {
+        rows = (q.m + 127) / 128;
+        cols = sizes.k / 128;
+      } else if (transposed) {
+        rows = sizes.k;
+        cols = q.m / qs.block;
+      } else {
+        rows = q.m;
+        cols = sizes.k / qs.block;
+      }
+      const QuantizeMode mode = qs.mode;
+      const int block = qs.block;
+      auto meaning = [mode, transposed, block] {
+        if (mode == QuantizeMode::kBlock2d) return string("one scale per 128 x 128 block");
+        if (transposed) return "transpose=true: one scale per column of a per " + to_string(block) + " rows";
+        return "one scale per row per " + to_string(block) + " K";
+      };
+      KILN_ASSIGN_OR_RETURN(ScaleView v, check_scale_matrix(n, ops.out_scale, spec.out.scale_type, -1, rows, cols,
+                                                            q.device, meaning));
+      q.scale = const_cast<float*>(v.data);
+      q.ld_scale = v.lds;
+      break;
+    }
+  }
+  const bool nvfp4 = spec.out.format == Format::kNvfp4;
+  if (!nvfp4 && ops.out_global != nullptr)
+    return InvalidArgument("operand out_global: given, but only out=nvfp4 writes a global scale (out=" + string(fmt) +
+                           ")");
+  if (nvfp4) {
+    if (ops.out_global == nullptr)
+      return InvalidArgument("operand out_global: missing; out=nvfp4 writes its f32 global decode scale (amax / (6 * " +
+                             to_string(spec.e4m3_bound) + ")) to a device f32 [1]");
+    KILN_ASSIGN_OR_RETURN(const float* g, check_f32_vector(Who{"out_global"}, ops.out_global, 1, q.device,
+                                                           "the nvfp4 global scale is exactly 1 f32 (written)"));
+    q.global = const_cast<float*>(g);
+  }
+  return q;
+}
+
+}  // namespace kiln

@@ -1,0 +1,284 @@
+#include "verify/check.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "compiler/epilogue/epilogue.hpp"
+#include "compiler/numerics/fp8.hpp"
+#include "compiler/plan/sm90_plan.hpp"  // kMxPrepassMinM
+#include "verify/check_inputs.hpp"
+#include "runtime/device_buffer.hpp"
+#include "runtime/driver/driver.hpp"
+#include "runtime/operands.hpp"
+#include "runtime/runtime_access.hpp"
+#include "templates/common/gemm_params.cuh"
+
+namespace kiln {
+
+namespace {
+
+double decode_out(Format f, const uint8_t* p, int64_t i) {
+  switch (f) {
+    case Format::kBf16: return numerics::bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case Format::kF16: return numerics::f16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case Format::kF32: return reinterpret_cast<const float*>(p)[i];
+    default: return NAN;
+  }
+}
+
+// x as the output format stores it (round to nearest even; past the range: +-Inf).
+double stored_as(Format f, float x) {
+  switch (f) {
+    case Format::kBf16: return numerics::bf16_to_float(numerics::bf16_from_float(x));
+    case Format::kF16: return numerics::f16_to_float(numerics::f16_from_float(x));
+    default: return x;
+  }
+}
+
+}  // namespace
+
+double check_tolerance(const KernelSpec& spec, int64_t /*k*/) {
+  // Output rounding dominates: bf16 keeps 8 significant bits (relative error <= 2^-9 per element),
+  // f16 11 bits; f32 outputs differ from the reference only by accumulation order.
+  switch (spec.out.format) {
+    case Format::kBf16: return 8e-3;
+    case Format::kF16: return 2e-3;
+    default: return 1e-5;
+  }
+}
+
+std::string CheckReport::to_json() const {
+  nlohmann::json j = {{"seed", seed},       {"m", m},
+                      {"n", n},             {"k", k},
+                      {"checked", checked}, {"max_abs_err", max_abs_err},
+                      {"rel_fro_err", rel_fro_err}, {"tolerance", tolerance},
+                      {"unwritten", unwritten},     {"nonfinite", nonfinite},
+                      {"overwritten", overwritten},
+                      {"passed", passed},   {"median_ms", median_ms},
+                      {"tflops", tflops},   {"gbps", gbps},
+                      {"config", config}};
+  return j.dump();
+}
+
+StatusOr<double> median_event_ms(const std::function<Status()>& launch, int warmup, int repeats, bool flush_l2) {
+  KILN_ASSIGN_OR_RETURN(const Driver* d, Driver::get());
+  DeviceBuffer flush;
+  if (flush_l2) {
+    CUcontext cur = nullptr;
+    CUdevice dev = 0;
+    int l2 = 0;
+    if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr && d->cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+      d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+    const size_t bytes = std::max<size_t>(2 * static_cast<size_t>(l2), size_t{64} << 20);
+    KILN_ASSIGN_OR_RETURN(flush, DeviceBuffer::alloc(bytes));
+  }
+  CUevent e0 = nullptr, e1 = nullptr;
+  KILN_RETURN_IF_ERROR(d->check(d->cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate"));
+  Status st = d->check(d->cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate");
+  std::vector<double> times;
+  for (int i = 0; st.ok() && i < warmup; ++i) st = launch();
+  for (int i = 0; st.ok() && i < std::max(1, repeats); ++i) {
+    if (flush.size() > 0)  // the legacy stream, like the launches: ordered before e0
+      st = d->check(d->cuMemsetD32(reinterpret_cast<CUdeviceptr>(flush.data()), static_cast<unsigned>(i),
+                                   flush.size() / 4),
+                    "cuMemsetD32 (L2 flush)");
+    if (st.ok()) st = d->check(d->cuEventRecord(e0, nullptr), "cuEventRecord");
+    if (st.ok()) st = launch();
+    if (st.ok()) st = d->check(d->cuEventRecord(e1, nullptr), "cuEventRecord");
+    if (st.ok()) st = d->check(d->cuEventSynchronize(e1), "cuEventSynchronize");
+    float ms = 0;
+    if (st.ok()) st = d->check(d->cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+    times.push_back(ms);
+  }
+  d->cuEventDestroy(e0);
+  if (e1 != nullptr) d->cuEventDestroy(e1);
+  if (!st.ok()) return st;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOptions& o) {
+  KILN_RETURN_IF_ERROR(rt.device_status());
+  KILN_ASSIGN_OR_RETURN(const Driver* d, Driver::get());
+  const KernelSpec& spec = plan.spec();
+  const int64_t m = o.m, n = plan.sizes().n, k = plan.sizes().k;
+  if (m < 1) return InvalidArgument("run_check: m = " + std::to_string(m) + "; expected m >= 1");
+  CheckReport r;
+  r.m = m;
+  r.n = n;
+  r.k = k;
+  r.seed = o.seed ? o.seed
+                  : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
+  const int experts = spec.op == Op::kGroupedGemm ? spec.experts : 1;
+  // The bucket Plan::run picks (rows_per_expert; a masked check's m is already rows per expert).
+  const int64_t bucket_m = spec.layout == GroupLayout::kMasked ? m : rows_per_expert(spec, m);
+  r.config = plan.config_for(bucket_m).to_string();
+  uint64_t s = r.seed;
+
+  ScopedContext ctx;
+  KILN_RETURN_IF_ERROR(ctx.enter(d, 0));
+  // The MXFP8 pre-pass's workspace (no zero fill needed).
+  DeviceBuffer prepass_ws;
+  size_t ws_bytes = 0;
+  if (o.mx_prepass) {
+    // The rows of X as Plan::run sees them (masked: E x max_m).
+    const int64_t x_rows = spec.layout == GroupLayout::kMasked ? m * experts : m;
+    ws_bytes = plan.mx_prepass_workspace_bytes(x_rows);
+    if (ws_bytes == 0)
+      return InvalidArgument("run_check: mx_prepass asked for, but the plan (" + print_spec(spec) +
+                             ") has no MXFP8 pre-pass for " + std::to_string(x_rows) +
+                             " rows of X (MXFP8 on sm_90a from " + std::to_string(kMxPrepassMinM) +
+                             " rows per expert)");
+    KILN_ASSIGN_OR_RETURN(prepass_ws, DeviceBuffer::alloc(ws_bytes));
+    r.config = "mx_prepass+" + plan.mx_prepass_config_for(x_rows).to_string();
+  }
+  void* ws = o.mx_prepass ? prepass_ws.data() : nullptr;
+
+  std::shared_ptr<const HostOperands> inputs = o.inputs;
+  if (!inputs) {
+    KILN_ASSIGN_OR_RETURN(HostOperands fresh, random_operands(spec, m, n, k, o.group_rows, s));
+    inputs = std::make_shared<const HostOperands>(std::move(fresh));
+  }
+  const HostOperands& h = *inputs;
+  KILN_ASSIGN_OR_RETURN(DeviceOperands dev, DeviceOperands::upload(h));
+  const int64_t rows = h.rows;
+  const int ob = format_bits(spec.out.format) / 8;
+  Operands ops = dev.operands();
+
+  KILN_RETURN_IF_ERROR(plan.run(ops, ws, ws_bytes, nullptr));
+  KILN_RETURN_IF_ERROR(d->check(d->cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)"));
+
+  if (o.check) {
+    // Reference: kiln's naive GPU kernel, same spec and operands but an f32 output (no rounding).
+    // With an epilogue the reference computes the plain GEMM (all N columns); the epilogue is applied
+    // to its f32 result below by the host evaluator (compiler/epilogue evaluate_epilogue), which is
+    // independent of the device functor and of the kernels' gate|up pairing.
+    KernelSpec ref_spec = spec;
+    ref_spec.out = OperandSpec{Format::kF32, ScaleGranularity::kNone, ScaleType::kNone};
+    ref_spec.epilogue.clear();
+    ref_spec.gate_up = GateUp::kNone;
+    KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
+    const int64_t n_out = output_columns(spec, n);
+    const bool masked = spec.layout == GroupLayout::kMasked;
+    std::vector<int64_t> ref_shape = masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n};
+    KILN_ASSIGN_OR_RETURN(LoadedKernel * ref,
+                          RuntimeAccess::impl(rt)->load(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, plan.arch()));
+    KILN_ASSIGN_OR_RETURN(DeviceBuffer dref, DeviceBuffer::alloc(static_cast<size_t>(std::max<int64_t>(rows * n * 4, 16))));
+    KILN_RETURN_IF_ERROR(dref.fill_bytes(0xFF));
+    DLTensor tref = dev.out_tensor();
+    tref.data = dref.data();
+    tref.dtype = {kDLFloat, 32, 1};
+    tref.shape = ref_shape.data();
+    KILN_ASSIGN_OR_RETURN(CheckedOperands c,
+                          check_operands(ref_spec, plan.sizes(), dev.operands_with_out(&tref, /*with_epilogue=*/false)));
+    kiln_dev::GemmParams gp = gemm_params(c, plan.sizes());
+    LaunchShape ls = launch_shape(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, {rows, n, k});
+    void* args[] = {&gp};
+    KILN_RETURN_IF_ERROR(RuntimeAccess::impl(rt)->prepare_on_device(ref, 0));
+    KILN_RETURN_IF_ERROR(d->check(d->cuLaunchKernel(reinterpret_cast<CUfunction>(ref->kernel), ls.grid_x, ls.grid_y,
+                                                    ls.grid_z, ls.block_x, 1, 1, ls.dynamic_smem, nullptr, args,
+                                                    nullptr),
+                                  "cuLaunchKernel(reference)"));
+    KILN_RETURN_IF_ERROR(d->check(d->cuCtxSynchronize(), "reference kernel execution"));
+
+    std::vector<uint8_t> hout(static_cast<size_t>(rows * n_out * ob));
+    std::vector<float> href(static_cast<size_t>(rows * n));
+    KILN_RETURN_IF_ERROR(dev.out().download(hout.data(), hout.size()));
+    KILN_RETURN_IF_ERROR(dref.download(href.data(), href.size() * 4));
+    // Which rows some expert owns (the rest must stay poisoned).
+    std::vector<uint8_t> owned(static_cast<size_t>(rows), 1);
+    if (spec.layout == GroupLayout::kMasked) {
+      const auto* counts = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
+      for (int64_t i = 0; i < rows; ++i) owned[static_cast<size_t>(i)] = (i % m) < counts[i / m];
+    } else if (spec.layout == GroupLayout::kOffsets) {
+      const auto* ends = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
+      for (int64_t i = 0; i < rows; ++i) owned[static_cast<size_t>(i)] = i < ends[experts - 1];
+    }
+    // The epilogue's expected output, [rows, n_out]: the epilogue of the reference's f32 values.
+    if (program) {
+      std::vector<int32_t> expert_of(static_cast<size_t>(rows), 0);
+      if (spec.layout == GroupLayout::kMasked) {
+        for (int64_t i = 0; i < rows; ++i) expert_of[static_cast<size_t>(i)] = static_cast<int32_t>(i / m);
+      } else if (spec.layout == GroupLayout::kOffsets) {
+        const auto* ends = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
+        int e = 0;
+        for (int64_t i = 0; i < rows; ++i) {
+          while (e < experts - 1 && i >= ends[e]) ++e;
+          expert_of[static_cast<size_t>(i)] = e;
+        }
+      }
+      std::vector<float> expect(static_cast<size_t>(rows * n_out));
+      std::vector<float> vals(program->operands.size());
+      const bool glu = spec.gate_up != GateUp::kNone;
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t e = expert_of[static_cast<size_t>(i)];
+        const float* ref_row = href.data() + i * n;
+        for (int64_t j = 0; j < n_out; ++j) {
+          for (size_t sl = 0; sl < vals.size(); ++sl) vals[sl] = host_epilogue_value(h, sl, i, j, e, n_out);
+          EpilogueValues ev;
+          ev.operands = vals.data();
+          if (!glu) {
+            ev.acc = ref_row[j];
+          } else if (spec.gate_up == GateUp::kInterleaved) {
+            ev.gate = ref_row[2 * j];
+            ev.up = ref_row[2 * j + 1];
+          } else {  // stacked: gate in the first N / 2 columns, up in the last
+            ev.gate = ref_row[j];
+            ev.up = ref_row[n / 2 + j];
+          }
+          expect[static_cast<size_t>(i * n_out + j)] = evaluate_epilogue(*program, ev);
+        }
+      }
+      href = std::move(expect);
+    }
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < rows * n_out; ++i) {
+      bool poisoned = ob == 2 ? reinterpret_cast<uint16_t*>(hout.data())[i] == 0xFFFF
+                              : reinterpret_cast<uint32_t*>(hout.data())[i] == 0xFFFFFFFFu;
+      if (!owned[static_cast<size_t>(i / n_out)]) {
+        if (!poisoned) ++r.overwritten;
+        continue;
+      }
+      double ref_v = href[i];
+      double v = decode_out(spec.out.format, hout.data(), i);
+      if (poisoned) {
+        ++r.unwritten;
+        continue;
+      }
+      if (!std::isfinite(v) && std::isfinite(ref_v)) {
+        // Where the reference, stored in the output format (RNE), is +-Inf (past f16's or bf16's
+        // range) the same Inf is the right answer, not an error.
+        if (v != stored_as(spec.out.format, static_cast<float>(ref_v))) ++r.nonfinite;
+        continue;
+      }
+      double e = std::fabs(v - ref_v);
+      r.max_abs_err = std::max(r.max_abs_err, e);
+      num += e * e;
+      den += ref_v * ref_v;
+    }
+    r.rel_fro_err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    r.tolerance = check_tolerance(spec, k);
+    // ---- wgmma's FP8 accumulator is narrower than f32 (the kernel's own allowance).
+    r.tolerance = kernel_check_tolerance(spec, plan.family_for(bucket_m), plan.config_for(bucket_m), k, r.tolerance);
+    r.checked = true;
+    r.passed = r.unwritten == 0 && r.nonfinite == 0 && r.overwritten == 0 && r.rel_fro_err <= r.tolerance;
+  }
+
+  if (o.time) {
+    KILN_ASSIGN_OR_RETURN(r.median_ms, median_event_ms([&] { return plan.run(ops, ws, ws_bytes, nullptr); },
+                                                       o.warmup, o.repeats, o.flush_l2));
+    r.tflops = 2.0 * rows * n * k / (r.median_ms * 1e-3) / 1e12;
+    double bytes = static_cast<double>(h.a.bytes.size() + h.b.bytes.size() + h.a_scale.bytes.size() +
+                                       h.b_scale.bytes.size()) +
+                   static_cast<double>(rows * output_columns(spec, n) * ob);
+    r.gbps = bytes / (r.median_ms * 1e-3) / 1e9;
+  }
+  return r;
+}
+
+}  // namespace kiln
