@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <string>
 
-#include "compiler/plan/sm90_plan.hpp"
 #include "runtime/sm90_launch.hpp"
 #include "templates/common/mx_dequant_params.cuh"
 
@@ -14,11 +13,11 @@ namespace kiln {
 StatusOr<bool> mx_prepass_applies(const PlanImpl& p, const CheckedOperands& c, const void* workspace,
                                   size_t workspace_bytes) {
   if (!p.prepass_gemm || workspace == nullptr) return false;
-  const int64_t need = sm90_mx_prepass_bytes(p.spec, {c.m, p.sizes.n, p.sizes.k});
+  const int64_t need = p.prepass_layout.bytes(c.m);
   if (need <= 0 || workspace_bytes < static_cast<size_t>(need)) return false;
   // The bf16 kernel must need no workspace of its own (split-K: only from a user's tuning or pin at
   // these M): the caller's holds the copies, and the plan's own would break graph capture.
-  if (p.prepass_gemm->configs[bucket_index(bucket_rows(p.spec, c))].split_k > 1) return false;
+  if (p.prepass_gemm->configs[bucket_index(rows_per_expert(p.spec, c.m))].split_k > 1) return false;
   // 16-byte loads of codes: bases and row strides (bytes = elements for e4m3) 16-byte aligned.
   const auto misaligned = [](const void* ptr, int64_t ld) {
     return ((reinterpret_cast<uintptr_t>(ptr) | static_cast<uintptr_t>(ld)) & 15) != 0;
@@ -38,7 +37,7 @@ StatusOr<LoadedKernel*> mx_prepass_convert_kernel(const PlanImpl& p, int device,
     KILN_ASSIGN_OR_RETURN(const Driver* d, p.rt->driver());
     if (in_run) KILN_RETURN_IF_ERROR(not_capturing(*d, stream, "the MXFP8 pre-pass kernel"));
     KILN_ASSIGN_OR_RETURN(
-        k, p.rt->load(sm90_mx_prepass_convert_spec(p.spec), KernelFamily::kMxDequant, TileConfig{}, p.arch));
+        k, p.rt->load(p.prepass_convert_spec, KernelFamily::kMxDequant, TileConfig{}, p.arch));
     p.prepass_convert.store(k, std::memory_order_release);
   }
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, device));
@@ -51,8 +50,8 @@ Status mx_prepass_run(const PlanImpl& p, const CheckedOperands& c, const Operand
   const ProblemSizes sizes{c.m, p.sizes.n, p.sizes.k};
   KILN_ASSIGN_OR_RETURN(LoadedKernel * k, mx_prepass_convert_kernel(p, c.device, stream, /*in_run=*/true));
   // The first 1 MiB stays untouched: a caller's workspace may also serve the plan's split-K buckets.
-  uint8_t* ws = static_cast<uint8_t*>(workspace) + sm90_mx_prepass_a_offset();
-  uint8_t* ws_b = static_cast<uint8_t*>(workspace) + sm90_mx_prepass_b_offset(sizes);
+  uint8_t* ws = static_cast<uint8_t*>(workspace) + p.prepass_layout.a_offset();
+  uint8_t* ws_b = static_cast<uint8_t*>(workspace) + p.prepass_layout.b_offset(c.m);
   kiln_dev::MxDequantParams mp{};
   // X: c.m rows (grouped: every expert's, masked E x max_m with one row stride); W: E x N rows, expert by
   // expert (check_operands' strides are elements, which for e4m3 codes and E8M0 scales are bytes).
@@ -67,7 +66,7 @@ Status mx_prepass_run(const PlanImpl& p, const CheckedOperands& c, const Operand
   mp.k = kk;
   // One thread per 8-element unit, at most as many CTAs as the SMs hold at once (its registers decide:
   // 65536 per SM, at most 8 CTAs of 256 threads); the kernel walks the rest grid-stride.
-  LaunchShape ls = launch_shape(p.spec, KernelFamily::kMxDequant, TileConfig{}, sizes);
+  LaunchShape ls = p.prepass_convert_launch.shape(c.m);
   KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, c.device, p.arch.sm_cap));
   const int regs = std::max(k->compiled.registers, 1);
   const int per_sm = std::clamp(65536 / (regs * static_cast<int>(ls.block_x)), 1, 8);

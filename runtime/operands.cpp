@@ -262,10 +262,4 @@ kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& s
   return gp;
 }
 
-int64_t bucket_rows(const KernelSpec& spec, const CheckedOperands& c) {
-  if (spec.layout == GroupLayout::kMasked) return c.max_m;
-  if (spec.layout == GroupLayout::kOffsets && c.experts > 0) return (c.m + c.experts - 1) / c.experts;
-  return c.m;
-}
-
 }  // namespace kiln

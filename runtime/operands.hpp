@@ -90,8 +90,4 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
 // The kernel arguments for checked operands (n and k from the plan's sizes).
 kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& sizes);
 
-// The rows a grouped problem's M bucket is chosen by: the expected rows per expert (M / E for the
-// offsets layout, max_m for the masked one); M for a dense problem.
-int64_t bucket_rows(const KernelSpec& spec, const CheckedOperands& c);
-
 }  // namespace kiln

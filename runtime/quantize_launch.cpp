@@ -3,12 +3,11 @@
 
 #include <string>
 
-#include "compiler/plan/quantize_plan.hpp"
 #include "templates/common/quantize_params.cuh"
 
 namespace kiln {
 
-Status quantize_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, int64_t k_cols,
+Status quantize_launch(const Driver& d, const LoadedKernel& k, const LaunchRule& rule, int64_t k_cols,
                        const CheckedQuantize& q, CUstream stream) {
   kiln_dev::QuantizeParams p{};
   p.in = q.in;
@@ -20,12 +19,12 @@ Status quantize_launch(const Driver& d, const LoadedKernel& k, const KernelSpec&
   p.ld_scale = q.ld_scale;
   p.m = static_cast<int>(q.m);
   p.k = static_cast<int>(k_cols);
-  const ProblemSizes sizes{q.m, 0, k_cols};
-  for (int phase : quantize_phases(spec)) {
+  for (int i = 0; i < rule.phase_count; ++i) {
+    const int phase = rule.phases[static_cast<size_t>(i)].phase;
     // M = 0: nothing to read or write, but a tensor-scale spec still gets its scale (amax 0).
     if (q.m == 0 && (phase == kiln_dev::kPhaseAmax || phase == kiln_dev::kPhaseQuantize)) continue;
     p.phase = phase;
-    const LaunchShape ls = quantize_launch_shape(spec, sizes, phase);
+    const LaunchShape ls = rule.phase_shape(q.m, phase);
     void* args[] = {&p};
     const CUresult r = d.cuLaunchKernel(reinterpret_cast<CUfunction>(k.kernel), ls.grid_x, ls.grid_y, ls.grid_z,
                                         ls.block_x, 1, 1, ls.dynamic_smem, stream, args, nullptr);

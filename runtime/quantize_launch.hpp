@@ -3,7 +3,7 @@
 //
 //   // in Plan::run, for KernelFamily::kQuantize:
 //   KILN_ASSIGN_OR_RETURN(CheckedQuantize q, check_quantize_operands(spec, sizes, ops));
-//   return quantize_launch(*d, *k, spec, sizes.k, q, stream);
+//   return quantize_launch(*d, *k, plan_rule, sizes.k, q, stream);
 #pragma once
 
 #include "runtime/driver/driver.hpp"
@@ -12,7 +12,7 @@
 
 namespace kiln {
 
-Status quantize_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, int64_t k_cols,
+Status quantize_launch(const Driver& d, const LoadedKernel& k, const LaunchRule& rule, int64_t k_cols,
                        const CheckedQuantize& q, CUstream stream);
 
 }  // namespace kiln

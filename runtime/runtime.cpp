@@ -19,13 +19,6 @@
 
 namespace kiln {
 
-int bucket_index(int64_t m) {
-  for (size_t i = 0; i < kMBuckets.size(); ++i) {
-    if (m <= kMBuckets[i]) return static_cast<int>(i);
-  }
-  return static_cast<int>(kMBuckets.size()) - 1;
-}
-
 // ---------------------------------------------------------------- RuntimeImpl
 
 const StatusOr<const Driver*>& RuntimeImpl::driver() const { return Driver::get(); }
@@ -222,8 +215,7 @@ const Arch& Plan::arch() const { return impl_->arch; }
 TileConfig Plan::config_for(int64_t m) const { return impl_->configs[bucket_index(m)]; }
 KernelFamily Plan::family_for(int64_t m) const { return impl_->families[bucket_index(m)]; }
 size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
-  if (families[bucket] != KernelFamily::kSm90Gemm || configs[bucket].split_k <= 1) return 0;
-  return static_cast<size_t>(sm90_workspace_bytes(spec, configs[bucket], {std::max<int64_t>(m, 1), sizes.n, sizes.k}));
+  return static_cast<size_t>(launch[bucket].workspace_bytes(m));
 }
 
 size_t Plan::workspace_bytes(int64_t m) const { return impl_->workspace_bytes(bucket_index(m), m); }
@@ -244,7 +236,7 @@ KernelFamily Plan::mx_prepass_family_for(int64_t m) const {
 size_t Plan::mx_prepass_workspace_bytes(int64_t m) const {
   const PlanImpl& p = *impl_;
   if (!p.prepass_gemm) return 0;
-  return static_cast<size_t>(sm90_mx_prepass_bytes(p.spec, {m, p.sizes.n, p.sizes.k}));
+  return static_cast<size_t>(p.prepass_layout.bytes(m));
 }
 
 Status Plan::prepare() const {
@@ -308,7 +300,7 @@ Status run_quantize(const PlanImpl& p, const Operands& ops, CUstream_st* stream)
   const int bucket = bucket_index(q.m);
   KILN_ASSIGN_OR_RETURN(LoadedKernel * k, bucket_kernel(p, d, bucket, q.m, stream));
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, q.device));
-  return quantize_launch(*d, *k, p.spec, p.sizes.k, q, reinterpret_cast<CUstream>(stream));
+  return quantize_launch(*d, *k, p.launch[bucket], p.sizes.k, q, reinterpret_cast<CUstream>(stream));
 }
 
 }  // namespace
@@ -337,7 +329,7 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
     if (prepass) return mx_prepass_run(p, c, ops, workspace, reinterpret_cast<CUstream>(stream));
   }
   // Grouped problems pick the bucket by the expected rows per expert (runtime/operands.hpp).
-  int bucket = bucket_index(bucket_rows(p.spec, c));
+  const int bucket = bucket_index(rows_per_expert(p.spec, c.m));
   KILN_ASSIGN_OR_RETURN(LoadedKernel * k, bucket_kernel(p, d, bucket, c.m, stream));
   KILN_RETURN_IF_ERROR(p.rt->prepare_on_device(k, c.device));
   kiln_dev::GemmParams gp = gemm_params(c, p.sizes);
@@ -346,7 +338,7 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
     // Split-K configs need a workspace: the caller's (zero-filled before its first use), else the plan's.
     void* ws = nullptr;
     if (p.configs[bucket].split_k > 1) {
-      const int64_t slots = sm90_split_slots(p.configs[bucket], {c.m, p.sizes.n, p.sizes.k});
+      const int64_t slots = p.launch[bucket].split_slots(c.m);
       if (slots > kSm90SplitCounterSlots)
         return InvalidArgument("Plan::run: M=" + std::to_string(c.m) + " with the split-K config " +
                                p.configs[bucket].to_string() + " makes " + std::to_string(slots) +
@@ -363,12 +355,10 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
         KILN_ASSIGN_OR_RETURN(ws, p.workspace.get(*d, c.device, need, reinterpret_cast<CUstream>(stream)));
       }
     }
-    return sm90_launch(*d, *k, p.spec, p.configs[bucket], gp, c.device, reinterpret_cast<CUstream>(stream), ws,
-                       p.arch.sm_cap);
+    return sm90_launch(*d, *k, p.spec, p.configs[bucket], p.launch[bucket], gp, c.device,
+                       reinterpret_cast<CUstream>(stream), ws, p.arch.sm_cap);
   }
-  ProblemSizes run_sizes = p.sizes;
-  run_sizes.m = c.m;
-  LaunchShape ls = launch_shape(p.spec, p.families[bucket], p.configs[bucket], run_sizes);
+  const LaunchShape ls = p.launch[bucket].shape(c.m);
   void* args[] = {&gp};
   // Programmatic dependent launch where the kernel was compiled for sm_90+ (its entry waits for the
   // previous kernel before touching global memory: compiler/emit/emit.cpp).
@@ -532,8 +522,17 @@ StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, 
   // that cannot be made (e.g. an output format the bf16 kernel lacks) leaves the fused kernel alone.
   if (sm90_mx_prepass_supported(spec, a)) {
     StatusOr<Plan> bf16 = plan(sm90_mx_prepass_gemm_spec(spec), sizes, a);
-    if (bf16.ok()) impl->prepass_gemm = bf16->impl_;
+    if (bf16.ok()) {
+      impl->prepass_gemm = bf16->impl_;
+      impl->prepass_convert_spec = sm90_mx_prepass_convert_spec(spec);
+      impl->prepass_convert_launch =
+          make_launch_rule(spec, KernelFamily::kMxDequant, TileConfig{}, sizes.n, sizes.k);
+      impl->prepass_layout = make_mx_prepass_layout(spec, sizes.n, sizes.k);
+    }
   }
+  // Every bucket's launch rule, from its final family and config.
+  for (size_t b = 0; b < kMBuckets.size(); ++b)
+    impl->launch[b] = make_launch_rule(spec, impl->families[b], impl->configs[b], sizes.n, sizes.k);
   return Plan(std::move(impl));
 }
 

@@ -62,10 +62,7 @@ class RuntimeImpl {
   std::unordered_map<std::string, std::shared_future<StatusOr<CompileResult>>> compiling_;
 };
 
-// The M buckets a plan distinguishes (nearest bucket at or above m, the last one for larger m).
-inline constexpr std::array<int64_t, 17> kMBuckets = {1,   2,   4,   8,    16,   24,   32,   48,  64,
-                                                      96,  128, 256, 512,  1024, 2048, 4096, 8192};
-int bucket_index(int64_t m);
+// The M buckets (kMBuckets, bucket_index) and the launch rules are compiler/plan/launch_rule.hpp's.
 
 class PlanImpl {
  public:
@@ -80,17 +77,22 @@ class PlanImpl {
   // the portable family (compiler/plan/sm90_plan.hpp sm90_portable_bucket).
   std::array<KernelFamily, kMBuckets.size()> families;
   std::vector<EpilogueOperand> epilogue_operands;  // the spec's vectors in slot order
+  // Each bucket's launch as a function of M (grid, split-K slots, workspace, TMA boxes), recorded by the
+  // planner when the plan is made: run() evaluates these and never calls back into planning.
+  std::array<LaunchRule, kMBuckets.size()> launch;
   mutable std::array<std::atomic<LoadedKernel*>, kMBuckets.size()> kernels{};
   PlanWorkspace workspace;  // split-K's counters and partials (runtime/workspace.hpp)
   // MXFP8 at large M (runtime/mx_prepass.hpp): the same problem on bf16 operands, and the
   // conversion kernel (loaded once). Null where the plan has no pre-pass.
   std::shared_ptr<const PlanImpl> prepass_gemm;
+  KernelSpec prepass_convert_spec;  // the conversion kernel's spec
+  LaunchRule prepass_convert_launch;
+  MxPrepassLayout prepass_layout;   // its workspace layout and from which M it applies
   mutable std::atomic<LoadedKernel*> prepass_convert{nullptr};
   // The workspace bytes run() needs for m rows with the bucket's config (0 for most configs).
   size_t workspace_bytes(int bucket, int64_t m) const;
 
   StatusOr<LoadedKernel*> kernel_for(int bucket) const;
-  int bucket_of(int64_t m) const;  // the M bucket run() picks for m rows (grouped: rows per expert)
 };
 
 // NOT_READY when `stream` is being captured into a CUDA graph: a run never compiles or loads then.

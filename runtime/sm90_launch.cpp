@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "common/env.hpp"
-#include "compiler/plan/sm90_plan.hpp"
 #include "templates/common/sm90_tma_desc.cuh"
 
 namespace kiln {
@@ -141,8 +140,8 @@ Status launch_kernel(const Driver& d, CUfunction f, const LaunchShape& ls, CUstr
 }
 
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
-                   const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace,
-                   int sm_cap) {
+                   const LaunchRule& rule, const kiln_dev::GemmParams& gp, int device, CUstream stream,
+                   void* workspace, int sm_cap) {
   if (cfg.split_k > 1 && workspace == nullptr)
     return Internal("sm90_launch: config " + cfg.to_string() + " splits K but no workspace was given");
   // The last encoded pair of tensor maps, per thread: a serving loop that runs one plan on the same
@@ -169,27 +168,23 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     cache.kernel = nullptr;  // invalid until both maps are encoded
     // A box is one 128-byte swizzle atom of K; a stage of block_k = 256 bytes (two atoms,
     // docs/performance.md) takes two boxes of each operand.
-    const int box_k = sm90_atom_k(spec);
-    KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, cfg.block_m, box_k,
-                                             &cache.map_a));
+    KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, rule.block_m,
+                                             rule.box_k, &cache.map_a));
     // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
     // Grouped: W [E, N, K] as a 3-D map (templates/kernels/sm90/scheduler.cuh).
     const bool grouped = spec.layout != GroupLayout::kDense;
-    KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb,
-                                             cfg.block_n / cfg.cluster_m, box_k, &cache.map_b,
+    KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb, rule.box_b_rows,
+                                             rule.box_k, &cache.map_b,
                                              grouped ? gp.experts : 0, grouped ? gp.b_expert_stride : 0));
-    // The TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh): Y [M, N] in boxes of 128 bytes (128-byte swizzle)
-    // by a consumer warpgroup's rows, or of 16 columns unswizzled where the warpgroup's columns are not a
-    // whole number of 128-byte boxes (e.g. 176). An output TMA cannot address (base or row stride not a
-    // multiple of 16 bytes) runs the kernel's direct epilogue instead (out_tma = 0): never an error.
+    // The TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh): Y [M, N] in the boxes the
+    // rule names (a consumer warpgroup's rows by 128 bytes, 128-byte swizzled, or by 16 columns unswizzled
+    // where the warpgroup's columns are not a whole number of 128-byte boxes, e.g. 176). An output TMA
+    // cannot address (base or row stride not a multiple of 16 bytes) runs the kernel's direct epilogue
+    // instead (out_tma = 0): never an error.
     cache.out_tma = 0;
     if (cfg.tma_store) {
-      const int out_bytes = std::max(1, format_bits(spec.out.format) / 8);
-      const int wg_rows = cfg.block_m / std::max(1, cfg.warps_m / 4);
-      const int wg_cols = cfg.block_n / std::max(1, cfg.warps_n);
-      const bool narrow = wg_cols % (128 / out_bytes) != 0;
-      cache.out_tma = sm90_encode_operand(d, "out", spec.out.format, gp.out, gp.m, gp.n, gp.ldc, wg_rows,
-                                          narrow ? 16 : 128 / out_bytes, &cache.map_out, 0, 0, !narrow)
+      cache.out_tma = sm90_encode_operand(d, "out", spec.out.format, gp.out, gp.m, gp.n, gp.ldc, rule.out_box_rows,
+                                          rule.out_box_cols, &cache.map_out, 0, 0, rule.out_swizzle128)
                               .ok()
                           ? 1
                           : 0;
@@ -208,7 +203,7 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     cache.b_expert_stride = gp.b_expert_stride;
   }
   KILN_ASSIGN_OR_RETURN(int sms, sm90_sm_count(d, device, sm_cap));
-  LaunchShape ls = sm90_launch_shape(spec, cfg, ProblemSizes{gp.m, gp.n, gp.k});
+  LaunchShape ls = rule.shape(gp.m);
   if (cfg.cluster_m == 1) {
     ls.grid_x = std::min<unsigned>(ls.grid_x, static_cast<unsigned>(sms));
   } else {

@@ -45,8 +45,9 @@ Status launch_kernel(const Driver& d, CUfunction f, const LaunchShape& ls, CUstr
 // Launches the loaded sm90 kernel `k` for gp on stream. workspace: sm90_workspace_bytes(spec, cfg,
 // sizes) bytes of device memory whose split-K counters are zero (null when that is 0). sm_cap > 0: the
 // persistent grid takes at most that many SMs.
+// rule: the bucket's launch rule (grid as a function of M, TMA boxes), recorded by the planner.
 Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spec, const TileConfig& cfg,
-                   const kiln_dev::GemmParams& gp, int device, CUstream stream, void* workspace = nullptr,
-                   int sm_cap = 0);
+                   const LaunchRule& rule, const kiln_dev::GemmParams& gp, int device, CUstream stream,
+                   void* workspace = nullptr, int sm_cap = 0);
 
 }  // namespace kiln

@@ -272,12 +272,6 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
   return KernelFamily::kSm80Gemm;
 }
 
-int64_t rows_per_expert(const KernelSpec& spec, int64_t m) {
-  if (spec.op == Op::kGroupedGemm && spec.experts > 0)
-    return (std::max<int64_t>(m, 1) + spec.experts - 1) / spec.experts;
-  return m;
-}
-
 StatusOr<KernelFamily> select_bucket_family(const KernelSpec& spec, const Arch& arch, int64_t rows_per_expert) {
   KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
   if (family == KernelFamily::kSm90Gemm && sm90_portable_bucket(spec, rows_per_expert)) return KernelFamily::kSm80Gemm;
@@ -707,51 +701,7 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
 
 LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
                          const ProblemSizes& sizes) {
-  LaunchShape ls;
-  const int64_t m = std::max<int64_t>(sizes.m, 1);
-  const int64_t n = std::max<int64_t>(sizes.n, 1);
-  switch (family) {
-    case KernelFamily::kSm80Gemm: {
-      // (Decode configs: the same grid of block_m-token x block_n-row tiles; smem_bytes is
-      // their reduction buffer.)
-      // templates/scheduler/group_tile.cuh group_tiles_m: offsets add one virtual tile row per expert;
-      // masked covers experts x ceil(max_m / block_m) with max_m = M / experts.
-      int64_t tiles_m = (m + cfg.block_m - 1) / cfg.block_m;
-      if (spec.layout == GroupLayout::kOffsets) tiles_m += spec.experts;
-      if (spec.layout == GroupLayout::kMasked && spec.experts > 0) {
-        const int64_t max_m = rows_per_expert(spec, m);
-        tiles_m = spec.experts * ((max_m + cfg.block_m - 1) / cfg.block_m);
-      }
-      const int64_t tiles = tiles_m * ((n + cfg.block_n - 1) / cfg.block_n);
-      ls.grid_x = static_cast<unsigned>(std::min<int64_t>(tiles, kMaxIndex));
-      ls.block_x = static_cast<unsigned>(cfg.threads());
-      ls.dynamic_smem = smem_bytes(spec, cfg);
-      break;
-    }
-    case KernelFamily::kSm90Gemm: return sm90_launch_shape(spec, cfg, sizes);
-    case KernelFamily::kQuantize: return quantize_launch_shape(spec, sizes, kiln_dev::kPhaseQuantize);
-    case KernelFamily::kMxDequant: {
-      // One thread per 8-element unit of both operands ((M + N) K / 8; grouped W: E x N rows);
-      // runtime/mx_prepass.cpp caps the grid at what the device holds at once (the kernel walks the rest
-      // grid-stride, 4 units a step).
-      const int64_t w_rows = n * (spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1);
-      const int64_t chunks = (m + w_rows) * std::max<int64_t>(sizes.k, 8) / 8;
-      ls.grid_x = static_cast<unsigned>(std::min<int64_t>((chunks + 255) / 256, kMaxIndex));
-      ls.block_x = 256;
-      ls.dynamic_smem = 0;
-      break;
-    }
-    case KernelFamily::kReferenceGemm: {
-      ls.grid_x =
-          static_cast<unsigned>(std::min<int64_t>((n + kReferenceTile - 1) / kReferenceTile, kMaxIndex));
-      ls.grid_y =
-          static_cast<unsigned>(std::min<int64_t>((m + kReferenceTile - 1) / kReferenceTile, kMaxGridY));
-      ls.block_x = kReferenceThreads;
-      ls.dynamic_smem = 0;
-      break;
-    }
-  }
-  return ls;
+  return make_launch_rule(spec, family, cfg, sizes.n, sizes.k).shape(sizes.m);
 }
 
 }  // namespace kiln

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "compiler/plan/launch_rule.hpp"  // LaunchShape, LaunchRule
 #include "kiln/arch.hpp"
 #include "kiln/config.hpp"  // KernelFamily, TileConfig
 #include "kiln/spec.hpp"
@@ -25,16 +26,6 @@ namespace kiln {
 nlohmann::json config_to_json(const TileConfig& c);
 StatusOr<TileConfig> config_from_json(const nlohmann::json& j);
 
-struct LaunchShape {
-  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
-  unsigned block_x = 1;
-  int dynamic_smem = 0;
-};
-
-// The rows an M bucket is chosen by, for a problem of m rows of X in all: rows per expert, rounded up
-// (ceil(m / E); masked layouts hold E x max_m rows, so max_m), for a grouped problem; m for a dense one.
-// Plans, tunings, the tuner's search space and Plan::run all bucket by this one rule.
-int64_t rows_per_expert(const KernelSpec& spec, int64_t m);
 
 // Which family implements spec on arch; UNSUPPORTED names what is missing
 // ("mxfp4 weights: the sm80 family supports bf16/f16/e4m3/e5m2 operands with tensor scales so far").

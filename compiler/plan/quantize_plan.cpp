@@ -14,10 +14,7 @@ namespace {
 using std::string;
 using std::to_string;
 
-constexpr int kThreads = 256;           // kiln_dev::kQuantThreads
-constexpr int kTransposeCols = 64;      // kiln_dev::kTransposeCols
 constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
-constexpr int64_t kAmaxBlocks = 1024;   // the amax pass walks the tensor with at most this many CTAs
 
 string out_text(const KernelSpec& spec) {
   string s = string("out=") + format_name(spec.out.format);
@@ -26,7 +23,6 @@ string out_text(const KernelSpec& spec) {
   return s;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -105,29 +101,7 @@ std::vector<int> quantize_phases(const KernelSpec& spec) {
 }
 
 LaunchShape quantize_launch_shape(const KernelSpec& spec, const ProblemSizes& sizes, int phase) {
-  LaunchShape ls;
-  ls.block_x = kThreads;
-  ls.dynamic_smem = 0;
-  const int64_t m = std::max<int64_t>(sizes.m, 1), k = std::max<int64_t>(sizes.k, 8);
-  int64_t blocks = 1;
-  if (phase == kiln_dev::kPhaseAmax) {
-    blocks = std::min(ceil_div(m * (k / 8), kThreads), kAmaxBlocks);
-  } else if (phase == kiln_dev::kPhaseQuantize) {
-    const QuantizeShape qs = quantize_shape(spec);
-    switch (qs.mode) {
-      case QuantizeMode::kRow: blocks = ceil_div(m, kThreads / 32); break;
-      case QuantizeMode::kBlock2d: blocks = ceil_div(m, 128) * (k / 128); break;
-      case QuantizeMode::kTransposed: blocks = (m / qs.block) * ceil_div(k, kTransposeCols); break;
-      case QuantizeMode::kTensor:
-      case QuantizeMode::kBlockK: {
-        const int64_t vec = spec.out.format == Format::kNvfp4 ? 16 : 8;
-        blocks = ceil_div(m * (k / vec), kThreads);
-        break;
-      }
-    }
-  }
-  ls.grid_x = static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kMaxIndex));
-  return ls;
+  return make_launch_rule(spec, KernelFamily::kQuantize, quantize_config(), 0, sizes.k).phase_shape(sizes.m, phase);
 }
 
 TileConfig quantize_config() {

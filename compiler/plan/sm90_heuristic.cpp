@@ -84,7 +84,7 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
   // 2048 FP8 row 1283 -> 883, bf16 1590 -> 1394; FP8 block scales go through the 128 x 256 rule below. MXFP8
   // grouped problems keep direct stores (not measured).
   const bool tma_store = m >= kSm90TmaStoreMinRows && offers_tma_store(spec);
-  // Grouped problems are planned per M bucket of rows PER EXPERT (runtime/operands.hpp bucket_rows):
+  // Grouped problems are planned per M bucket of rows PER EXPERT (rows_per_expert):
   // every expert brings its own tiles.
   const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
   auto tiles = [&](const ProblemSizes& s, const TileConfig& c) { return kiln::tiles(s, c) * groups; };

@@ -22,13 +22,6 @@ constexpr int kAlignSlack = 1024;  // the ring starts on a 1024-byte boundary
 constexpr int kDqProducerWgs = 2;
 constexpr int kDqStg = 2;
 
-// Cluster tiles (cluster_m tile rows x 1 tile column): what the persistent walk distributes.
-int64_t cluster_tiles(const ProblemSizes& s, const TileConfig& c) {
-  const int64_t m = std::max<int64_t>(s.m, 1), n = std::max<int64_t>(s.n, 1);
-  const int64_t tiles_m = (m + c.block_m - 1) / c.block_m;
-  return ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((n + c.block_n - 1) / c.block_n);
-}
-
 // The TMA-store staging buffers (tma_store = 1, 2 or 4 chunks): every consumer warpgroup's buffer of
 // one chunk, ceil(boxes / chunks) of its slab's boxes (tma_store 1: the whole slab).
 int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
@@ -36,8 +29,6 @@ int out_chunk_bytes(const KernelSpec& spec, const TileConfig& cfg) {
   return consumers(cfg) * ((wg_tile_n(cfg) / box_cols + chunks - 1) / chunks) * wg_tile_m(cfg) * box_cols *
          elem_bytes(spec.out.format);
 }
-
-int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 }  // namespace
 
@@ -87,33 +78,20 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
 }
 
 int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes) {
-  return cluster_tiles(sizes, cfg) * consumers(cfg);
+  LaunchRule r;  // the tile-slot part of the sm90 rule (make_launch_rule), which needs no spec
+  r.block_m = cfg.block_m;
+  r.tiles_n = (std::max<int64_t>(sizes.n, 1) + cfg.block_n - 1) / cfg.block_n;
+  r.cluster_m = cfg.cluster_m;
+  r.consumers = consumers(cfg);
+  return r.split_slots(sizes.m);
 }
 
 int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes) {
-  if (cfg.split_k <= 1) return 0;
-  // The kernel's split-K (sm90/split_k.cuh): the fixed counter region, then the f32 partials of every
-  // split of every tile.
-  (void)spec;
-  const int64_t slots = sm90_split_slots(cfg, sizes);
-  return kSm90SplitCounterSlots * 4 + slots * cfg.split_k * int64_t{cfg.block_m / std::max(1, cfg.warps_m / 4)} *
-                                          (cfg.block_n / std::max(1, cfg.warps_n)) * 4;
+  return make_launch_rule(spec, KernelFamily::kSm90Gemm, cfg, sizes.n, sizes.k).workspace_bytes(sizes.m);
 }
 
 LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes) {
-  LaunchShape ls;
-  // One CTA per tile (cluster_m per cluster tile); the runtime caps it at what the device holds at once.
-  // Grouped: the per-expert row counts live on the device; sum_e ceil(r_e / block_m) <= M / block_m + E
-  // bounds the tile rows (masked: M = E * max_m, the same bound holds).
-  int64_t ctiles = cluster_tiles(sizes, cfg) * cfg.split_k;  // split-K: a unit per split of each tile
-  if (spec.layout != GroupLayout::kDense) {
-    const int64_t m = std::max<int64_t>(sizes.m, 1), n = std::max<int64_t>(sizes.n, 1);
-    ctiles = ((m + cfg.block_m - 1) / cfg.block_m + spec.experts) * ((n + cfg.block_n - 1) / cfg.block_n);
-  }
-  ls.grid_x = static_cast<unsigned>(std::min<int64_t>(ctiles * cfg.cluster_m, (int64_t{1} << 31) - 2));
-  ls.block_x = static_cast<unsigned>(sm90_threads(spec, cfg));
-  ls.dynamic_smem = sm90_smem_bytes(spec, cfg);
-  return ls;
+  return make_launch_rule(spec, KernelFamily::kSm90Gemm, cfg, sizes.n, sizes.k).shape(sizes.m);
 }
 
 // ---- MXFP8's bf16 pre-pass (runtime/mx_prepass.hpp) ----
@@ -124,16 +102,16 @@ bool sm90_mx_prepass_supported(const KernelSpec& spec, const Arch& arch) {
   return family.ok() && *family == KernelFamily::kSm90Gemm;
 }
 
-int64_t sm90_mx_prepass_a_offset() { return kSm90SplitCounterSlots * 4; }
+int64_t sm90_mx_prepass_a_offset() { return MxPrepassLayout{}.a_offset(); }
 
 int64_t sm90_mx_prepass_b_offset(const ProblemSizes& sizes) {
-  return sm90_mx_prepass_a_offset() + align256(sizes.m * sizes.k * 2);
+  MxPrepassLayout l;
+  l.k = sizes.k;
+  return l.b_offset(sizes.m);
 }
 
 int64_t sm90_mx_prepass_bytes(const KernelSpec& spec, const ProblemSizes& sizes) {
-  const int64_t experts = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
-  if (sizes.m < kMxPrepassMinM * experts || sizes.k % 32 != 0) return 0;
-  return sm90_mx_prepass_b_offset(sizes) + align256(experts * sizes.n * sizes.k * 2);
+  return make_mx_prepass_layout(spec, sizes.n, sizes.k).bytes(sizes.m);
 }
 
 int64_t sm90_mx_prepass_workspace_bytes(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {

@@ -108,9 +108,8 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
 // Device workspace a launch of cfg needs for sizes (split-K's counters and partial sums; 0 without
 // split-K). Its counters must be zero before the first launch; every completed launch leaves them zero.
 int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes);
-// Split-K's counters live in a fixed region of this many int32 slots at the workspace's start (one per
-// tile and consumer warpgroup); a launch with more slots is refused (sm90_split_slots).
-inline constexpr int64_t kSm90SplitCounterSlots = int64_t{1} << 18;
+// Split-K's counters live in a fixed region of kSm90SplitCounterSlots int32 slots at the workspace's start
+// (compiler/plan/launch_rule.hpp; one per tile and consumer warpgroup); a launch with more slots is refused.
 int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes);
 // Whether the kernel adds each K tile's FP8 partial sum into f32 registers (see the kernel's header).
 bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/numerics/fp8_block.hpp"
+#include "compiler/plan/launch_rule.hpp"
 #include "compiler/numerics/mx.hpp"
 #include "compiler/numerics/reference_gemm.hpp"
 #include "verify/check_inputs.hpp"
@@ -151,7 +152,7 @@ TEST(FormatsOperandsTest, GroupedOffsetsLayout) {
   EXPECT_EQ(c->experts, 4);
   EXPECT_EQ(c->b_expert_stride, 64 * 256);  // elements
   EXPECT_EQ(c->b_scale_expert_stride, 64 * 8);
-  EXPECT_EQ(bucket_rows(s, *c), 25);
+  EXPECT_EQ(rows_per_expert(s, c->m), 25);
   kiln_dev::GemmParams gp = gemm_params(*c, {100, 64, 256});
   EXPECT_EQ(gp.experts, 4);
   EXPECT_EQ(gp.group_rows, reinterpret_cast<const int*>(0x500000));
@@ -178,7 +179,7 @@ TEST(FormatsOperandsTest, GroupedMaskedLayout) {
   EXPECT_EQ(c->m, 21);
   EXPECT_EQ(c->max_m, 7);
   EXPECT_EQ(c->lda, 64);
-  EXPECT_EQ(bucket_rows(s, *c), 7);
+  EXPECT_EQ(rows_per_expert(s, c->m), 7);
   // Experts' rows must be contiguous (stride(0) = max_m * stride(1)).
   int64_t strides[3] = {8 * 64, 64, 1};
   a.t.strides = strides;

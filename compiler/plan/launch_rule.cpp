@@ -1,0 +1,129 @@
+// compiler/plan/launch_rule.cpp — the launch rules a plan records (launch_rule.hpp).
+#include "compiler/plan/launch_rule.hpp"
+
+#include <algorithm>
+
+#include "compiler/plan/plan.hpp"
+#include "compiler/plan/quantize_plan.hpp"
+#include "compiler/plan/sm90_internal.hpp"
+#include "compiler/plan/sm90_plan.hpp"
+#include "templates/common/quantize_params.cuh"
+
+namespace kiln {
+namespace {
+
+constexpr int kReferenceTile = 16;  // templates/kernels/reference_gemm.cuh: 16 x 16 outputs per CTA
+constexpr int kQuantThreads = 256;  // kiln_dev::kQuantThreads
+constexpr int kTransposeCols = 64;  // kiln_dev::kTransposeCols
+constexpr int64_t kAmaxBlocks = 1024;  // the amax pass walks the tensor with at most this many CTAs
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void add_phase(LaunchRule& r, PhaseRule p) { r.phases[static_cast<size_t>(r.phase_count++)] = p; }
+
+}  // namespace
+
+LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t n, int64_t k) {
+  LaunchRule r;
+  const int64_t n1 = std::max<int64_t>(n, 1);
+  const bool grouped = spec.op == Op::kGroupedGemm;
+  switch (family) {
+    case KernelFamily::kSm80Gemm:
+      // templates/scheduler/group_tile.cuh: offsets add one partial tile row per expert; masked tiles
+      // each expert's max_m rows. (Decode configs use the same grid; smem_bytes is their reduction buffer.)
+      r.grid = LaunchRule::Grid::kTiles;
+      r.block_m = cfg.block_m;
+      r.tiles_n = ceil_div(n1, cfg.block_n);
+      r.experts = spec.layout == GroupLayout::kDense ? 0 : spec.experts;
+      r.masked = spec.layout == GroupLayout::kMasked;
+      r.block_x = static_cast<unsigned>(cfg.threads());
+      r.dynamic_smem = smem_bytes(spec, cfg);
+      break;
+    case KernelFamily::kSm90Gemm: {
+      // One CTA per tile (cluster_m per cluster tile) and split; the runtime caps the grid at what the
+      // device holds at once. Grouped: sum_e ceil(r_e / block_m) <= M / block_m + E bounds the tile rows
+      // of both layouts (masked: M = E * max_m).
+      r.grid = LaunchRule::Grid::kPersistent;
+      r.block_m = cfg.block_m;
+      r.tiles_n = ceil_div(n1, cfg.block_n);
+      r.cluster_m = cfg.cluster_m;
+      r.split_k = cfg.split_k;
+      r.consumers = sm90_internal::consumers(cfg);
+      r.experts = spec.layout == GroupLayout::kDense ? 0 : spec.experts;
+      const int wg_rows = sm90_internal::wg_tile_m(cfg);
+      r.partial_bytes = int64_t{wg_rows} * sm90_internal::wg_tile_n(cfg) * 4;
+      r.block_x = static_cast<unsigned>(sm90_threads(spec, cfg));
+      r.dynamic_smem = sm90_smem_bytes(spec, cfg);
+      // TMA boxes: one 128-byte swizzle atom of K; B rows per CTA of a cluster (multicast to its peers);
+      // the output slab of a consumer warpgroup in 128-byte swizzled boxes, or 16-column unswizzled ones
+      // where its columns are not a whole number of 128-byte boxes (e.g. 176).
+      r.box_k = sm90_atom_k(spec);
+      r.box_b_rows = cfg.block_n / cfg.cluster_m;
+      r.out_box_rows = wg_rows;
+      r.out_box_cols = sm90_internal::out_box_cols(spec, cfg);
+      r.out_swizzle128 = r.out_box_cols != 16;
+      break;
+    }
+    case KernelFamily::kReferenceGemm:
+      r.grid = LaunchRule::Grid::kReference;
+      r.block_m = kReferenceTile;
+      r.tiles_n = ceil_div(n1, kReferenceTile);
+      r.block_x = kReferenceTile * kReferenceTile;
+      break;
+    case KernelFamily::kMxDequant:
+      // One thread per 8-element unit of both operands ((M + N) K / 8; grouped W: E x N rows); the runtime
+      // caps the grid at what the device holds at once (the kernel walks the rest grid-stride).
+      r.grid = LaunchRule::Grid::kMxDequant;
+      r.w_rows = n1 * (grouped ? std::max(spec.experts, 1) : 1);
+      r.k = k;
+      r.block_x = 256;
+      break;
+    case KernelFamily::kQuantize: {
+      r.grid = LaunchRule::Grid::kPhases;
+      r.block_x = kQuantThreads;
+      r.main_phase = kiln_dev::kPhaseQuantize;
+      const int64_t k8 = std::max<int64_t>(k, 8);
+      const QuantizeShape qs = quantize_shape(spec);
+      for (int phase : quantize_phases(spec)) {
+        PhaseRule p;
+        p.phase = phase;
+        if (phase == kiln_dev::kPhaseAmax) {
+          p.num = k8 / 8;
+          p.den = kQuantThreads;
+          p.cap = kAmaxBlocks;
+        } else if (phase == kiln_dev::kPhaseQuantize) {
+          switch (qs.mode) {
+            case QuantizeMode::kRow: p.den = kQuantThreads / 32; p.num = 1; break;
+            case QuantizeMode::kBlock2d: p.num = 1; p.den = 128; p.mult = k8 / 128; break;
+            case QuantizeMode::kTransposed:
+              p.num = 1;
+              p.den = qs.block;
+              p.floor = true;
+              p.mult = ceil_div(k8, kTransposeCols);
+              break;
+            case QuantizeMode::kTensor:
+            case QuantizeMode::kBlockK:
+              p.num = k8 / (spec.out.format == Format::kNvfp4 ? 16 : 8);
+              p.den = kQuantThreads;
+              break;
+          }
+        }  // other phases (scale finalisation): one CTA (num 0)
+        add_phase(r, p);
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+MxPrepassLayout make_mx_prepass_layout(const KernelSpec& spec, int64_t n, int64_t k) {
+  MxPrepassLayout l;
+  l.experts = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
+  l.min_rows = kMxPrepassMinM * l.experts;
+  l.n = n;
+  l.k = k;
+  l.k_ok = k % 32 == 0;
+  return l;
+}
+
+}  // namespace kiln
