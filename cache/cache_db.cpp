@@ -121,7 +121,7 @@ Status set_journal_mode(sqlite3* db, const std::string& path, bool want_wal, boo
     // Several processes opening a fresh file at once (`kiln tune --devices`: one per GPU) all switch
     // it to WAL. The switch takes an exclusive lock, and SQLite answers BUSY at once, without the busy
     // handler (two shared-lock holders upgrading would deadlock). Retry until one of them has switched
-    // it: the others then read "wal" without a lock upgrade (tests/unit/tuning_concurrency_test.cpp).
+    // it: the others then read "wal" without a lock upgrade (tests/unit/cache/tuning_concurrency_test.cpp).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
     StatusOr<std::string> mode = sqlite::query_text(db, path, "PRAGMA journal_mode=WAL");
     for (int attempt = 1; !mode.ok() && sqlite::is_busy(sqlite3_extended_errcode(db)) &&

@@ -694,7 +694,7 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
                               shape(32, 1, 4), shape(16, 1, 4), shape(64, 2, 2)}) {
     if (check_config(spec, arch, KernelFamily::kSm80Gemm, t).ok()) return t;
   }
-  // Not reached by the pairings select_family accepts (tests/unit/formats_plan_test.cpp checks every
+  // Not reached by the pairings select_family accepts (tests/unit/compiler/formats_plan_test.cpp checks every
   // bucket); a small config.
   return shape(16, 1, 2);
 }

@@ -1,6 +1,6 @@
 // tests/fuzz/epilogue_invariants.hpp — what must hold for ANY epilogue text, checked by the libFuzzer
 // target (tests/fuzz/epilogue_fuzz.cpp) and by the deterministic token-soup unit test
-// (tests/unit/epilogue_fuzz_test.cpp), so both test exactly the same properties:
+// (tests/unit/compiler/epilogue_fuzz_test.cpp), so both test exactly the same properties:
 //
 //   rejected text: INVALID_ARGUMENT, a message "line:col: ..." whose position lies inside the text
 //                  (or just past its end) and that holds only printable ASCII;

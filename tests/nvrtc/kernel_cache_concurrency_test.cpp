@@ -5,7 +5,7 @@
 // second round is all cache hits, and a fresh Runtime afterwards compiles nothing. The kernels are
 // the naive reference GEMM (the cheapest family to compile), which keeps this under a minute on CI's
 // two cores. The cache-only version with more processes' worth of rows, both journal modes and a
-// size cap: tests/unit/cache_concurrency_test.cpp.
+// size cap: tests/unit/cache/cache_concurrency_test.cpp.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// tests/unit/arch_test.cpp — per-arch facts as data (kiln/arch.hpp, compiler/plan/gpus.hpp) and a plan
+// tests/unit/compiler/arch_test.cpp — per-arch facts as data (kiln/arch.hpp, compiler/plan/gpus.hpp) and a plan
 // that counts its waves and split-K factors over the SMs of the arch it is for.
 #include <gtest/gtest.h>
 

@@ -224,9 +224,9 @@ TEST(EpilogueFuzzTest, RandomTextsKeepEveryInvariant) {
 }
 
 TEST(EpilogueFuzzTest, SeedCorpusKeepsEveryInvariant) {
-  // This file is tests/unit/epilogue_fuzz_test.cpp; CMake compiles it by absolute path.
+  // This file is tests/unit/compiler/epilogue_fuzz_test.cpp; CMake compiles it by absolute path.
   const std::filesystem::path dir =
-      std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus" / "epilogue";
+      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "fuzz" / "corpus" / "epilogue";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no corpus at " << dir;
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

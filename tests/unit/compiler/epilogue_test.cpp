@@ -600,9 +600,9 @@ TEST(EpilogueEvalTest, FunctionsFollowTheirDocumentedDefinitions) {
 // ---- docs/epilogue.md stays true ----
 
 std::vector<std::string> doc_section_lines(const std::string& heading) {
-  // This file is tests/unit/epilogue_test.cpp; CMake compiles it by absolute path.
+  // This file is tests/unit/compiler/epilogue_test.cpp; CMake compiles it by absolute path.
   const auto path =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "docs" / "epilogue.md";
+      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "docs" / "epilogue.md";
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   std::vector<std::string> lines;

@@ -278,7 +278,7 @@ TEST(FormatsPlanTest, GroupedLaunchCoversEveryExpertsTiles) {
 
 // examples/specs: every scaled-format pairing file parses, round-trips and plans on every arch.
 TEST(FormatsPlanTest, ExampleSpecFilesPlan) {
-  const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "specs";
+  const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "examples" / "specs";
   for (const char* name : {"fp8_block_gemm.kiln", "fp8_row_gemm.kiln", "gpt_oss_mxfp4_experts.kiln",
                            "nvfp4_experts.kiln", "mxfp8_gemm.kiln", "quantize_fp8_block.kiln",
                            "quantize_nvfp4.kiln", "w4a8_mxfp4_experts.kiln"}) {

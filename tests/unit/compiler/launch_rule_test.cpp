@@ -1,4 +1,4 @@
-// tests/unit/launch_rule_test.cpp — the launch rules a plan records (compiler/plan/launch_rule.hpp): the
+// tests/unit/compiler/launch_rule_test.cpp — the launch rules a plan records (compiler/plan/launch_rule.hpp): the
 // grid, split-K slots, workspace and pre-pass layout as functions of M, against hand-computed values.
 #include <gtest/gtest.h>
 

@@ -134,7 +134,7 @@ std::string unsupported_reason(std::string_view text, std::string_view arch = "s
 }
 
 TEST(SelectFamilyTest, RejectsWithAReasonNamingWhatIsMissing) {
-  // Scaled-format pairings that stay out (tests/unit/formats_plan_test.cpp has the accepted ones).
+  // Scaled-format pairings that stay out (tests/unit/compiler/formats_plan_test.cpp has the accepted ones).
   EXPECT_THAT(unsupported_reason("gemm a=mxfp4 b=bf16 out=bf16"), HasSubstr("4-bit activations"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), HasSubstr("pass=dgrad"));

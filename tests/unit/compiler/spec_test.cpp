@@ -47,8 +47,8 @@ std::string validate_error(const KernelSpec& s) {
 }
 
 std::filesystem::path repo_root() {
-  // This file is tests/unit/spec_test.cpp; CMake compiles it by absolute path.
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  // This file is tests/unit/compiler/spec_test.cpp; CMake compiles it by absolute path.
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
 }
 
 std::string read_file(const std::filesystem::path& p) {

@@ -48,7 +48,7 @@ std::string parse_error(std::string_view text) {
 }
 
 std::filesystem::path repo_root() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
 }
 
 std::string read_file(const std::filesystem::path& p) {
