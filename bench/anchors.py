@@ -25,8 +25,8 @@ def copies_for(bytes_per_call, cap=64):
     return max(1, min(cap, math.ceil(3 * L2_BYTES / max(1, bytes_per_call))))
 
 
-def bench_graph(calls, reps=30):
-    """Median milliseconds per call; `calls` are zero-argument callables, each on its own inputs."""
+def capture_graph(calls):
+    """One CUDA graph of `calls` (zero-argument callables), run once eagerly on a side stream first."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -37,6 +37,12 @@ def bench_graph(calls, reps=30):
     with torch.cuda.graph(g):
         for c in calls:
             c()
+    return g
+
+
+def bench_graph(calls, reps=30):
+    """Median milliseconds per call; `calls` are zero-argument callables, each on its own inputs."""
+    g = capture_graph(calls)
     for _ in range(3):
         g.replay()
     torch.cuda.synchronize()

@@ -17,7 +17,7 @@ import argparse, json, os, statistics, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_slice import anchor_calls, kiln, kiln_inputs, reference, torch  # noqa: E402
+from bench_slice import anchor_calls, anchors, kiln, kiln_inputs, reference, torch  # noqa: E402
 import probe_graph_configs as probe  # noqa: E402
 
 # The anchor path of each fmt (bench_slice.anchor_calls). FP8 tensor / row: cuBLAS's fast accumulation, the
@@ -45,16 +45,7 @@ class Sampler:
 
 def sustained(calls, seconds):
     """(ms per call, mean SM MHz, mean W) over about `seconds` of back-to-back graph replays of `calls`."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for c in calls:
-            c()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for c in calls:
-            c()
+    g = anchors.capture_graph(calls)
     g.replay()
     torch.cuda.synchronize()
     t0 = time.perf_counter()

@@ -471,8 +471,15 @@ Arch RuntimeImpl::with_facts(const Arch& arch, const StatusOr<Arch>& device) con
 
 StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, std::optional<Arch> arch) {
   KILN_RETURN_IF_ERROR(validate_spec(spec));
-  const StatusOr<Arch> device = device_arch();
-  const Arch a = impl_->with_facts(arch ? *arch : device.ok() ? *device : Arch{9, 0, true}, device);
+  // The device is asked only when the caller's arch does not already carry its facts (the MXFP8
+  // pre-pass plans its bf16 problem with this plan's arch, facts included).
+  Arch a;
+  if (arch && arch->sm_count > 0) {
+    a = impl_->with_facts(*arch, NoDevice("not asked"));
+  } else {
+    const StatusOr<Arch> device = device_arch();
+    a = impl_->with_facts(arch ? *arch : device.ok() ? *device : Arch{9, 0, true}, device);
+  }
   KILN_ASSIGN_OR_RETURN(KernelFamily fam, select_family(spec, a));
   // sizes.m is a hint (0: any M); every family's can_implement takes M = 0, and rules on M (e.g.
   // quantize transpose=true) are checked again per call.

@@ -184,7 +184,7 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     cache.out_tma = 0;
     if (cfg.tma_store) {
       cache.out_tma = sm90_encode_operand(d, "out", spec.out.format, gp.out, gp.m, gp.n, gp.ldc, rule.out_box_rows,
-                                          rule.out_box_cols, &cache.map_out, 0, 0, rule.out_swizzle128)
+                                          rule.out_box_cols, &cache.map_out, 0, 0, rule.out_swizzle128())
                               .ok()
                           ? 1
                           : 0;

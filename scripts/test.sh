@@ -6,9 +6,9 @@
 # missing). This is what CI runs (.ci/run).
 #   KILN_BUILD_DIR, KILN_JOBS, KILN_CUDA_HOME: as for build.sh
 #   KILN_CTEST_ARGS    extra ctest arguments, e.g. "-L unit" or "-L gpu"
-#   KILN_FUZZ          0: skip the libFuzzer session (default: run it)
-#   KILN_FUZZ_INSTALL  0: skip the session when clang / libFuzzer are missing instead of installing them
-#   KILN_FUZZ_SECONDS  length of the libFuzzer session (default 45)
+#   KILN_FUZZ          0: skip the libFuzzer run (default: run it)
+#   KILN_FUZZ_INSTALL  0: skip the run when clang / libFuzzer are missing instead of installing them
+#   KILN_FUZZ_SECONDS  length of the libFuzzer run (default 45)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,7 +62,7 @@ fi
 # (ASan + UBSan) run for KILN_FUZZ_SECONDS each from their seed corpora and must find nothing. fuzz.sh
 # installs clang and libFuzzer's runtime when they are missing (about a minute of apt on a clean
 # Debian 12, plus an ~20 s sanitizer build: CI stays well under 20 minutes).
-# KILN_FUZZ_INSTALL=0 skips the session instead where clang cannot be installed; the deterministic
+# KILN_FUZZ_INSTALL=0 skips the run instead where clang cannot be installed; the deterministic
 # driver (unit_epilogue_fuzz_test: 50,000 generated and mutated inputs plus the seed corpus, the same
 # invariants) in the unit tier runs either way.
 if [[ ${KILN_FUZZ:-1} != 0 ]]; then
@@ -72,7 +72,7 @@ if [[ ${KILN_FUZZ:-1} != 0 ]]; then
   KILN_FUZZ_INSTALL=${KILN_FUZZ_INSTALL:-1} KILN_FUZZ_SECONDS=${KILN_FUZZ_SECONDS:-45} ./scripts/fuzz.sh >"$fuzz_log" 2>&1 || fuzz_rc=$?
   if ((fuzz_rc == 77)); then
     tail -n 1 "$fuzz_log"
-    echo "test.sh: libFuzzer session skipped (KILN_FUZZ_INSTALL=0 and no clang with libFuzzer); the deterministic fuzz driver ran in the unit tier"
+    echo "test.sh: libFuzzer run skipped (KILN_FUZZ_INSTALL=0 and no clang with libFuzzer); the deterministic fuzz driver ran in the unit tier"
   elif ((fuzz_rc != 0)); then
     cat "$fuzz_log"
     failed=1

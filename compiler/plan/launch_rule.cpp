@@ -23,6 +23,17 @@ void add_phase(LaunchRule& r, PhaseRule p) { r.phases[static_cast<size_t>(r.phas
 
 }  // namespace
 
+LaunchRule sm90_internal::tile_grid(const TileConfig& cfg, int64_t n) {
+  LaunchRule r;
+  r.grid = LaunchRule::Grid::kPersistent;
+  r.block_m = cfg.block_m;
+  r.tiles_n = ceil_div(std::max<int64_t>(n, 1), cfg.block_n);
+  r.cluster_m = cfg.cluster_m;
+  r.split_k = cfg.split_k;
+  r.consumers = consumers(cfg);
+  return r;
+}
+
 LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t n, int64_t k) {
   LaunchRule r;
   const int64_t n1 = std::max<int64_t>(n, 1);
@@ -43,12 +54,7 @@ LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const T
       // One CTA per tile (cluster_m per cluster tile) and split; the runtime caps the grid at what the
       // device holds at once. Grouped: sum_e ceil(r_e / block_m) <= M / block_m + E bounds the tile rows
       // of both layouts (masked: M = E * max_m).
-      r.grid = LaunchRule::Grid::kPersistent;
-      r.block_m = cfg.block_m;
-      r.tiles_n = ceil_div(n1, cfg.block_n);
-      r.cluster_m = cfg.cluster_m;
-      r.split_k = cfg.split_k;
-      r.consumers = sm90_internal::consumers(cfg);
+      r = sm90_internal::tile_grid(cfg, n);
       r.experts = spec.layout == GroupLayout::kDense ? 0 : spec.experts;
       const int wg_rows = sm90_internal::wg_tile_m(cfg);
       r.partial_bytes = int64_t{wg_rows} * sm90_internal::wg_tile_n(cfg) * 4;
@@ -61,7 +67,6 @@ LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const T
       r.box_b_rows = cfg.block_n / cfg.cluster_m;
       r.out_box_rows = wg_rows;
       r.out_box_cols = sm90_internal::out_box_cols(spec, cfg);
-      r.out_swizzle128 = r.out_box_cols != 16;
       break;
     }
     case KernelFamily::kReferenceGemm:

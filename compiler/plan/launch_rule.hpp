@@ -86,7 +86,7 @@ struct LaunchRule {
   // kPersistent: the TMA boxes the runtime encodes (A and B rows of box_k elements; the output's
   // warpgroup slab in boxes of out_box_cols columns, 128-byte swizzled or not).
   int box_k = 0, box_b_rows = 0, out_box_rows = 0, out_box_cols = 0;
-  bool out_swizzle128 = true;
+  bool out_swizzle128() const { return out_box_cols != 16; }  // 16-column boxes go unswizzled
   // kMxDequant: rows of W converted alongside X (N, grouped E x N), and K.
   int64_t w_rows = 0, k = 0;
   // kPhases.

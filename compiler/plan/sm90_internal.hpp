@@ -40,4 +40,8 @@ int out_box_cols(const KernelSpec& spec, const TileConfig& cfg);
 // them where sm90_staged_scales says so).
 int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bool staged_slots);
 
+// The tile grid of cfg's persistent launch for N = n (block_m, column tiles, clusters, splits,
+// consumers): the spec-independent part of make_launch_rule's sm90 rule (launch_rule.cpp).
+LaunchRule tile_grid(const TileConfig& cfg, int64_t n);
+
 }  // namespace kiln::sm90_internal

@@ -78,12 +78,7 @@ int sm90_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
 }
 
 int64_t sm90_split_slots(const TileConfig& cfg, const ProblemSizes& sizes) {
-  LaunchRule r;  // the tile-slot part of the sm90 rule (make_launch_rule), which needs no spec
-  r.block_m = cfg.block_m;
-  r.tiles_n = (std::max<int64_t>(sizes.n, 1) + cfg.block_n - 1) / cfg.block_n;
-  r.cluster_m = cfg.cluster_m;
-  r.consumers = consumers(cfg);
-  return r.split_slots(sizes.m);
+  return tile_grid(cfg, sizes.n).split_slots(sizes.m);
 }
 
 int64_t sm90_workspace_bytes(const KernelSpec& spec, const TileConfig& cfg, const ProblemSizes& sizes) {
