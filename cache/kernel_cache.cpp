@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <ctime>
@@ -40,20 +41,22 @@ constexpr const char* kColumns =
     "key, arch, entry, spec, config, registers, smem, spills, compile_ms, created, last_used, cubin, cubin_sha256";
 
 // Reads a row selected with kColumns (cubin and its sha256 last; they may be NULL placeholders).
-CachedKernel read_row(const Stmt& s) {
-  CachedKernel k;
+// The one spills column fills both spill fields.
+CompiledKernel read_row(const Stmt& s) {
+  CompiledKernel k;
   k.key = s.column_text(0);
   k.arch = s.column_text(1);
   k.entry = s.column_text(2);
   k.spec = s.column_text(3);
   k.config = s.column_text(4);
   k.registers = s.column_is_null(5) ? -1 : static_cast<int>(s.column_int64(5));
-  k.smem = s.column_is_null(6) ? -1 : static_cast<int>(s.column_int64(6));
-  k.spills = s.column_is_null(7) ? -1 : static_cast<int>(s.column_int64(7));
+  k.smem_static = s.column_is_null(6) ? -1 : static_cast<int>(s.column_int64(6));
+  k.spill_stores = k.spill_loads = s.column_is_null(7) ? -1 : static_cast<int>(s.column_int64(7));
   k.compile_ms = s.column_double(8);
   k.created_unix = s.column_int64(9);
   k.last_used_unix = s.column_int64(10);
   k.cubin = s.column_blob(11);
+  k.from_cache = true;
   return k;
 }
 
@@ -138,7 +141,7 @@ Status write_with_retry(sqlite3* db, const std::string& path, Body&& body) {
   }
 }
 
-Status insert_row(sqlite3* db, const std::string& path, const CachedKernel& e, const std::string& sha) {
+Status insert_row(sqlite3* db, const std::string& path, const CompiledKernel& e, const std::string& sha) {
   KILN_ASSIGN_OR_RETURN(Stmt st, Stmt::prepare(db, path,
                                                "INSERT OR IGNORE INTO kernels(key, arch, entry, spec, config, cubin, "
                                                "cubin_sha256, registers, smem, spills, compile_ms, created, last_used) "
@@ -152,8 +155,8 @@ Status insert_row(sqlite3* db, const std::string& path, const CachedKernel& e, c
   st.bind_blob(6, e.cubin);
   st.bind_text(7, sha);
   st.bind_int64(8, e.registers);
-  st.bind_int64(9, e.smem);
-  st.bind_int64(10, e.spills);
+  st.bind_int64(9, e.smem_static);
+  st.bind_int64(10, std::max(e.spill_stores, e.spill_loads));
   st.bind_double(11, e.compile_ms);
   st.bind_int64(12, e.created_unix > 0 ? e.created_unix : now);
   st.bind_int64(13, now);
@@ -188,16 +191,16 @@ std::string KernelCache::default_dir() {
 
 KernelCache::~KernelCache() { sqlite3_close_v2(db_); }
 
-StatusOr<std::optional<CachedKernel>> KernelCache::get(const std::string& key) {
+StatusOr<std::optional<CompiledKernel>> KernelCache::get(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  CachedKernel k;
+  CompiledKernel k;
   std::string stored_sha;
   {
     KILN_ASSIGN_OR_RETURN(Stmt s, Stmt::prepare(db_, path_, std::string("SELECT ") + kColumns +
                                                                 " FROM kernels WHERE key = ?1"));
     s.bind_text(1, key);
     KILN_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) return std::optional<CachedKernel>();
+    if (!row) return std::optional<CompiledKernel>();
     k = read_row(s);
     stored_sha = s.column_text(12);
   }  // finalized: the read transaction ends before any write below
@@ -211,7 +214,7 @@ StatusOr<std::optional<CachedKernel>> KernelCache::get(const std::string& key) {
       del->bind_text(2, stored_sha);
       (void)del->step();
     }
-    return std::optional<CachedKernel>();
+    return std::optional<CompiledKernel>();
   }
 
   const int64_t now = now_unix();
@@ -226,19 +229,23 @@ StatusOr<std::optional<CachedKernel>> KernelCache::get(const std::string& key) {
     }
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   }
-  return std::optional<CachedKernel>(std::move(k));
+  return std::optional<CompiledKernel>(std::move(k));
 }
 
-Status KernelCache::put(const CachedKernel& entry) {
-  if (entry.key.empty()) return InvalidArgument("KernelCache::put: the key is empty; use kernel_cache_key()");
-  if (entry.cubin.empty()) return InvalidArgument("KernelCache::put: the cubin for key " + entry.key + " is empty");
-  const std::string sha = sha256_hex(entry.cubin);
+Status KernelCache::put(const CompiledKernel& kernel) {
+  if (kernel.key.empty()) {
+    return InvalidArgument("KernelCache::put: the key is empty; use kernel_cache_key()");
+  }
+  if (kernel.cubin.empty()) {
+    return InvalidArgument("KernelCache::put: the cubin for key " + kernel.key + " is empty");
+  }
+  const std::string sha = sha256_hex(kernel.cubin);
   std::lock_guard<std::mutex> lock(mu_);
   int64_t evicted = 0;
   KILN_RETURN_IF_ERROR(write_with_retry(db_, path_, [&]() -> Status {
     evicted = 0;
-    KILN_RETURN_IF_ERROR(insert_row(db_, path_, entry, sha));
-    KILN_ASSIGN_OR_RETURN(evicted, evict_over_cap(db_, path_, max_cubin_bytes_, entry.key));
+    KILN_RETURN_IF_ERROR(insert_row(db_, path_, kernel, sha));
+    KILN_ASSIGN_OR_RETURN(evicted, evict_over_cap(db_, path_, max_cubin_bytes_, kernel.key));
     return Status::Ok();
   }));
   evictions_.fetch_add(evicted);
@@ -278,13 +285,13 @@ StatusOr<CacheStats> KernelCache::stats() {
   return st;
 }
 
-StatusOr<std::vector<CachedKernel>> KernelCache::list(bool with_cubins) {
+StatusOr<std::vector<CompiledKernel>> KernelCache::list(bool with_cubins) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string sql = "SELECT key, arch, entry, spec, config, registers, smem, spills, compile_ms, created, last_used, ";
   sql += with_cubins ? "cubin" : "NULL";
   sql += " FROM kernels ORDER BY last_used DESC, key";
   KILN_ASSIGN_OR_RETURN(Stmt s, Stmt::prepare(db_, path_, sql));
-  std::vector<CachedKernel> out;
+  std::vector<CompiledKernel> out;
   while (true) {
     KILN_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) break;

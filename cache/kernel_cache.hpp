@@ -1,11 +1,12 @@
-// cache/kernel_cache.hpp — the SQLite cache of compiled kernels (and, later, tuning winners).
+// cache/kernel_cache.hpp — the SQLite cache of compiled kernels (tunings: cache/tuning_store.hpp).
 //
 // One file: ${KILN_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/kiln}/kiln.db, directory mode 0700.
 // Table `kernels`: content key (sha256 hex, see cache_key.hpp) -> cubin blob, cubin sha256 (checked
 // before every load: a mismatching row is deleted and reported as a miss), registers, smem, spills,
-// compile ms, arch, entry name, created/last-used times. WAL journal, busy_timeout, PRAGMA
-// user_version for migrations, BEGIN IMMEDIATE for writes; entries appear atomically (one INSERT
-// in one transaction), so a second process sees either nothing or the whole kernel.
+// compile ms, arch, entry name, spec and config text, created/last-used times. Rows go in and come
+// out as the one kernel record, CompiledKernel (include/kiln/kernel.hpp). WAL journal, busy_timeout,
+// PRAGMA user_version for migrations, BEGIN IMMEDIATE for writes; entries appear atomically (one
+// INSERT in one transaction), so a second process sees either nothing or the whole kernel.
 // Thread-safe: one connection guarded by a mutex.
 //
 // Size cap, least-recently-used eviction. The cubins a cache keeps are capped (max_cubin_bytes:
@@ -22,8 +23,8 @@
 // Freed pages are reused by later inserts; the file shrinks only on `kiln cache clear` (VACUUM).
 //
 //   KILN_ASSIGN_OR_RETURN(auto cache, kiln::KernelCache::open_default());
-//   KILN_ASSIGN_OR_RETURN(std::optional<CachedKernel> hit, cache->get(key));
-//   KILN_RETURN_IF_ERROR(cache->put(entry));
+//   KILN_ASSIGN_OR_RETURN(std::optional<CompiledKernel> hit, cache->get(key));
+//   KILN_RETURN_IF_ERROR(cache->put(kernel));
 #pragma once
 
 #include <atomic>
@@ -34,26 +35,12 @@
 #include <string>
 #include <vector>
 
+#include "kiln/kernel.hpp"
 #include "kiln/status.hpp"
 
 struct sqlite3;
 
 namespace kiln {
-
-struct CachedKernel {
-  std::string key;          // content key (hex sha256)
-  std::string arch;         // "sm_90a"
-  std::string entry;        // kernel symbol
-  std::string spec;         // canonical spec text (for `kiln cache list`)
-  std::string config;       // TileConfig::to_string()
-  std::string cubin;        // ELF bytes
-  int registers = -1;
-  int smem = -1;
-  int spills = -1;
-  double compile_ms = 0;
-  int64_t created_unix = 0;
-  int64_t last_used_unix = 0;
-};
 
 struct CacheStats {
   std::string path;
@@ -86,10 +73,15 @@ class KernelCache {
   ~KernelCache();
 
   // nullopt on miss. A row whose cubin no longer matches its stored sha256 is removed (miss).
-  StatusOr<std::optional<CachedKernel>> get(const std::string& key);
+  // A hit fills key, arch, entry, spec, config, cubin, registers, smem_static, both spill fields
+  // (from the one stored spills column), compile_ms, created/last_used_unix, and from_cache = true;
+  // source, ptx and log stay empty, stack_frame -1, threads and smem_dynamic 0.
+  StatusOr<std::optional<CompiledKernel>> get(const std::string& key);
   // Insert-or-ignore (the content key determines the cubin); the cubin sha256 is computed here.
+  // Stores key, arch, entry, spec, config, cubin, registers, smem_static, max(spill_stores,
+  // spill_loads), compile_ms, and created_unix when set (else now).
   // Then evicts least-recently-used other kernels while the cubins exceed the cap (see above).
-  Status put(const CachedKernel& entry);
+  Status put(const CompiledKernel& kernel);
   // Evicts least-recently-used kernels until the cubins fit under the cap (put() does this on its
   // own; this is for a cap that was lowered). Returns the number of kernels evicted.
   StatusOr<int64_t> enforce_cap();
@@ -97,7 +89,9 @@ class KernelCache {
   int64_t evictions() const { return evictions_.load(); }
   int64_t max_cubin_bytes() const { return max_cubin_bytes_; }
   StatusOr<CacheStats> stats();
-  StatusOr<std::vector<CachedKernel>> list(bool with_cubins = false);
+  // Every kernel, most recently used first, each filled as get() fills a hit (the cubin only
+  // with_cubins).
+  StatusOr<std::vector<CompiledKernel>> list(bool with_cubins = false);
   Status clear();
   const std::string& path() const { return path_; }
 

@@ -1,13 +1,11 @@
-// Runtime and Plan: spec -> plan -> (compile | cache) -> load -> launch.
+// Runtime and Plan: spec -> plan -> (compile | cache: compiler/service) -> load -> launch.
 #include <algorithm>
-#include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_key.hpp"
 #include "common/env.hpp"
-#include "compiler/emit/emit.hpp"
-#include "compiler/nvrtc/nvrtc.hpp"
+#include "compiler/plan/planner.hpp"
 #include "compiler/plan/sm90_plan.hpp"  // split-K workspace sizes
+#include "compiler/service/compile_service.hpp"
 #include "runtime/mx_prepass.hpp"       // MXFP8 at large M through a bf16 pre-pass
 #include "runtime/operands.hpp"
 #include "runtime/quantize_launch.hpp"  // the quantize family's phases
@@ -15,7 +13,6 @@
 #include "runtime/sm90_launch.hpp"    // the sm90 family's launch
 #include "runtime/tuned_configs.hpp"  // Runtime::plan's tuned-configs block
 #include "templates/common/gemm_params.cuh"
-#include "templates/templates.hpp"
 
 namespace kiln {
 
@@ -28,138 +25,17 @@ Status RuntimeImpl::device_status() const {
   return d.ok() ? Status::Ok() : d.status();
 }
 
-StatusOr<CompiledKernel> RuntimeImpl::compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
-                                              const Arch& arch, bool want_ptx) {
-  KILN_ASSIGN_OR_RETURN(EmittedKernel em, emit_kernel(spec, family, cfg, arch));
-  CompileOptions copts;
-  copts.want_ptx = want_ptx;
-  KILN_ASSIGN_OR_RETURN(std::string nvrtc_ver, nvrtc_version());
-  KeyInputs ki;
-  ki.template_hash = template_tree_hash();
-  ki.source = em.source;
-  ki.nvrtc_version = nvrtc_ver;
-  ki.options = nvrtc_options(arch, copts);
-  ki.arch = arch.name();
-  std::string key = kernel_cache_key(ki);
-
-  CompiledKernel out;
-  out.key = key;
-  out.entry = em.entry;
-  out.source = em.source;
-  out.threads = em.threads;
-  out.smem_dynamic = em.smem_bytes;
-
-  auto from_cache = [&]() -> bool {
-    if (!cache || want_ptx) return false;
-    auto hit = cache->get(key);  // a failing read is not fatal: the cache is an optimisation
-    if (!hit.ok() || !hit->has_value()) return false;
-    const CachedKernel& c = **hit;
-    out.cubin = c.cubin;
-    out.registers = c.registers;
-    out.smem_static = c.smem;
-    out.spill_stores = c.spills;
-    out.spill_loads = c.spills;
-    out.compile_ms = c.compile_ms;
-    out.from_cache = true;
-    cache_hits.fetch_add(1);
-    return true;
-  };
-  if (from_cache()) return out;
-
-  // Single flight: concurrent callers of the same key wait for the first one's compile. The owner
-  // writes the cache before it leaves the flight table, and re-reads the cache after joining it, so
-  // a key is compiled once per process (with the cache on) however the threads interleave.
-  std::promise<StatusOr<CompileResult>> promise;
-  std::shared_future<StatusOr<CompileResult>> fut;
-  bool owner = false;
-  const std::string flight_key = key + (want_ptx ? "+ptx" : "");
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = compiling_.find(flight_key);
-    if (it != compiling_.end()) {
-      fut = it->second;
-    } else {
-      fut = promise.get_future().share();
-      compiling_.emplace(flight_key, fut);
-      owner = true;
-    }
-  }
-  if (owner) {
-    StatusOr<CompileResult> compiled = Internal("unset");
-    if (from_cache()) {
-      CompileResult r;
-      r.cubin = out.cubin;
-      r.registers = out.registers;
-      r.smem_static = out.smem_static;
-      r.spill_stores = out.spill_stores;
-      r.spill_loads = out.spill_loads;
-      r.compile_ms = out.compile_ms;
-      compiled = r;
-    } else {
-      compiled = compile_cuda(em.source, arch, copts);
-      if (compiled.ok()) {
-        compiles.fetch_add(1);
-        if (cache && !want_ptx) {
-          CachedKernel c;
-          c.key = key;
-          c.arch = arch.name();
-          c.entry = em.entry;
-          c.spec = print_spec(spec);
-          // Families without a tile config are listed by name.
-          const bool tiled = family != KernelFamily::kReferenceGemm && family != KernelFamily::kMxDequant;
-          c.config = tiled ? cfg.to_string() : family_name(family);
-          c.cubin = compiled->cubin;
-          c.registers = compiled->registers;
-          c.smem = compiled->smem_static;
-          c.spills = std::max(compiled->spill_stores, compiled->spill_loads);
-          c.compile_ms = compiled->compile_ms;
-          (void)cache->put(c);  // best effort: a full disk must not fail the launch
-        }
-      }
-    }
-    promise.set_value(compiled);
-    std::lock_guard<std::mutex> lock(mu_);
-    compiling_.erase(flight_key);
-  }
-  StatusOr<CompileResult> shared = fut.get();
-  if (!shared.ok()) return shared.status();
-  if (out.from_cache) return out;
-  const CompileResult& r = *shared;
-  out.cubin = r.cubin;
-  out.ptx = r.ptx;
-  out.log = r.log;
-  out.registers = r.registers;
-  out.smem_static = r.smem_static;
-  out.stack_frame = r.stack_frame;
-  out.spill_stores = r.spill_stores;
-  out.spill_loads = r.spill_loads;
-  out.compile_ms = r.compile_ms;
-  return out;
-}
-
 StatusOr<LoadedKernel*> RuntimeImpl::load(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
-                                          const Arch& arch) {
+                                          const Arch& arch, const EpilogueProgram* epilogue) {
   // The load key is cheaper than the content key (no emit): spec text + family + config + arch.
   std::string lkey = print_spec(spec) + "|" + family_name(family) + "|" + cfg.to_string() + "|" + arch.name();
-  std::promise<StatusOr<LoadedKernel*>> promise;
-  std::shared_future<StatusOr<LoadedKernel*>> fut;
-  bool owner = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = loaded_.find(lkey);
-    if (it != loaded_.end()) {
-      fut = it->second;
-    } else {
-      fut = promise.get_future().share();
-      loaded_.emplace(lkey, fut);
-      owner = true;
-    }
-  }
-  if (!owner) return fut.get();
+  FlightTable<StatusOr<LoadedKernel*>>::Flight flight = loaded_.join(lkey);  // memoized: loads stay
+  if (!flight.owner) return flight.result.get();
 
   auto result = [&]() -> StatusOr<LoadedKernel*> {
     KILN_ASSIGN_OR_RETURN(const Driver* d, driver());
-    KILN_ASSIGN_OR_RETURN(CompiledKernel ck, compile(spec, family, cfg, arch, false));
+    KILN_ASSIGN_OR_RETURN(CompiledKernel ck,
+                          compile_service->compile(spec, family, cfg, arch, epilogue, /*want_ptx=*/false));
     auto lk = std::make_unique<LoadedKernel>();
     lk->compiled = std::move(ck);
     KILN_RETURN_IF_ERROR(d->check(d->cuLibraryLoadData(&lk->library, lk->compiled.cubin.data(), nullptr, nullptr, 0,
@@ -170,12 +46,9 @@ StatusOr<LoadedKernel*> RuntimeImpl::load(const KernelSpec& spec, KernelFamily f
         d->check(d->cuLibraryGetKernel(&lk->kernel, lk->library, lk->compiled.entry.c_str()), "cuLibraryGetKernel"));
     return lk.release();  // owned by the runtime for the process lifetime (libraries stay loaded)
   }();
-  if (!result.ok()) {
-    // Failed loads are not memoized forever: drop the entry so a later call can retry.
-    std::lock_guard<std::mutex> lock(mu_);
-    loaded_.erase(lkey);
-  }
-  promise.set_value(result);
+  // Failed loads are not memoized forever: drop the entry so a later call can retry.
+  if (!result.ok()) loaded_.erase(lkey);
+  flight.owner->set_value(result);
   return result;
 }
 
@@ -198,10 +71,20 @@ Status RuntimeImpl::prepare_on_device(LoadedKernel* k, int device) {
 
 // ---------------------------------------------------------------- PlanImpl
 
+PlanImpl::PlanImpl(std::shared_ptr<RuntimeImpl> runtime, PlanRecord record)
+    : PlanRecord(std::move(record)), rt(std::move(runtime)) {
+  if (prepass_plan) prepass_gemm = std::make_shared<const PlanImpl>(rt, *prepass_plan);
+}
+
+const std::vector<EpilogueOperand>& PlanImpl::epilogue_operands() const {
+  static const std::vector<EpilogueOperand> kNone;
+  return epilogue ? epilogue->operands : kNone;
+}
+
 StatusOr<LoadedKernel*> PlanImpl::kernel_for(int bucket) const {
   LoadedKernel* k = kernels[bucket].load(std::memory_order_acquire);
   if (k) return k;
-  KILN_ASSIGN_OR_RETURN(k, rt->load(spec, families[bucket], configs[bucket], arch));
+  KILN_ASSIGN_OR_RETURN(k, rt->load(spec, families[bucket], configs[bucket], arch, epilogue_program()));
   kernels[bucket].store(k, std::memory_order_release);
   return k;
 }
@@ -316,7 +199,7 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
                 CUstream_st* stream) {
   if (p.family == KernelFamily::kQuantize) return run_quantize(p, ops, stream);
   CheckedOperands c;
-  KILN_RETURN_IF_ERROR(check_operands(p.spec, p.sizes, ops, p.epilogue_operands, c));
+  KILN_RETURN_IF_ERROR(check_operands(p.spec, p.sizes, ops, p.epilogue_operands(), c));
   const StatusOr<const Driver*>& drv = p.rt->driver();
   if (!drv.ok()) return drv.status().with_context("Plan::run");
   const Driver* d = *drv;
@@ -413,6 +296,7 @@ StatusOr<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
       return c.status().with_context("Runtime::create: opening the kernel cache (set KILN_DISABLE_CACHE=1 to run without it)");
     }
   }
+  impl->compile_service = std::make_unique<CompileService>(impl->cache.get());
   return std::shared_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
@@ -470,88 +354,35 @@ Arch RuntimeImpl::with_facts(const Arch& arch, const StatusOr<Arch>& device) con
 }
 
 StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, std::optional<Arch> arch) {
-  KILN_RETURN_IF_ERROR(validate_spec(spec));
-  // The device is asked only when the caller's arch does not already carry its facts (the MXFP8
-  // pre-pass plans its bf16 problem with this plan's arch, facts included).
+  PlanOptions options;
+  options.arch = std::move(arch);
+  return plan(spec, sizes, options);
+}
+
+StatusOr<Plan> Runtime::plan(const KernelSpec& spec, const ProblemSizes& sizes, const PlanOptions& options) {
+  // The device is asked only when the caller's arch does not already carry its facts.
   Arch a;
-  if (arch && arch->sm_count > 0) {
-    a = impl_->with_facts(*arch, NoDevice("not asked"));
+  if (options.arch && options.arch->sm_count > 0) {
+    a = impl_->with_facts(*options.arch, NoDevice("not asked"));
   } else {
     const StatusOr<Arch> device = device_arch();
-    a = impl_->with_facts(arch ? *arch : device.ok() ? *device : Arch{9, 0, true}, device);
+    a = impl_->with_facts(options.arch ? *options.arch : device.ok() ? *device : Arch{9, 0, true}, device);
   }
-  KILN_ASSIGN_OR_RETURN(KernelFamily fam, select_family(spec, a));
-  // sizes.m is a hint (0: any M); every family's can_implement takes M = 0, and rules on M (e.g.
-  // quantize transpose=true) are checked again per call.
-  KILN_RETURN_IF_ERROR(can_implement(spec, a, sizes));
-  auto impl = std::make_shared<PlanImpl>();
-  impl->rt = impl_;
-  impl->spec = spec;
-  impl->canonical = print_spec(spec);
-  impl->sizes = sizes;
-  impl->arch = a;
-  impl->family = fam;
-  impl->families.fill(fam);
-  // The epilogue's vector operands, so that run() checks them without parsing.
-  {
-    KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
-    if (program) impl->epilogue_operands = program->operands;
-  }
-  for (size_t b = 0; b < kMBuckets.size(); ++b) {
-    ProblemSizes s = sizes;
-    s.m = kMBuckets[b];
-    impl->configs[b] = default_config(spec, a, s);
-  }
-  // ---- BEGIN tuned configs (runtime/tuned_configs.hpp, docs/tuning.md) ----
-  // Per bucket: in-memory -> user database -> pre-tuned tables -> (opt-in online tuning) -> the
-  // heuristic above. Never fails the plan.
-  const auto sources = apply_tuned_configs(*this, *impl);
-  // ---- END tuned configs ----
-  // ---- Heuristic buckets that measured faster on the portable family run there
-  // (grouped FP8 at a few rows per expert; compiler/plan/sm90_plan.hpp sm90_portable_bucket). Tuned
-  // and pinned buckets run on the family their record or override names (apply_tuned_configs).
-  // Dense problems of at most 16 rows that the decode kernel takes run on it (the portable family's
-  // TileConfig::decode; measured faster than the sm90 family on every decode shape on the H200,
-  // docs/performance.md).
-  if (fam == KernelFamily::kSm90Gemm) {
-    for (size_t b = 0; b < kMBuckets.size(); ++b) {
-      if (sources[b] != ConfigSource::kHeuristic) continue;
-      ProblemSizes s = sizes;
-      s.m = kMBuckets[b];
-      if (!sm90_portable_bucket(spec, kMBuckets[b]) && !decode_bucket(spec, a, kMBuckets[b])) continue;
-      const TileConfig portable = default_config(spec, a, KernelFamily::kSm80Gemm, s);
-      if (!check_config(spec, a, KernelFamily::kSm80Gemm, portable).ok()) continue;
-      impl->families[b] = KernelFamily::kSm80Gemm;
-      impl->configs[b] = portable;
-    }
-  }
-  // ---- MXFP8 at large M, the bf16 pre-pass's plan (runtime/mx_prepass.hpp). A bf16 plan
-  // that cannot be made (e.g. an output format the bf16 kernel lacks) leaves the fused kernel alone.
-  if (sm90_mx_prepass_supported(spec, a)) {
-    StatusOr<Plan> bf16 = plan(sm90_mx_prepass_gemm_spec(spec), sizes, a);
-    if (bf16.ok()) {
-      impl->prepass_gemm = bf16->impl_;
-      impl->prepass_convert_spec = sm90_mx_prepass_convert_spec(spec);
-      impl->prepass_convert_launch =
-          make_launch_rule(spec, KernelFamily::kMxDequant, TileConfig{}, sizes.n, sizes.k);
-      impl->prepass_layout = make_mx_prepass_layout(spec, sizes.n, sizes.k);
-    }
-  }
-  // Every bucket's launch rule, from its final family and config.
-  for (size_t b = 0; b < kMBuckets.size(); ++b)
-    impl->launch[b] = make_launch_rule(spec, impl->families[b], impl->configs[b], sizes.n, sizes.k);
-  return Plan(std::move(impl));
+  // All planning is compiler/plan's (planner.hpp); the runtime supplies its tunings (tuned_configs.hpp).
+  StoreTunings tunings(*this);
+  KILN_ASSIGN_OR_RETURN(PlanRecord record, make_plan(spec, sizes, a, options, &tunings));
+  return Plan(std::make_shared<const PlanImpl>(impl_, std::move(record)));
 }
 
 StatusOr<CompiledKernel> Runtime::compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
                                           const Arch& arch, bool want_ptx) {
-  return impl_->compile(spec, family, cfg, arch, want_ptx);
+  return impl_->compile_service->compile(spec, family, cfg, arch, /*epilogue=*/nullptr, want_ptx);
 }
 
 RuntimeCounters Runtime::counters() const {
   RuntimeCounters c;
-  c.compiles = impl_->compiles.load();
-  c.cache_hits = impl_->cache_hits.load();
+  c.compiles = impl_->compile_service->compiles();
+  c.cache_hits = impl_->compile_service->cache_hits();
   c.loads = impl_->loads.load();
   return c;
 }

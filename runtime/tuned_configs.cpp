@@ -19,9 +19,7 @@ static_assert(kTuningMBuckets == kMBuckets, "tunings are keyed by the buckets Pl
 
 namespace {
 
-thread_local const TileConfig* t_override = nullptr;
-thread_local std::optional<KernelFamily> t_override_family;
-thread_local bool t_in_online_tuning = false;
+thread_local bool t_in_online_tuning = false;  // the online tuner's own plans consult no tuner
 
 struct OnlineState {
   std::mutex mu;
@@ -249,48 +247,19 @@ std::shared_ptr<TuningStore> tuning_store_for(const Runtime& rt) {
   return shared_tuning_store(dir);
 }
 
-const char* config_source_name(ConfigSource s) {
-  switch (s) {
-    case ConfigSource::kHeuristic: return "heuristic";
-    case ConfigSource::kOverride: return "override";
-    case ConfigSource::kMemory: return "memory";
-    case ConfigSource::kUserDb: return "user database";
-    case ConfigSource::kPretuned: return "pre-tuned";
-    case ConfigSource::kOnline: return "online tuning";
-  }
-  return "unknown";
-}
-
-TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
-                                   const ProblemSizes& sizes, const Arch& arch) {
-  TunedConfigs out;
-  for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
-    ProblemSizes s = sizes;
-    s.m = kTuningMBuckets[b];
-    out.configs[b] = default_config(spec, arch, s);
-    out.sources[b] = ConfigSource::kHeuristic;
-  }
-  out.families.fill(family);
-  if (const TileConfig* pinned = active_config_override()) {
-    out.configs.fill(*pinned);
-    out.sources.fill(ConfigSource::kOverride);
-    out.families.fill(active_family_override().value_or(family));
-    return out;
-  }
+void StoreTunings::apply(const KernelSpec& spec, KernelFamily family, const ProblemSizes& sizes, const Arch& arch,
+                         BucketChoices& buckets) {
   StatusOr<TuningDevice> device = tuning_device_for(arch);
-  if (!device.ok()) return out;  // no identity to key tunings by: the heuristic
-  out.device = *device;
-  std::shared_ptr<TuningStore> store = tuning_store_for(rt);
-  if (!store) return out;
+  if (!device.ok()) return;  // no identity to key tunings by: the heuristic
+  device_ = *device;
+  std::shared_ptr<TuningStore> store = tuning_store_for(rt_);
+  if (!store) return;
   const TuningProblem problem = tuning_problem(spec, sizes);
   for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
     StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, problem, kTuningMBuckets[b]);
     if (!hit.ok() || !hit->has_value()) continue;  // a failing read is a miss: the cache is an optimisation
-    if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch)) {
-      out.configs[b] = cfg->first;
-      out.families[b] = cfg->second;
-      out.sources[b] = source_of((*hit)->source);
-    }
+    if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch))
+      buckets[b] = BucketChoice{cfg->first, cfg->second, source_of((*hit)->source)};
   }
 
   // The bucket the caller said it will run (sizes.m), or 0 when it gave no hint.
@@ -301,10 +270,10 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
           : static_cast<size_t>(std::find(kTuningMBuckets.begin(), kTuningMBuckets.end(), hint_bucket) -
                                 kTuningMBuckets.begin());
   const bool hint_untuned = hint_index == kTuningMBuckets.size()
-                                ? std::all_of(out.sources.begin(), out.sources.end(),
-                                              [](ConfigSource s) { return s == ConfigSource::kHeuristic; })
-                                : out.sources[hint_index] == ConfigSource::kHeuristic;
-  if (!hint_untuned) return out;
+                                ? std::all_of(buckets.begin(), buckets.end(),
+                                              [](const BucketChoice& c) { return c.source == ConfigSource::kHeuristic; })
+                                : buckets[hint_index].source == ConfigSource::kHeuristic;
+  if (!hint_untuned) return;
 
   if (hint_index < kTuningMBuckets.size() && online_tuning_enabled() && !t_in_online_tuning) {
     OnlineTuner tuner;
@@ -316,15 +285,13 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
     if (tuner) {
       OnlineTuneRequest req{spec, family, sizes, arch, *device};
       t_in_online_tuning = true;
-      StatusOr<TuningRecord> won = tuner(rt, req);
+      StatusOr<TuningRecord> won = tuner(rt_, req);
       t_in_online_tuning = false;
       if (won.ok()) {
         (void)store->record(*won);  // best effort: the plan uses the winner either way
         if (auto cfg = usable_tuned_config(*won, spec, family, arch)) {
-          out.configs[hint_index] = cfg->first;
-          out.families[hint_index] = cfg->second;
-          out.sources[hint_index] = ConfigSource::kOnline;
-          return out;
+          buckets[hint_index] = BucketChoice{cfg->first, cfg->second, ConfigSource::kOnline};
+          return;
         }
       }
     }
@@ -332,27 +299,19 @@ TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFa
   if (env::flag(env::kRecordUntuned) && first_untuned_sighting(*device, problem, hint_bucket)) {
     (void)store->record_untuned(*device, problem, hint_bucket);  // best effort, like the kernel cache
   }
-  return out;
 }
 
-std::array<ConfigSource, kTuningMBuckets.size()> apply_tuned_configs(Runtime& rt, PlanImpl& plan) {
-  TunedConfigs tc = resolve_tuned_configs(rt, plan.spec, plan.family, plan.sizes, plan.arch);
-  plan.configs = tc.configs;
-  plan.families = tc.families;
-  return tc.sources;
+BucketChoices resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
+                                    const ProblemSizes& sizes, const Arch& arch) {
+  BucketChoices buckets;
+  for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
+    ProblemSizes s = sizes;
+    s.m = kTuningMBuckets[b];
+    buckets[b] = BucketChoice{default_config(spec, arch, s), family, ConfigSource::kHeuristic};
+  }
+  StoreTunings(rt).apply(spec, family, sizes, arch, buckets);
+  return buckets;
 }
-
-ScopedConfigOverride::ScopedConfigOverride(const TileConfig& cfg, std::optional<KernelFamily> family)
-    : cfg_(cfg), family_(family), previous_(t_override), previous_family_(t_override_family) {
-  t_override = &cfg_;
-  t_override_family = family_;
-}
-ScopedConfigOverride::~ScopedConfigOverride() {
-  t_override = previous_;
-  t_override_family = previous_family_;
-}
-const TileConfig* active_config_override() { return t_override; }
-std::optional<KernelFamily> active_family_override() { return t_override_family; }
 
 void set_online_tuner(OnlineTuner tuner) {
   OnlineState& st = online_state();

@@ -1,9 +1,11 @@
-// runtime/tuned_configs.hpp — how Runtime::plan fills a Plan's per-bucket configs from tunings.
+// runtime/tuned_configs.hpp — the runtime's tunings, which Runtime::plan hands to the planner.
 //
 // For each M bucket of a plan the config comes from the first layer that has one:
-//   override (ScopedConfigOverride, the tuner timing a candidate) -> in-memory -> user database
-//   (kiln.db, table `tunings`) -> pre-tuned tables built into the binary -> online tuning (opt-in,
-//   the plan's M-hint bucket only) -> the heuristic (default_config).
+//   a pinned config (PlanOptions::config: `kiln run --config`, the tuner timing a candidate) -> in-memory
+//   -> user database (kiln.db, table `tunings`) -> pre-tuned tables built into the binary -> online
+//   tuning (opt-in, the plan's M-hint bucket only) -> the heuristic (default_config).
+// The planner (compiler/plan/planner.hpp) owns that order; this file supplies the tunings' layers as a
+// TunedConfigSource (StoreTunings).
 // Tunings are keyed by the device's hard key (cc, SM count, codegen version, NVRTC major), so a
 // plan only uses them when its arch is the device's; $KILN_TUNING_DEVICE names a device to plan for
 // when there is none (pre-compiling on a CPU machine, tests). A stored config is parsed and checked
@@ -12,9 +14,9 @@
 // The store is process-wide per cache directory, so every Runtime on one cache shares its memory
 // layer; Plan::run never sees any of this (the configs are fixed when the plan is made).
 //
-//   kiln::ScopedConfigOverride pin(candidate);            // the tuner: this thread's plans use it
-//   KILN_ASSIGN_OR_RETURN(kiln::Plan p, rt->plan(spec, sizes, arch));
-//   TunedConfigs tc = kiln::resolve_tuned_configs(*rt, spec, family, sizes, arch);  // + where from
+//   kiln::StoreTunings tunings(*rt);
+//   KILN_ASSIGN_OR_RETURN(kiln::PlanRecord p, kiln::make_plan(spec, sizes, arch, {}, &tunings));
+//   kiln::BucketChoices c = kiln::resolve_tuned_configs(*rt, spec, family, sizes, arch);  // + where from
 #pragma once
 
 #include <array>
@@ -29,11 +31,11 @@
 #include "cache/tuning_store.hpp"
 #include "compiler/plan/gpus.hpp"
 #include "compiler/plan/plan.hpp"
+#include "compiler/plan/planner.hpp"  // TunedConfigSource, BucketChoices
 
 namespace kiln {
 
 class Runtime;
-class PlanImpl;
 
 // The problem part of a tuning key: canonical spec text with sizes stripped (experts=0), N, K,
 // experts. sizes.m is not part of it (that is the bucket).
@@ -66,45 +68,25 @@ std::shared_ptr<TuningStore> tuning_store_for(const Runtime& rt);
 std::optional<std::pair<TileConfig, KernelFamily>> usable_tuned_config(const TuningRecord& r, const KernelSpec& spec,
                                                                        KernelFamily family, const Arch& arch);
 
-enum class ConfigSource { kHeuristic, kOverride, kMemory, kUserDb, kPretuned, kOnline };
-const char* config_source_name(ConfigSource s);  // "heuristic", "override", "memory", ...
-
-struct TunedConfigs {
-  std::array<TileConfig, kTuningMBuckets.size()> configs;
-  std::array<ConfigSource, kTuningMBuckets.size()> sources{};
-  // The family each bucket runs on: the plan's, or the portable family for a record (or an override)
-  // that names it — a tuned grouped FP8 decode bucket of an sm90 plan (select_bucket_family).
-  std::array<KernelFamily, kTuningMBuckets.size()> families{};
-  std::optional<TuningDevice> device;  // the identity looked up under (none: heuristic only)
-};
-// Every bucket's config and where it came from, as Runtime::plan would choose them. May tune
-// online (see set_online_tuning) and record untuned shapes (KILN_RECORD_UNTUNED=1).
-TunedConfigs resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
-                                   const ProblemSizes& sizes, const Arch& arch);
-// Runtime::plan's hook: overwrites plan.configs with resolve_tuned_configs().
-// Returns where each bucket's config came from (Runtime::plan keeps the heuristic's buckets open to the
-// family choice of sm90_portable_bucket).
-std::array<ConfigSource, kTuningMBuckets.size()> apply_tuned_configs(Runtime& rt, PlanImpl& plan);
-
-// While alive, Runtime::plan on this thread uses cfg for every bucket and consults no tuning
-// (how the tuner runs a candidate through a real Plan and run_check). Nests.
-class ScopedConfigOverride {
+// The runtime's tunings as compiler/plan's TunedConfigSource (Runtime::plan hands one to make_plan):
+// per bucket, memory -> user database -> pre-tuned tables, then (opt-in) online tuning of the M-hint
+// bucket, and KILN_RECORD_UNTUNED's sightings. Sources are ConfigSource (compiler/plan/planner.hpp).
+class StoreTunings final : public TunedConfigSource {
  public:
-  // family: the family the pinned config is for (the tuner timing a portable-family candidate of an
-  // sm90 plan's bucket); by default the plan's own.
-  explicit ScopedConfigOverride(const TileConfig& cfg, std::optional<KernelFamily> family = std::nullopt);
-  ~ScopedConfigOverride();
-  ScopedConfigOverride(const ScopedConfigOverride&) = delete;
-  ScopedConfigOverride& operator=(const ScopedConfigOverride&) = delete;
+  explicit StoreTunings(Runtime& rt) : rt_(rt) {}
+  void apply(const KernelSpec& spec, KernelFamily family, const ProblemSizes& sizes, const Arch& arch,
+             BucketChoices& buckets) override;
+  // The identity tunings were looked up under (none: the heuristic alone).
+  const std::optional<TuningDevice>& device() const { return device_; }
 
  private:
-  TileConfig cfg_;
-  std::optional<KernelFamily> family_;
-  const TileConfig* previous_;
-  std::optional<KernelFamily> previous_family_;
+  Runtime& rt_;
+  std::optional<TuningDevice> device_;
 };
-const TileConfig* active_config_override();
-std::optional<KernelFamily> active_family_override();
+// Every bucket's config, family and source as Runtime::plan would choose them before the portable-family
+// step (the heuristic's defaults, then the tunings). May tune online and record untuned shapes.
+BucketChoices resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
+                                    const ProblemSizes& sizes, const Arch& arch);
 
 // ---- online tuning (opt-in) ----
 // The tuner lives above the runtime, so it installs itself here (tuner/online.hpp:

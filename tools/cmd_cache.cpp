@@ -81,19 +81,19 @@ int cache_stats(KernelCache& cache, const CacheArgs& args) {
 }
 
 int cache_list(KernelCache& cache, const CacheArgs& args) {
-  StatusOr<std::vector<CachedKernel>> rows = cache.list(/*with_cubins=*/false);
+  StatusOr<std::vector<CompiledKernel>> rows = cache.list(/*with_cubins=*/false);
   if (!rows.ok()) return report_error("cache list", rows.status());
   if (args.json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const CachedKernel& k : *rows) {
+    for (const CompiledKernel& k : *rows) {
       j.push_back({{"key", k.key},
                    {"arch", k.arch},
                    {"entry", k.entry},
                    {"spec", k.spec},
                    {"config", k.config},
                    {"registers", k.registers},
-                   {"smem", k.smem},
-                   {"spills", k.spills},
+                   {"smem", k.smem_static},
+                   {"spills", k.spill_stores},  // the stored spills: the larger of stores and loads
                    {"compile_ms", k.compile_ms},
                    {"created_unix", k.created_unix},
                    {"last_used_unix", k.last_used_unix}});
@@ -107,10 +107,10 @@ int cache_list(KernelCache& cache, const CacheArgs& args) {
   }
   fmt::print("{:<12}  {:<7}  {:>4}  {:>7}  {:>6}  {:>9}  {:<20}  {:<28}  {}\n", "key", "arch", "regs", "smem",
              "spills", "compile", "last used", "config", "spec");
-  for (const CachedKernel& k : *rows) {
+  for (const CompiledKernel& k : *rows) {
     fmt::print("{:<12}  {:<7}  {:>4}  {:>7}  {:>6}  {:>7.0f}ms  {:<20}  {:<28}  {}\n", k.key.substr(0, 12),
-               k.arch, k.registers, k.smem, k.spills, k.compile_ms, utc_time(k.last_used_unix), k.config,
-               k.spec);
+               k.arch, k.registers, k.smem_static, k.spill_stores, k.compile_ms, utc_time(k.last_used_unix),
+               k.config, k.spec);
   }
   fmt::print("{} kernel(s) in {}\n", rows->size(), cache.path());
   return kExitOk;

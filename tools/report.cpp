@@ -44,8 +44,9 @@ StatusOr<Arch> default_arch(Runtime& rt, std::string* source) {
 
 StatusOr<Plan> plan_with_config(Runtime& rt, const KernelSpec& spec, const ProblemSizes& sizes,
                                 std::optional<Arch> arch, const std::string& config) {
-  KILN_ASSIGN_OR_RETURN(Plan plan, rt.plan(spec, sizes, arch));
-  if (config.empty()) return plan;
+  PlanOptions options;
+  options.arch = std::move(arch);
+  if (config.empty()) return rt.plan(spec, sizes, options);
   StatusOr<TileConfig> cfg = InvalidArgument("unset");
   if (config.front() == '{') {
     const nlohmann::json j = nlohmann::json::parse(config, nullptr, /*allow_exceptions=*/false);
@@ -55,15 +56,14 @@ StatusOr<Plan> plan_with_config(Runtime& rt, const KernelSpec& spec, const Probl
     cfg = config_from_name(config);
   }
   if (!cfg.ok()) return InvalidArgument("--config: " + cfg.status().message());
-  const Arch target = arch ? *arch : plan.arch();
-  // A decode config (small M) names the portable family's decode kernel whichever family
-  // the plan picked.
-  const KernelFamily family = cfg->decode != 0 ? KernelFamily::kSm80Gemm : plan.family();
-  if (Status ok = check_config(spec, target, family, *cfg); !ok.ok())
-    return InvalidArgument("--config " + cfg->to_string() + " for " + family_name(family) + " on " +
-                           target.name() + ": " + ok.message());
-  ScopedConfigOverride pin(*cfg, family);  // every M bucket of the plan made below takes cfg
-  return rt.plan(spec, sizes, target);
+  // Every M bucket takes cfg (a decode config: the portable family's decode kernel); the planner
+  // refuses a config the family does not take, naming config, family and arch.
+  options.config = *cfg;
+  StatusOr<Plan> plan = rt.plan(spec, sizes, options);
+  if (!plan.ok() && plan.status().code() == StatusCode::kInvalidArgument &&
+      plan.status().message().rfind("config ", 0) == 0)
+    return InvalidArgument("--" + plan.status().message());
+  return plan;
 }
 
 StatusOr<CompileReport> compile_plan(Runtime& rt, const Plan& plan, const ProblemSizes& sizes,

@@ -334,10 +334,11 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
       compiled[i].wait();
       if (c.outcome != CandidateOutcome::kCompiled) continue;
       const Clock::time_point m0 = Clock::now();
-      StatusOr<Plan> plan = [&] {
-        ScopedConfigOverride pin(c.config, result.family);
-        return rt_.plan(shape.spec, sizes, result.arch);
-      }();
+      PlanOptions pin;  // every bucket of this plan runs the candidate
+      pin.arch = result.arch;
+      pin.config = c.config;
+      pin.family = result.family;
+      StatusOr<Plan> plan = rt_.plan(shape.spec, sizes, pin);
       StatusOr<Measurement> m =
           plan.ok() ? runner->measure(rt_, *plan, sizes.m) : StatusOr<Measurement>(plan.status());
       if (!m.ok()) {

@@ -8,7 +8,7 @@
 //   3. compiles them on a thread pool through Runtime::compile (so the cubins land in the kernel
 //      cache: compile on a CPU machine, time on the GPU one). A failed compile is data: the
 //      candidate keeps its Status and an infinite time, and the search goes on;
-//   4. runs each compiled candidate through a real Plan (ScopedConfigOverride) with the runner:
+//   4. runs each compiled candidate through a real Plan (PlanOptions::config) with the runner:
 //      verified against the reference first, a wrong result is rejected and never recorded, then
 //      timed (CUDA events, median);
 //   5. stops starting work at the time budget (the baseline is always measured) and reports

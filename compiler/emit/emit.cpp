@@ -118,7 +118,7 @@ string unit(const char* header, const string& banner_detail, const string& confi
 }  // namespace
 
 StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
-                                    const Arch& arch) {
+                                    const Arch& arch, const EpilogueProgram* epilogue_program) {
   EmittedKernel k;
   switch (family) {
     case KernelFamily::kSm80Gemm: {
@@ -135,7 +135,7 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       body += formats;
       body += constant("int", "kArch", to_string(arch.sm()));
       // The generated epilogue functor and the gate|up layout (kernels/sm80_epilogue.cuh).
-      KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec));
+      KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec, epilogue_program));
       body += epilogue.config;
       const string& functor = epilogue.functor;
       k.entry = "kiln_sm80_gemm";
@@ -161,7 +161,7 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       return k;
     }
     case KernelFamily::kSm90Gemm:  // its epilogue functor: emit_sm90_kernel
-      return emit_sm90_kernel(spec, cfg, arch);
+      return emit_sm90_kernel(spec, cfg, arch, epilogue_program);
     case KernelFamily::kQuantize: {  // no tile config (compiler/plan/quantize_plan.hpp)
       KILN_RETURN_IF_ERROR(quantize_check_config(cfg));
       return emit_quantize_kernel(spec, arch);

@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "compiler/epilogue/epilogue.hpp"
 #include "compiler/plan/plan.hpp"
 
 namespace kiln {
@@ -22,7 +23,9 @@ struct EmittedKernel {
   int smem_bytes = 0;   // dynamic shared memory
 };
 
+// epilogue: the spec's lowered epilogue where the caller has it (a Plan lowers it once, when it is
+// made); null: emit_kernel lowers spec.epilogue itself. Must be spec_epilogue_program(spec)'s value.
 StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
-                                    const Arch& arch);
+                                    const Arch& arch, const EpilogueProgram* epilogue = nullptr);
 
 }  // namespace kiln

@@ -6,10 +6,14 @@
 
 namespace kiln::emit_internal {
 
-StatusOr<EpilogueParts> epilogue_parts(const KernelSpec& spec) {
+StatusOr<EpilogueParts> epilogue_parts(const KernelSpec& spec, const EpilogueProgram* program) {
   EpilogueParts parts;
-  KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));
-  if (!program) return parts;
+  if (spec.epilogue.empty()) return parts;
+  std::optional<EpilogueProgram> lowered;
+  if (program == nullptr) {
+    KILN_ASSIGN_OR_RETURN(lowered, spec_epilogue_program(spec));
+    program = &*lowered;
+  }
   KILN_ASSIGN_OR_RETURN(EpilogueCode code, emit_epilogue(*program));
   parts.functor = code.functor;
   parts.config = constant("kiln_dev::GateUp", "kGateUp", device_gate_up(spec.gate_up)) +

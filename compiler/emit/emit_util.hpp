@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "compiler/epilogue/epilogue.hpp"
 #include "kiln/status.hpp"
 #include "kiln/spec.hpp"
 
@@ -17,12 +18,13 @@ const char* device_gate_up(GateUp g);
 const char* device_scale_type(ScaleType t);
 // A spec's epilogue, for either GEMM family: the generated functor (struct
 // KilnEpilogue, placed before KilnConfig) and the config lines naming it (kGateUp, using Epilogue).
-// Both empty for a spec without one (epilogue/config.cuh then defaults them).
+// Both empty for a spec without one (epilogue/config.cuh then defaults them). program: the spec's lowered
+// epilogue when the caller has it (emit_kernel's), else null and it is lowered from spec.epilogue here.
 struct EpilogueParts {
   std::string functor;
   std::string config;
 };
-StatusOr<EpilogueParts> epilogue_parts(const KernelSpec& spec);
+StatusOr<EpilogueParts> epilogue_parts(const KernelSpec& spec, const EpilogueProgram* program);
 // "  static constexpr TYPE NAME = VALUE;\n" for a generated config struct.
 std::string constant(const char* type, const char* name, const std::string& value);
 

@@ -49,7 +49,8 @@ StatusOr<string> device_scale_type(const char* role, ScaleType t) {
 
 }  // namespace
 
-StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfig& cfg, const Arch& arch) {
+StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfig& cfg, const Arch& arch,
+                                         const EpilogueProgram* epilogue_program) {
   KILN_RETURN_IF_ERROR(sm90_check_config(spec, arch, cfg));
   string body;
   body += constant("int", "kBlockM", to_string(cfg.block_m));
@@ -103,7 +104,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   // Block scales staged through shared memory (templates/kernels/sm90/producer.cuh, staged scales): the host alone decides.
   if (sm90_staged_scales(spec, cfg)) body += constant("bool", "kStagedScales", "true");
   // The generated epilogue functor and the gate|up layout (templates/kernels/sm90/epilogue_direct.cuh).
-  KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec));
+  KILN_ASSIGN_OR_RETURN(emit_internal::EpilogueParts epilogue, emit_internal::epilogue_parts(spec, epilogue_program));
   body += epilogue.config;
   const string& functor = epilogue.functor;
 

@@ -12,10 +12,12 @@
 //                  const __grid_constant__ kiln_dev::TmaDesc tma_b, kiln_dev::GemmParams p) {...}
 #pragma once
 
-#include "compiler/emit/emit.hpp"
+#include "compiler/emit/emit.hpp"  // EmittedKernel, EpilogueProgram
 
 namespace kiln {
 
-StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfig& cfg, const Arch& arch);
+// epilogue: as emit_kernel's (null: lowered here from spec.epilogue).
+StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfig& cfg, const Arch& arch,
+                                         const EpilogueProgram* epilogue = nullptr);
 
 }  // namespace kiln

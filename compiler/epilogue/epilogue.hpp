@@ -153,6 +153,9 @@ bool operator==(const Epilogue& a, const Epilogue& b);
 
 // Parses and type-checks the text form. Errors are INVALID_ARGUMENT "line:col: ...; expected ...".
 StatusOr<Epilogue> parse_epilogue(std::string_view text, const EpilogueContext& context);
+// How many times parse_epilogue ran in this process (a plan parses its spec's epilogue once; the unit
+// tier checks it).
+int64_t epilogue_parse_count();
 // Canonical text: statements joined by "; ", single spaces around binary operators, only the
 // parentheses the tree needs, literals in their shortest round-trip form ("1.702", "7.0").
 std::string print_epilogue(const Epilogue& ep);
@@ -208,6 +211,8 @@ float evaluate_epilogue(const EpilogueProgram& program, const EpilogueValues& va
 // kernel families, the runtime's operand checks and the host reference all use this one program,
 // so they agree on the operand slots.
 StatusOr<std::optional<EpilogueProgram>> spec_epilogue_program(const KernelSpec& spec);
+// The same from an epilogue already parsed in its spec's context (validate_spec hands it back).
+StatusOr<EpilogueProgram> spec_epilogue_program(const Epilogue& parsed);
 // How many vector operands a kernel's parameter block can carry (templates/common/gemm_params.cuh
 // kMaxEpilogueOperands): one per EpVector, as an epilogue reads each vector in one index form.
 inline constexpr int kMaxEpilogueOperands = 8;

@@ -15,6 +15,7 @@
 // checking" is about names: each one resolves, at its use, to a built-in value that exists in this
 // context (acc, or gate and up with GLU), a vector in an index form it accepts, a function with
 // its exact arity, or a name bound by an earlier statement.
+#include <atomic>
 #include <array>
 #include <optional>
 #include <string>
@@ -442,7 +443,14 @@ StatusOr<int> Parser::value(const Token& name) {
 }  // namespace
 }  // namespace epilogue_internal
 
+namespace {
+std::atomic<int64_t> g_parse_count{0};
+}  // namespace
+
+int64_t epilogue_parse_count() { return g_parse_count.load(std::memory_order_relaxed); }
+
 StatusOr<Epilogue> parse_epilogue(std::string_view text, const EpilogueContext& context) {
+  g_parse_count.fetch_add(1, std::memory_order_relaxed);
   return epilogue_internal::Parser(text, context).run();
 }
 

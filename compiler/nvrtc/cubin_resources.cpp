@@ -45,7 +45,7 @@ struct Section {
 
 }  // namespace
 
-bool read_cubin_resources(std::string_view cubin, CompileResult& r) {
+bool read_cubin_resources(std::string_view cubin, CompiledKernel& r) {
   // ELF64 header: magic, class 2 (64-bit), data 1 (little-endian); section headers at e_shoff.
   if (cubin.size() < 64 ||
       cubin.substr(0, 4) != std::string_view("\x7f"

@@ -234,12 +234,13 @@ std::vector<std::string> nvrtc_options(const Arch& arch, const CompileOptions& o
   return options;
 }
 
-StatusOr<CompileResult> compile_cuda(const std::string& source, const Arch& arch, const CompileOptions& opts) {
+StatusOr<CompiledKernel> compile_cuda(const std::string& source, const Arch& arch,
+                                      const CompileOptions& opts) {
   KILN_ASSIGN_OR_RETURN(const NvrtcApi* api, nvrtc_api());
   const std::vector<std::string> options = nvrtc_options(arch, opts);
   const std::string target = arch.name();
 
-  CompileResult result;
+  CompiledKernel result;
   const auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(ProgramOutput cubin, compile_program(*api, source, options, target, Output::kCubin));
   result.compile_ms =

@@ -59,7 +59,7 @@ void keep_max(int& field, int value) {
 
 }  // namespace
 
-void parse_ptxas_report(const std::string& log, CompileResult& r) {
+void parse_ptxas_report(const std::string& log, CompiledKernel& r) {
   r.registers = r.smem_static = r.stack_frame = r.spill_stores = r.spill_loads = -1;
   std::string_view rest(log);
   while (!rest.empty()) {
@@ -90,7 +90,7 @@ void parse_ptxas_report(const std::string& log, CompileResult& r) {
 }
 
 bool has_ptxas_report(const std::string& log) {
-  CompileResult r;
+  CompiledKernel r;
   parse_ptxas_report(log, r);
   return r.registers >= 0;
 }

@@ -281,9 +281,13 @@ StatusOr<KernelFamily> select_bucket_family(const KernelSpec& spec, const Arch& 
 
 Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
   KILN_RETURN_IF_ERROR(validate_spec(spec));
+  return can_implement_valid_spec(spec, arch, sizes);
+}
+
+Status can_implement_valid_spec(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
   KILN_ASSIGN_OR_RETURN(KernelFamily family, select_family(spec, arch));
-  if (family == KernelFamily::kQuantize) return quantize_can_implement(spec, sizes);
-  KILN_RETURN_IF_ERROR(validate_sizes(spec, sizes));  // also M >= 0, N >= 1, K >= 1
+  if (family == KernelFamily::kQuantize) return quantize_check_sizes(spec, sizes);
+  KILN_RETURN_IF_ERROR(validate_valid_spec_sizes(spec, sizes));  // also M >= 0, N >= 1, K >= 1
   // ---- The sm90 family's own limits (on top of the checks below).
   if (family == KernelFamily::kSm90Gemm) KILN_RETURN_IF_ERROR(sm90_can_implement(spec, sizes));
   const struct {

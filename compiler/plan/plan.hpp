@@ -40,6 +40,8 @@ StatusOr<KernelFamily> select_bucket_family(const KernelSpec& spec, const Arch& 
 Status check_reference_spec(const KernelSpec& spec, const Arch& arch);
 // Sizes and alignment for the chosen family: which operand, which value, what would be accepted.
 Status can_implement(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
+// The same for a spec validate_spec accepted (not validated again: make_plan validates once).
+Status can_implement_valid_spec(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 // Static checks of a config against the family and arch (shared memory, warp tiling, block_k bytes).
 // The three-argument forms use select_family's family; the others name it (e.g. the portable family on
 // sm_90a, which KILN_FAMILY=sm80 forces).

@@ -74,7 +74,12 @@ QuantizeShape quantize_shape(const KernelSpec& spec) {
 }
 
 Status quantize_can_implement(const KernelSpec& spec, const ProblemSizes& sizes) {
-  KILN_RETURN_IF_ERROR(validate_sizes(spec, sizes));
+  KILN_RETURN_IF_ERROR(validate_spec(spec));
+  return quantize_check_sizes(spec, sizes);
+}
+
+Status quantize_check_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {
+  KILN_RETURN_IF_ERROR(validate_valid_spec_sizes(spec, sizes));
   if (sizes.k % 8 != 0)
     return InvalidArgument("K=" + to_string(sizes.k) +
                            " is not a multiple of 8; the quantize family reads X in 8-element (16-byte bf16) "

@@ -36,6 +36,8 @@ Status quantize_supported(const KernelSpec& spec, const Arch& arch);
 QuantizeShape quantize_shape(const KernelSpec& spec);
 // Sizes: m rows (0: any, checked per call), k columns; n is ignored.
 Status quantize_can_implement(const KernelSpec& spec, const ProblemSizes& sizes);
+// The same for a spec validate_spec accepted (the sizes' rules only).
+Status quantize_check_sizes(const KernelSpec& spec, const ProblemSizes& sizes);
 // Whether the spec needs the tensor amax first (FP8 per tensor, NVFP4's global scale).
 bool quantize_needs_amax(const KernelSpec& spec);
 // The kernel's phases in launch order (kiln_dev::QuantPhase values).

@@ -1,11 +1,13 @@
 // compiler/plan/sm90_heuristic.cpp — sm90 family: the config a plan takes without tuning
 // (sm90_default_config) and the configs `kiln tune` tries (sm90_config_space).
 //
-// Each rule of the heuristic states the measurements it rests on (H200; docs/performance.md). The
-// config checks are in sm90_plan.cpp, the shared-memory arithmetic in sm90_layout.cpp.
+// The default config is an ordered table of rules (kSm90DefaultRules); the H200 measurements each rule
+// rests on are in docs/performance.md §sm90 default-config rules. The config checks are in sm90_plan.cpp,
+// the shared-memory arithmetic in sm90_layout.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -61,50 +63,47 @@ TileConfig with_staged_scales(const KernelSpec& spec, const TileConfig& c) {
   return sm90_staged_scales(spec, fewer) ? fewer : c;
 }
 
-}  // namespace
+// ---- sm90_default_config: an ordered table of rules -------------------------------------------------
+// The first rule whose `when` holds and whose `pick` yields a config decides; the last always yields.
+// The measurements behind each rule: docs/performance.md §sm90 default-config rules, under its name.
 
-TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+// What every rule sees, built once per call.
+struct Sm90Problem {
+  const KernelSpec& spec;
+  const Arch& arch;
+  const ProblemSizes& sizes;
   // Tiles are counted against the SMs of the arch the plan is for (the device's, or its named part's:
   // compiler/plan/gpus.hpp), under an SM cap when there is one.
-  const int kSms = arch.sms();
-  const int64_t m = std::max<int64_t>(sizes.m, 1);
-  // Large dense problems without gate|up store through shared memory and TMA (the kernel's TMA-store
-  // epilogue), one stage fewer where the staged tile needs it. Measured on the H200 (2026-11, the plan's
-  // config against the same config with TMA stores): 4096 x 32768 x 512 bf16 0.357 -> 0.213 ms, FP8 tensor
-  // 0.314 -> 0.134, FP8 block 0.306 -> 0.152; 4096 x 24576 x 1536 bf16 0.500 -> 0.404; 4096 x 7168 x 2048 FP8
-  // row 0.137 -> 0.098, block 0.136 -> 0.112; 4096 x 7168 x 16384 FP8 tensor 0.677 -> 0.632. From 64 rows
-  // (docs/performance.md): the same tile with TMA stores against direct stores, settled graph replay,
-  // 64 x 24576 x 1536 FP8 tensor 15.42 -> 14.83 us and FP8 row 22.98 -> 14.38; the block-scaled 128 x 128
-  // square at 128 .. 512 rows 6-10% faster; and every one of the 15 bf16 / FP8 tensor / FP8 row M-bucket 64 /
-  // 128 rows probed took a TMA-store tile.
-  // Grouped problems (rows per expert, bf16 / f16 / FP8 tensor and per-row scales): a warpgroup's slab that
-  // crosses its expert's last row goes out directly, the rest through TMA. Settled graph replay on the H200
-  // (docs/performance.md), 32 experts x 512 rows (T = 4096, top-4): 16384 x 2880 x 2880 FP8 row 352 -> 269
-  // us, bf16 470 -> 429; x 5760 x 2880 FP8 row 684 -> 543, bf16 947 -> 858; 32 x 1024 rows (top-8) x 7168 x
-  // 2048 FP8 row 1283 -> 883, bf16 1590 -> 1394; FP8 block scales go through the 128 x 256 rule below. MXFP8
-  // grouped problems keep direct stores (not measured).
-  const bool tma_store = m >= kSm90TmaStoreMinRows && offers_tma_store(spec);
-  // Grouped problems are planned per M bucket of rows PER EXPERT (rows_per_expert):
-  // every expert brings its own tiles.
-  const int64_t groups = spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts);
-  auto tiles = [&](const ProblemSizes& s, const TileConfig& c) { return kiln::tiles(s, c) * groups; };
-  // The share of the SMs' tile slots doing useful work, M N / (ceil(tiles / SMs) SMs tile_M tile_N): counts
-  // both the last wave and the padding of the last tile column.
-  auto useful = [&](const TileConfig& c) {
-    const double waves = std::ceil(static_cast<double>(tiles(sizes, c)) / kSms);
-    const double slots = waves * kSms * c.block_m * c.block_n;
+  int sms;
+  int64_t m;       // rows, at least 1 (grouped problems: rows per expert, their M bucket)
+  int64_t groups;  // 1, or the experts of a grouped problem: every expert brings its own tiles
+  bool dense;
+  // Rules whose tile may take the TMA-store epilogue (from kSm90TmaStoreMinRows rows, offers_tma_store).
+  bool tma_store;
+
+  Sm90Problem(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes)
+      : spec(spec),
+        arch(arch),
+        sizes(sizes),
+        sms(arch.sms()),
+        m(std::max<int64_t>(sizes.m, 1)),
+        groups(spec.layout == GroupLayout::kDense ? 1 : std::max(1, spec.experts)),
+        dense(spec.layout == GroupLayout::kDense),
+        tma_store(m >= kSm90TmaStoreMinRows && offers_tma_store(spec)) {}
+
+  int64_t tiles(const TileConfig& c) const { return kiln::tiles(sizes, c) * groups; }
+
+  // The share of the SMs' tile slots doing useful work, M N / (ceil(tiles / SMs) SMs tile_M tile_N):
+  // counts both the last wave and the padding of the last tile column.
+  double useful(const TileConfig& c) const {
+    const double waves = std::ceil(static_cast<double>(tiles(c)) / sms);
+    const double slots = waves * sms * c.block_m * c.block_n;
     return static_cast<double>(m) * static_cast<double>(std::max<int64_t>(sizes.n, 1)) * groups / slots;
-  };
-  // At most one stage is given up for the staged tile (measured: 4 -> 3 on the wide tile, 3 -> 2 on the
-  // two-atom block tile); an f32 tile that would halve the wide ring keeps the direct epilogue.
-  // Block-scaled rings that fill shared memory leave no room for the scale slots (the kernel then loads
-  // each K block's scales per thread from global memory); one stage fewer stages them. Measured on the
-  // H200 for the 128 x 128 square (docs/performance.md, `kiln run --repeats 30`, twice each):
-  // 300 x 7168 x 7168 63.6 -> 54.4 us with TMA stores (6 -> 5 stages), 69.0 -> 57.5 without (7 -> 6);
-  // 128 x 7168 x 7168 35.3 -> 31.8 / 37.7 -> 31.4; 512 x 4096 x 7168 34.6 -> 31.2 / 38.4 -> 33.2;
-  // 300 x 2112 x 7168 32.9 -> 29.0 / 35.2 -> 29.8.
-  // (with_staged_scales, applied after the TMA-store choice below, which compares the full rings.)
-  auto finish_with = [&](TileConfig c, bool store) {
+  }
+
+  // c at its deepest ring; with the TMA-store epilogue where store asks for it and the staged tile costs
+  // at most one stage (compared on full rings); then one stage fewer where that stages the block scales.
+  TileConfig finish_with(TileConfig c, bool store) const {
     c.stages = max_stages(spec, arch, c);
     if (store) {
       TileConfig t = c;
@@ -114,149 +113,177 @@ TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const P
         return with_staged_scales(spec, t);
     }
     return with_staged_scales(spec, c);
-  };
-  auto finish = [&](const TileConfig& c) { return finish_with(c, tma_store); };
-  // Large problems: 128 x 256, two consumer warpgroups of 64 x 256 (128 accumulators each: the widest
-  // wgmma, the least shared-memory traffic per FLOP), 4 stages. FP8 keeps 128 x 256 too (fast
-  // accumulation: a promoted partial would need 256 registers); docs/performance.md has the measurements.
-  // Not in clusters (cluster_m = 1): clusters of 2 measured slower on the H200 (docs/performance.md;
-  // measured with a fence in the remote arrive, which the kernel does not have).
-  // MXFP8 at large M and long K: the dequantizing mainloop (block_k 64, sm90/mx_dequant.cuh) with A
-  // in registers, 128 x 256 with 3 stages of B. Measured on the H200 against the promoted square that
-  // this rule replaces (docs/performance.md): 2.14 vs 2.47 ms at 4096 x 7168 x 16384, 2.50 vs 2.84
-  // at 8192^3, 553 vs 614 us at 4096 x 4096 x 7168 (`kiln tune`). Shorter K is left to the tuner
-  // (its space holds these tiles; at K = 512 .. 2048 it chose 128 x 160 / 192 with TMA stores, 1.09-1.20x
-  // the square). Dense problems without gate|up only: grouped and GLU MXFP8 were not measured with it.
-  // Enough tiles for two waves, and waves that waste no more than 128 x 128's (within 5%).
-  if (m > 64 && sm90_mx(spec) && sizes.k >= 4096 && spec.layout == GroupLayout::kDense &&
-      spec.gate_up == GateUp::kNone) {
-    TileConfig dq = make(spec, 128, 256, 8, 1);
-    dq.block_k = 64;
-    dq = finish(dq);
-    if (tiles(sizes, dq) >= 2 * kSms && 1.05 * useful(dq) >= useful(make(spec, 128, 128, 8, 1)) &&
-        sm90_check_config(spec, arch, dq).ok())
-      return dq;
   }
-  const TileConfig wide = finish(make(spec, 128, 256, 8, 1));
-  // (Block-scaled 128 x 256 promotes in two halves, the kernel's half partials: block-scaled problems
-  // take it by their own rule below, where N fills whole 256-column tiles.)
-  if (m > 64 && tiles(sizes, wide) >= kSms && !sm90_half_partial(spec, wide) &&
-      sm90_check_config(spec, arch, wide).ok()) {
-    // 128 x 192 where its waves waste clearly less: the share of the SMs' tile slots doing useful work,
-    // M N / (ceil(tiles / SMs) SMs 128 N_tile), counts both the last wave and the padding of the last
-    // tile column. 4096 x 2112: 0.67 in 128 x 256 tiles (9 columns of which the last is 1/4 used, 2.2
-    // waves), 0.89 in 128 x 192 (11 exact columns, 2.7 waves); measured on the H200 (`kiln tune`,
-    // docs/performance.md): bf16 0.222 -> 0.172 ms, FP8 tensor 0.121 -> 0.094, row
-    // 0.124 -> 0.096. The 5% margin keeps the wider tile (less shared-memory traffic per FLOP) on ties.
-    // 128 x 176 likewise (2112 = 12 x 176: 0.97 useful, 2.9 waves): with TMA stores in 16-column boxes
-    // 5-6% faster than 128 x 192 there for bf16 and FP8 tensor (docs/performance.md).
-    // Grouped problems take 128 x 192 by the same rule (tiles counted per expert), not 128 x 176 (measured
-    // on dense problems only): gpt-oss-20b's down projection, 32 experts x 512 rows x 2880 x 2880 (2880 =
-    // 15 x 192, 11.25 x 256), direct stores, bf16 511 -> 470 us and FP8 row 376 -> 351 by settled graph
-    // replay (docs/performance.md).
-    const bool dense = spec.layout == GroupLayout::kDense;
-    TileConfig narrow = finish(make(spec, 128, 192, 8, 1));
-    const TileConfig n176 = finish(make(spec, 128, 176, 8, 1));
-    if (dense && useful(n176) > 1.05 * useful(narrow) && sm90_check_config(spec, arch, n176).ok())
-      narrow = n176;
-    if (useful(narrow) > 1.05 * useful(wide) && sm90_check_config(spec, arch, narrow).ok()) return narrow;
+  TileConfig finish(const TileConfig& c) const { return finish_with(c, tma_store); }
+
+  bool ok(const TileConfig& c) const { return sm90_check_config(spec, arch, c).ok(); }
+};
+
+struct Sm90Rule {
+  const char* name;                                       // as in docs/performance.md
+  bool (*when)(const Sm90Problem&);                       // the problems it is for
+  const char* tile;                                       // what it takes
+  const char* why;                                        // one-line reason
+  std::optional<TileConfig> (*pick)(const Sm90Problem&);  // nullopt: declines, the next rule decides
+};
+
+// mx-dequant: 128 x 256 on the dequantizing mainloop (block_k 64, sm90/mx_dequant.cuh), where it fills two
+// waves and its waves waste no more than 128 x 128's (within 5%).
+std::optional<TileConfig> pick_mx_dequant(const Sm90Problem& p) {
+  TileConfig dq = make(p.spec, 128, 256, 8, 1);
+  dq.block_k = 64;
+  dq = p.finish(dq);
+  if (p.tiles(dq) >= 2 * p.sms && 1.05 * p.useful(dq) >= p.useful(make(p.spec, 128, 128, 8, 1)) && p.ok(dq))
+    return dq;
+  return std::nullopt;
+}
+
+// wide: 128 x 256 where it fills a wave and does not promote in halves (block scales: block-halves); then
+// 128 x 192 (128 x 176 for dense problems) where its waves waste clearly less (5% margin).
+std::optional<TileConfig> pick_wide(const Sm90Problem& p) {
+  const TileConfig wide = p.finish(make(p.spec, 128, 256, 8, 1));
+  if (p.tiles(wide) >= p.sms && !sm90_half_partial(p.spec, wide) && p.ok(wide)) {
+    TileConfig narrow = p.finish(make(p.spec, 128, 192, 8, 1));
+    const TileConfig n176 = p.finish(make(p.spec, 128, 176, 8, 1));
+    if (p.dense && p.useful(n176) > 1.05 * p.useful(narrow) && p.ok(n176)) narrow = n176;
+    if (p.useful(narrow) > 1.05 * p.useful(wide) && p.ok(narrow)) return narrow;
     return wide;
   }
-  // Block-scaled problems promote at most 64 x 192 per warpgroup: 128 x 192 (one atom per stage) where
-  // its waves waste clearly less than 128 x 128's, as above (4096 x 2112: 0.89 vs 0.80 useful; measured
-  // 121 vs 132 us against the two-atom 128 x 128 below, and slower at 4096 x {4096, 7168, 24576},
-  // docs/performance.md).
-  if (m > 64 && sm90_block_scaled(spec) && spec.layout == GroupLayout::kDense) {
-    const TileConfig b192 = finish(make(spec, 128, 192, 8, 1));
-    const TileConfig b128 = make(spec, 128, 128, 8, 1);
-    if (tiles(sizes, b192) >= kSms && useful(b192) > 1.05 * useful(b128) &&
-        sm90_check_config(spec, arch, b192).ok())
-      return b192;
+  return std::nullopt;
+}
+
+// block-192: one atom per stage, where it fills a wave and its waves waste clearly less than 128 x 128's.
+std::optional<TileConfig> pick_block_192(const Sm90Problem& p) {
+  const TileConfig b192 = p.finish(make(p.spec, 128, 192, 8, 1));
+  if (p.tiles(b192) >= p.sms && p.useful(b192) > 1.05 * p.useful(make(p.spec, 128, 128, 8, 1)) && p.ok(b192))
+    return b192;
+  return std::nullopt;
+}
+
+// block-halves: only with TMA stores (f32 outputs have no room for the staged tile), two waves, waves within
+// 5% of 128 x 128's; dense problems from K = 2048 in clusters of 2.
+std::optional<TileConfig> pick_block_halves(const Sm90Problem& p) {
+  const TileConfig half = p.finish(make(p.spec, 128, 256, 8, 1));
+  if (half.tma_store && p.tiles(half) >= 2 * p.sms &&
+      1.05 * p.useful(half) >= p.useful(make(p.spec, 128, 128, 8, 1)) && p.ok(half)) {
+    TileConfig clustered = half;
+    clustered.cluster_m = 2;
+    if (p.dense && p.sizes.k >= 2048 && p.ok(clustered)) return clustered;
+    return half;
   }
-  // Medium problems, and large block-scaled ones the rules above did not take (N not a multiple of 256,
-  // f32 outputs): 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages (6 with block scales, so
-  // that their slots fit: with_staged_scales).
-  // Large block-scaled problems with f32 scales: 128 x 128 with two 128-K atoms per stage (the second
-  // atom's wgmmas overlap the first's promotion) and scales staged in shared memory, in clusters of 2
-  // (B multicast). Measured on the H200 (2026-11, docs/performance.md): 1170 vs 967 TFLOP/s at 4096 x 7168 x
-  // 7168, 1120 vs 1016 at K = 16384. ue8m0 scales too, their staging copying one word per row and stage
-  // (0.86-0.87 ms against 1.03 for the one-atom square at 4096 x 7168 x 16384; two copies per row and stage
-  // measured no faster, 910 vs 923 TFLOP/s).
-  // Large block-scaled problems whose N fills whole 256-column tiles: 128 x 256 promoted in two halves (the
-  // kernel's half partials) with TMA stores, its block scales staged beside the ring, in clusters of 2 from
-  // K = 2048, where its waves waste no more than 128 x 128's (within 5%; 128 x 192 keeps the shapes its own
-  // rule above prefers). Tuned on the H200 with the one-atom tiles' scales staged (25 candidates per shape):
-  // 755 against 793 us for the two-atom 128 x 128 below at 4096 x 7168 x 16384 (f32 scales), and the
-  // 128 x 256 tile won at 4096 x {4096 x 7168, 7168 x 2048, 32768 x 512} too. E8M0 scales take it as well
-  // (measured ahead with them at K >= 8192). f32 outputs have no room for the staged output tile and keep the
-  // two-atom 128 x 128. Grouped problems (rows per expert) take it unclustered: DeepSeek-V3's MoE layers, 32
-  // experts x 1024 rows, settled graph replay against the two-atom 128 x 128 in clusters of 2 below
-  // (docs/performance.md): 32768 x 7168 x 2048 1129 -> 862 us (908 in clusters of 2), 32768 x 4096 x 7168
-  // 1825 -> 1656 (1709). Grouped ones from 128 rows per expert: DeepSeek-V3 at T = 512 (32 experts x 128
-  // rows), settled graph replay against the two-atom 128 x 128 in clusters of 2: 4096 x 7168 x 2048
-  // 270.6 -> 188.3 us, 4096 x 4096 x 7168 439.8 -> 335.6.
-  const int64_t half_min_rows = spec.layout == GroupLayout::kDense ? 256 : 128;
-  if (m >= half_min_rows && sm90_block_scaled(spec) && sizes.n % 256 == 0) {
-    TileConfig half = finish(make(spec, 128, 256, 8, 1));
-    if (half.tma_store && tiles(sizes, half) >= 2 * kSms &&
-        1.05 * useful(half) >= useful(make(spec, 128, 128, 8, 1)) &&
-        sm90_check_config(spec, arch, half).ok()) {
-      TileConfig clustered = half;
-      clustered.cluster_m = 2;
-      if (spec.layout == GroupLayout::kDense && sizes.k >= 2048 &&
-          sm90_check_config(spec, arch, clustered).ok())
-        return clustered;
-      return half;
-    }
+  return std::nullopt;
+}
+
+// block-two-atom: two atoms per stage, clusters of 2; TMA stores from 256 rows only (measured at M = 4096).
+// From K = 8192 the direct epilogue where it gives a deeper ring.
+std::optional<TileConfig> pick_block_two_atom(const Sm90Problem& p) {
+  TileConfig overlapped = make(p.spec, 128, 128, 8, 1);
+  overlapped.block_k = 2 * overlapped.block_k;  // two atoms per stage
+  overlapped.cluster_m = 2;
+  overlapped = p.finish_with(overlapped, p.tma_store && p.m >= 256);
+  if (overlapped.tma_store && p.sizes.k >= 8192) {
+    TileConfig deep = overlapped;
+    deep.tma_store = 0;
+    deep.stages = max_stages(p.spec, p.arch, deep);
+    if (deep.stages > overlapped.stages && p.ok(deep)) overlapped = deep;
   }
-  if (m > 64 && sm90_block_scaled(spec) && tiles(sizes, make(spec, 128, 128, 8, 1)) >= 2 * kSms) {
-    TileConfig overlapped = make(spec, 128, 128, 8, 1);
-    overlapped.block_k = 2 * overlapped.block_k;  // two atoms per stage
-    overlapped.cluster_m = 2;
-    // TMA stores from 256 rows only here: its two-stage store ring was measured at M = 4096,
-    // never below 256 rows, where this tile keeps the three-stage direct ring it had.
-    overlapped = finish_with(overlapped, tma_store && m >= 256);
-    // Long K: a third stage beats the TMA-store epilogue (whose staged output tile leaves room for two):
-    // at 4096 x 7168 x 16384 787 vs 814 us, level at K = 7168 and 8192, and the TMA store stays ahead
-    // at K <= 2048 (H200 tuning, docs/performance.md).
-    if (overlapped.tma_store && sizes.k >= 8192) {
-      TileConfig deep = overlapped;
-      deep.tma_store = 0;
-      deep.stages = max_stages(spec, arch, deep);
-      if (deep.stages > overlapped.stages && sm90_check_config(spec, arch, deep).ok()) overlapped = deep;
-    }
-    if (sm90_check_config(spec, arch, overlapped).ok()) return overlapped;
-  }
-  const TileConfig square = finish(make(spec, 128, 128, 8, 1));
-  // MXFP8 (pre-tuned for the H200's benchmark shapes): a square that leaves most SMs idle
-  // goes to the small-M path below (64-row tiles, split-K), as measured on the H200 (128 x 2112 x 7168:
-  // 0.14x of the block path).
-  const bool mx_few_tiles = sm90_mx(spec) && tiles(sizes, square) < kSms;
-  if (m > 64 && !mx_few_tiles && sm90_check_config(spec, arch, square).ok()) return square;
-  // Small M: one consumer warpgroup of 64 rows; narrower N when that leaves SMs idle.
+  if (p.ok(overlapped)) return overlapped;
+  return std::nullopt;
+}
+
+// square: 128 x 128, two warpgroups of 64 x 128 (FP8 promoted), 7 stages (6 with block scales, so that their
+// slots fit: with_staged_scales).
+std::optional<TileConfig> pick_square(const Sm90Problem& p) {
+  const TileConfig square = p.finish(make(p.spec, 128, 128, 8, 1));
+  if (p.ok(square)) return square;
+  return std::nullopt;
+}
+
+// small-m: one consumer warpgroup of 64 rows, 64 x 64 where 64 x 128 leaves SMs idle. Dense problems with
+// still fewer tiles than SMs split K (sm90/split_k.cuh): about one unit per SM, >= 8 stages of K per split,
+// at most 16 splits, direct epilogue; the split config only where it passes (its flags need 16 bytes more).
+std::optional<TileConfig> pick_small_m(const Sm90Problem& p) {
   auto small_tile = [&](bool store) {
-    TileConfig c = finish_with(make(spec, 64, 128, 4, 1), store);
-    if (tiles(sizes, c) < kSms) c = finish_with(make(spec, 64, 64, 4, 1), store);
+    TileConfig c = p.finish_with(make(p.spec, 64, 128, 4, 1), store);
+    if (p.tiles(c) < p.sms) c = p.finish_with(make(p.spec, 64, 64, 4, 1), store);
     return c;
   };
-  TileConfig small = small_tile(tma_store);
-  // Still fewer tiles than SMs (decode: M <= 64 with N of a few thousand): split K so that about one
-  // unit per SM reads the weights (the kernel's split-K, sm90/split_k.cuh), keeping >= 8 stages of K
-  // per split.
-  // Dense only; the last split of a tile sums the partials through a workspace. Split tiles keep the
-  // direct epilogue (measured that way; the tuner's split-K variants have no TMA-store form).
-  if (spec.layout == GroupLayout::kDense) {
+  TileConfig small = small_tile(p.tma_store);
+  if (p.dense) {
     const TileConfig direct = small_tile(false);
-    const int64_t t = tiles(sizes, direct);
-    const int64_t steps = (std::max<int64_t>(sizes.k, 1) + direct.block_k - 1) / direct.block_k;
-    const int64_t split = std::min<int64_t>({kSms / std::max<int64_t>(t, 1), steps / 8, 16});
+    const int64_t t = p.tiles(direct);
+    const int64_t steps = (std::max<int64_t>(p.sizes.k, 1) + direct.block_k - 1) / direct.block_k;
+    const int64_t split = std::min<int64_t>({p.sms / std::max<int64_t>(t, 1), steps / 8, 16});
     if (split >= 2) {
       TileConfig s = direct;
       s.split_k = static_cast<int>(split);
-      if (sm90_check_config(spec, arch, s).ok()) small = s;  // its flags need 16 bytes more
+      if (p.ok(s)) small = s;
     }
   }
   return small;
+}
+
+// In order: the first rule that yields a config wins.
+constexpr Sm90Rule kSm90DefaultRules[] = {
+    {"mx-dequant",
+     [](const Sm90Problem& p) {
+       return p.m > 64 && sm90_mx(p.spec) && p.sizes.k >= 4096 && p.dense && p.spec.gate_up == GateUp::kNone;
+     },
+     "128 x 256 dequantizing to bf16 (block_k 64, A in registers)",
+     "MXFP8 at long K: faster than promoting every 32 K; "
+     "docs/performance.md §sm90 default-config rules",
+     pick_mx_dequant},
+    {"wide", [](const Sm90Problem& p) { return p.m > 64; },
+     "128 x 256; 128 x 192 / 128 x 176 where their waves fill the SMs better",
+     "the widest wgmma, the least shared-memory traffic per FLOP; "
+     "docs/performance.md §sm90 default-config rules",
+     pick_wide},
+    {"block-192", [](const Sm90Problem& p) { return p.m > 64 && sm90_block_scaled(p.spec) && p.dense; },
+     "128 x 192, one atom per stage",
+     "block scales: the widest promoted warpgroup, for N such as 2112; "
+     "docs/performance.md §sm90 default-config rules",
+     pick_block_192},
+    {"block-halves",
+     [](const Sm90Problem& p) {
+       return p.m >= (p.dense ? 256 : 128) && sm90_block_scaled(p.spec) && p.sizes.n % 256 == 0;
+     },
+     "128 x 256 promoted in two halves, TMA stores; clusters of 2 for dense problems from K = 2048",
+     "block scales with N in whole 256-column tiles: the fastest block tile at large M; "
+     "docs/performance.md §sm90 default-config rules",
+     pick_block_halves},
+    {"block-two-atom",
+     [](const Sm90Problem& p) {
+       return p.m > 64 && sm90_block_scaled(p.spec) && p.tiles(make(p.spec, 128, 128, 8, 1)) >= 2 * p.sms;
+     },
+     "128 x 128, two atoms per stage, clusters of 2",
+     "block scales: the second atom's wgmmas overlap the first's promotion; "
+     "docs/performance.md §sm90 default-config rules",
+     pick_block_two_atom},
+    {"square",
+     [](const Sm90Problem& p) {
+       // MXFP8 squares that leave SMs idle go to small-m.
+       return p.m > 64 && !(sm90_mx(p.spec) && p.tiles(make(p.spec, 128, 128, 8, 1)) < p.sms);
+     },
+     "128 x 128",
+     "medium problems, and what the rules above decline; "
+     "docs/performance.md §sm90 default-config rules",
+     pick_square},
+    {"small-m", [](const Sm90Problem&) { return true; },
+     "64 x 128 or 64 x 64; split-K where the tiles leave SMs idle",
+     "M <= 64 (and anything left): one 64-row warpgroup reads the weights; "
+     "docs/performance.md §sm90 default-config rules",
+     pick_small_m},
+};
+
+}  // namespace
+
+TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  const Sm90Problem p(spec, arch, sizes);
+  for (const Sm90Rule& rule : kSm90DefaultRules) {
+    if (!rule.when(p)) continue;
+    if (std::optional<TileConfig> c = rule.pick(p)) return *c;
+  }
+  return *pick_small_m(p);  // not reached: small-m always yields
 }
 std::vector<TileConfig> sm90_config_space(const KernelSpec& spec, const Arch& arch) {
   std::vector<TileConfig> out;

@@ -55,6 +55,10 @@ Status check_dim(Role r, const OperandSpec& o, char dim, int64_t value, const st
 
 Status validate_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {
   KILN_RETURN_IF_ERROR(validate_spec(spec));
+  return validate_valid_spec_sizes(spec, sizes);
+}
+
+Status validate_valid_spec_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {
   const bool quantize = spec.op == Op::kQuantize;
   if (sizes.m < 0)
     return InvalidArgument("M=" + std::to_string(sizes.m) + " is negative; use M >= 1, or 0 for any M");

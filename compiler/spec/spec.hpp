@@ -19,11 +19,20 @@
 #include <string>
 #include <string_view>
 
-#include "kiln/spec.hpp"  // KernelSpec, parse_spec, print_spec, validate_*, SpecBuilder
+#include <optional>
+
+#include "compiler/epilogue/epilogue.hpp"  // Epilogue
+#include "kiln/spec.hpp"                   // KernelSpec, parse_spec, print_spec, validate_*, SpecBuilder
 
 namespace kiln {
 
 nlohmann::json spec_to_json(const KernelSpec& spec);
 StatusOr<KernelSpec> spec_from_json(const nlohmann::json& j);
+
+// validate_spec that hands back the parsed epilogue (nullopt for a spec without one): a plan parses
+// the epilogue text once, here, and lowers what it gets (compiler/plan/planner.cpp).
+Status validate_spec(const KernelSpec& spec, std::optional<Epilogue>& epilogue);
+// validate_sizes for a spec validate_spec accepted: the sizes' rules only, the spec is not checked again.
+Status validate_valid_spec_sizes(const KernelSpec& spec, const ProblemSizes& sizes);
 
 }  // namespace kiln

@@ -168,7 +168,7 @@ bool split_position(const string& msg, int& line, int& col, string& rest) {
 // The epilogue attribute: gemm / grouped_gemm only, valid in the spec's context (gate_up gives
 // gate/up instead of acc; grouped_gemm gives the per-expert vectors), and in canonical form (every
 // front end canonicalizes; a KernelSpec built by hand must too, or parse(print(s)) != s).
-std::optional<Violation> check_epilogue(const KernelSpec& s) {
+std::optional<Violation> check_epilogue(const KernelSpec& s, std::optional<Epilogue>* parsed) {
   if (s.epilogue.empty()) return std::nullopt;
   if (s.op == Op::kQuantize)
     return Violation{at(Field::kEpilogue), "epilogue applies to gemm and grouped_gemm, not quantize"};
@@ -184,12 +184,14 @@ std::optional<Violation> check_epilogue(const KernelSpec& s) {
     return Violation{at(Field::kEpilogue),
                      "epilogue text is not in canonical form; expected \"" + canonical +
                          "\" (print_epilogue; the text, JSON and builder front ends canonicalize)"};
+  if (parsed != nullptr) *parsed = std::move(*ep);
   return std::nullopt;
 }
 
 }  // namespace
 
-std::optional<Violation> find_violation(const KernelSpec& s) {
+std::optional<Violation> find_violation(const KernelSpec& s, std::optional<Epilogue>* epilogue) {
+  if (epilogue != nullptr) epilogue->reset();
   const string op = op_name(s.op);
   // ---- op structure ----
   if (s.op != Op::kGemm && s.op != Op::kGroupedGemm && s.op != Op::kQuantize)
@@ -241,7 +243,7 @@ std::optional<Violation> find_violation(const KernelSpec& s) {
   if (s.gate_up != GateUp::kNone && s.op == Op::kQuantize)
     return Violation{at(Field::kGateUp), string("gate_up=") + gate_up_name(s.gate_up) +
                                              " applies to gemm and grouped_gemm, not quantize"};
-  if (auto v = check_epilogue(s)) return v;
+  if (auto v = check_epilogue(s, epilogue)) return v;
   if (s.transpose && s.op != Op::kQuantize)
     return Violation{at(Field::kTranspose), "transpose=true applies to quantize only, not " + op +
                                                 "; omit it or write transpose=false"};
@@ -344,7 +346,12 @@ std::string json_path(const FieldRef& w) {
 }  // namespace spec_internal
 
 Status validate_spec(const KernelSpec& spec) {
-  if (auto v = spec_internal::find_violation(spec)) {
+  std::optional<Epilogue> unused;
+  return validate_spec(spec, unused);
+}
+
+Status validate_spec(const KernelSpec& spec, std::optional<Epilogue>& epilogue) {
+  if (auto v = spec_internal::find_violation(spec, &epilogue)) {
     // An epilogue error keeps its place in the epilogue text: "epilogue: 1:7: unknown name ...".
     if (v->inner_line > 0)
       return InvalidArgument("epilogue: " + std::to_string(v->inner_line) + ":" + std::to_string(v->inner_col) +

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "kiln/arch.hpp"
 #include "kiln/status.hpp"
 
 namespace kiln {
@@ -77,5 +79,20 @@ constexpr bool tma_store_value_ok(int v) { return v == 0 || v == 1 || v == 2 || 
 // The inverse of TileConfig::to_string: "bm128_bn256_bk64_s3_w8x1_g8" (+ "_c2", "_k4", "_t", "_p"), as kiln
 // prints configs (CLI --config). Ranges as config_from_json; whether a family takes it is check_config's.
 StatusOr<TileConfig> config_from_name(const std::string& name);
+
+// How Runtime::plan chooses beyond its defaults.
+//
+//   kiln::PlanOptions o;
+//   o.config = *kiln::config_from_name("bm128_bn256_bk64_s4_w8x1_g8_t");  // every M bucket runs it
+//   KILN_ASSIGN_OR_RETURN(kiln::Plan p, rt->plan(spec, sizes, o));
+struct PlanOptions {
+  // The arch to plan for; default: the current device's (sm_90a with the H200's facts without one).
+  std::optional<Arch> arch;
+  // Every M bucket runs this config and no tuning is consulted (`kiln run --config`, the tuner timing a
+  // candidate). The plan fails with INVALID_ARGUMENT when the family refuses it (check_config).
+  std::optional<TileConfig> config;
+  // The family `config` is for; default: the plan's family, or the portable family for a decode config.
+  std::optional<KernelFamily> family;
+};
 
 }  // namespace kiln

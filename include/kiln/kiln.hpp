@@ -19,6 +19,7 @@
 
 #include "kiln/arch.hpp"
 #include "kiln/config.hpp"
+#include "kiln/kernel.hpp"  // CompiledKernel: what compile() returns
 #include "kiln/spec.hpp"
 #include "kiln/status.hpp"
 
@@ -70,20 +71,6 @@ struct RuntimeCounters {
   int64_t compiles = 0;      // NVRTC compilations performed
   int64_t cache_hits = 0;    // kernels found in the SQLite cache
   int64_t loads = 0;         // cuLibraryLoadData calls
-};
-
-// What compile() returns: a compiled kernel without loading it (works with no GPU).
-struct CompiledKernel {
-  std::string key;
-  std::string entry;
-  std::string source;
-  std::string cubin;
-  std::string ptx;           // when asked for
-  std::string log;
-  int registers = -1, smem_static = -1, stack_frame = -1, spill_stores = -1, spill_loads = -1;
-  int threads = 0, smem_dynamic = 0;
-  double compile_ms = 0;
-  bool from_cache = false;
 };
 
 class Runtime;
@@ -142,7 +129,9 @@ class Runtime {
   // arch: the device's when omitted (sm_90a when there is no device).
   StatusOr<Plan> plan(const KernelSpec& spec, const ProblemSizes& sizes,
                       std::optional<Arch> arch = std::nullopt);
-  // Generates and compiles (or finds in the cache) one kernel. No GPU needed.
+  // The same with a pinned config or family (PlanOptions, kiln/config.hpp).
+  StatusOr<Plan> plan(const KernelSpec& spec, const ProblemSizes& sizes, const PlanOptions& options);
+  // Generates and compiles (or finds in the cache) one kernel without loading it. No GPU needed.
   StatusOr<CompiledKernel> compile(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
                                    const Arch& arch, bool want_ptx = false);
   RuntimeCounters counters() const;

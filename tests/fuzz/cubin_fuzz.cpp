@@ -12,7 +12,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  kiln::CompileResult r;
+  kiln::CompiledKernel r;
   const bool ok = kiln::read_cubin_resources(bytes, r);
   const char* broken = nullptr;
   if (!ok && (r.registers != -1 || r.stack_frame != -1 || r.spill_stores != -1 || r.spill_loads != -1 ||

@@ -1,6 +1,6 @@
 // gpu tier: the portable family's decode kernel (TileConfig::decode, templates/kernels/sm80_decode.cuh)
 // against kiln's reference on fresh random inputs, outputs poisoned (run_check). Each case pins one
-// decode config in every M bucket (ScopedConfigOverride with the sm80 family), whatever family the
+// decode config in every M bucket (PlanOptions::config with the sm80 family), whatever family the
 // plan would pick: 16-bit and FP8 operands, tensor / per-token / per-channel / DeepSeek block scales
 // (f32 and E8M0), every output type, an epilogue functor; M = 1..16 and a second token tile, N not a
 // multiple of the CTA's rows, K tails inside a warp step (a partial 64-byte segment set); grouped
@@ -51,6 +51,14 @@ TileConfig decode_config(const KernelSpec& spec, const Dcfg& d) {
   c.group_m = 1;
   c.decode = d.kind;
   return c;
+}
+
+// Every M bucket of the plan runs cfg on the portable family.
+PlanOptions pinned(const TileConfig& cfg) {
+  PlanOptions o;
+  o.config = cfg;
+  o.family = KernelFamily::kSm80Gemm;
+  return o;
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
@@ -135,13 +143,14 @@ TEST_P(DecodeGpuTest, MatchesReference) {
   auto spec = parse_spec(c.spec);
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   const TileConfig cfg = decode_config(*spec, c.cfg);
-  ScopedConfigOverride pin(cfg, KernelFamily::kSm80Gemm);
-  auto plan = rt->plan(*spec, {c.m, c.n, c.k});
-  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  const Status valid = check_config(*spec, plan->arch(), KernelFamily::kSm80Gemm, cfg);
-  if (!valid.ok() && plan->arch().sm() < 89) GTEST_SKIP() << valid.to_string();  // FP8 decode: sm_89+
-  if (!valid.ok() && c.cfg.kind == 2 && plan->arch().sm() != 90) GTEST_SKIP() << valid.to_string();  // wgmma: sm_90a
+  auto arch = rt->device_arch();
+  ASSERT_TRUE(arch.ok()) << arch.status().to_string();
+  const Status valid = check_config(*spec, *arch, KernelFamily::kSm80Gemm, cfg);
+  if (!valid.ok() && arch->sm() < 89) GTEST_SKIP() << valid.to_string();  // FP8 decode: sm_89+
+  if (!valid.ok() && c.cfg.kind == 2 && arch->sm() != 90) GTEST_SKIP() << valid.to_string();  // wgmma: sm_90a
   ASSERT_TRUE(valid.ok()) << valid.to_string();
+  auto plan = rt->plan(*spec, {c.m, c.n, c.k}, pinned(cfg));
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   ASSERT_EQ(plan->config_for(c.m), cfg);
   ASSERT_EQ(plan->family_for(c.m), KernelFamily::kSm80Gemm);
   CheckOptions o;
@@ -167,8 +176,7 @@ TEST(DecodeRepeatGpuTest, RunsAreBitwiseEqual) {
   auto spec = parse_spec("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=f32");
   ASSERT_TRUE(spec.ok());
   const TileConfig cfg = decode_config(*spec, {8, 32, 4, 8});
-  ScopedConfigOverride pin(cfg, KernelFamily::kSm80Gemm);
-  auto plan = rt->plan(*spec, {3, 1000, 4096});
+  auto plan = rt->plan(*spec, {3, 1000, 4096}, pinned(cfg));
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   CheckOptions o;
   o.m = 3;
@@ -259,8 +267,7 @@ TEST(DecodeTiming, SweepsDecodeShapes) {
       time_one(*plan);
     }
     for (const TileConfig& c : row.cfgs) {
-      ScopedConfigOverride pin(c, KernelFamily::kSm80Gemm);
-      auto plan = rt.plan(row.spec, {row.shape.m, row.shape.n, row.shape.k});
+      auto plan = rt.plan(row.spec, {row.shape.m, row.shape.n, row.shape.k}, pinned(c));
       ASSERT_TRUE(plan.ok()) << plan.status().to_string();
       time_one(*plan);
     }

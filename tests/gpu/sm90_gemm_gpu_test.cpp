@@ -89,6 +89,12 @@ TileConfig pinned(const KernelSpec& s, const Pin& p) {
   c.pingpong = p.pp;
   return c;
 }
+// Every M bucket of the plan runs cfg.
+PlanOptions pin_options(const TileConfig& cfg) {
+  PlanOptions o;
+  o.config = cfg;
+  return o;
+}
 
 const char* const kPairs[] = {"a=bf16 b=bf16",
                               "a=f16 b=f16",
@@ -861,8 +867,7 @@ StatusOr<CheckReport> check_case(const Case& c, uint64_t seed = 0, bool time = f
   const KernelSpec s = spec_of(c.spec);
   StatusOr<Plan> plan = InvalidArgument("unset");
   if (c.pin >= 0) {
-    ScopedConfigOverride pin(pinned(s, kPins[c.pin]));
-    plan = runtime().plan(s, {c.m, c.n, c.k});
+    plan = runtime().plan(s, {c.m, c.n, c.k}, pin_options(pinned(s, kPins[c.pin])));
   } else {
     plan = runtime().plan(s, {c.m, c.n, c.k});
   }
@@ -937,10 +942,7 @@ TEST(Sm90GemmRepeatTest, SplitKWorkspaceServesEveryM) {
   KILN_REQUIRE_SM90();
   const KernelSpec s = spec_of("gemm a=bf16 b=bf16 out=bf16");
   StatusOr<Plan> plan = InvalidArgument("unset");
-  {
-    ScopedConfigOverride pin(pinned(s, kPins[24]));  // 64 x 64 split 4 ways in every bucket
-    plan = runtime().plan(s, {64, 2112, 7168});
-  }
+  plan = runtime().plan(s, {64, 2112, 7168}, pin_options(pinned(s, kPins[24])));  // 64 x 64 split 4 ways
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   for (int64_t m : {64, 128, 64, 1, 128}) {
     CheckOptions o;
@@ -961,8 +963,7 @@ TEST(Sm90GemmRepeatTest, SplitKRepeatRunsAreBitwiseEqual) {
     const Case c{sp, 77, 2112, 7168, 25};
     {
       const KernelSpec s = spec_of(sp);
-      ScopedConfigOverride pin(pinned(s, kPins[25]));
-      auto plan = runtime().plan(s, {c.m, c.n, c.k});
+      auto plan = runtime().plan(s, {c.m, c.n, c.k}, pin_options(pinned(s, kPins[25])));
       ASSERT_TRUE(plan.ok()) << plan.status().to_string();
       EXPECT_GT(plan->workspace_bytes(c.m), 0u) << sp;
     }
@@ -1087,8 +1088,7 @@ TEST(Sm90GemmTiming, TmaStoreAgainstDirectStores) {
     TileConfig wide = pinned(s, kPins[31]);
     if (sm90_check_config(s, kSm90a, wide).ok() && !(wide == t)) variants.push_back(wide);
     for (const TileConfig& v : variants) {
-      ScopedConfigOverride pin(v);
-      auto p2 = runtime().plan(s, {sh.m, sh.n, sh.k});
+      auto p2 = runtime().plan(s, {sh.m, sh.n, sh.k}, pin_options(v));
       ASSERT_TRUE(p2.ok()) << p2.status().to_string();
       timing_row(label, "tma store", run_check(runtime(), *p2, o));
     }

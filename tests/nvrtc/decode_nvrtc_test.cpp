@@ -33,7 +33,7 @@ TileConfig decode_cfg(const KernelSpec& spec, int bm, int bn, int segs, int warp
   return c;
 }
 
-CompileResult compile_ok(const KernelSpec& spec, const TileConfig& cfg, const Arch& arch, bool want_ptx) {
+CompiledKernel compile_ok(const KernelSpec& spec, const TileConfig& cfg, const Arch& arch, bool want_ptx) {
   const std::string what = print_spec(spec) + " " + cfg.to_string() + " " + arch.name();
   auto k = emit_kernel(spec, KernelFamily::kSm80Gemm, cfg, arch);
   EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
@@ -67,7 +67,7 @@ TEST(DecodeNvrtcTest, EveryOperandKindOnSm90a) {
                          "gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\""};
   for (const char* text : specs) {
     const KernelSpec spec = spec_of(text);
-    const CompileResult r = compile_ok(spec, decode_cfg(spec, 8, 16, 2, 4), arch, /*want_ptx=*/true);
+    const CompiledKernel r = compile_ok(spec, decode_cfg(spec, 8, 16, 2, 4), arch, /*want_ptx=*/true);
     EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.L1::no_allocate.L2::256B.v4.u32")) << text;
     EXPECT_THAT(r.ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32")) << text;
     EXPECT_THAT(r.ptx, Not(HasSubstr("cp.async"))) << text;
@@ -123,7 +123,7 @@ TEST(DecodeNvrtcTest, WarpgroupDecodeOnSm90a) {
             if ((full == nullptr || std::string(full) != "1") && (bm + bk / 64 + warps + in_flight) % 4 != 0 &&
                 compiled > 0 && !heaviest)
               continue;
-            const CompileResult r = compile_ok(spec, c, arch, compiled == 0);
+            const CompiledKernel r = compile_ok(spec, c, arch, compiled == 0);
             if (compiled == 0) {
               EXPECT_THAT(r.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n" + std::to_string(bm) + "k32.f32"));
               EXPECT_THAT(r.ptx, Not(HasSubstr("cvt.rn.f16x2.e4m3x2")));
@@ -148,11 +148,11 @@ TEST(DecodeNvrtcTest, GroupedLayouts) {
 
 TEST(DecodeNvrtcTest, NativeFp8MmaOnSm89AndBf16OnSm80) {
   const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e5m2:tensor out=bf16");
-  const CompileResult r89 = compile_ok(fp8, decode_cfg(fp8, 16, 32, 2, 4), *parse_arch("sm_89"), true);
+  const CompiledKernel r89 = compile_ok(fp8, decode_cfg(fp8, 16, 32, 2, 4), *parse_arch("sm_89"), true);
   // W is the mma's A operand: its format (e5m2) first.
   EXPECT_THAT(r89.ptx, HasSubstr("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32"));
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=f32");
-  const CompileResult r80 = compile_ok(bf16, decode_cfg(bf16, 8, 32, 2, 4), *parse_arch("sm_80"), true);
+  const CompiledKernel r80 = compile_ok(bf16, decode_cfg(bf16, 8, 32, 2, 4), *parse_arch("sm_80"), true);
   EXPECT_THAT(r80.ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
   // FP8 below sm_89: refused before any code is generated.
   auto k = emit_kernel(fp8, KernelFamily::kSm80Gemm, decode_cfg(fp8, 8, 16, 2, 4), *parse_arch("sm_86"));
@@ -167,14 +167,14 @@ TEST(DecodeNvrtcTest, NativeFp8MmaOnSm89AndBf16OnSm80) {
 TEST(DecodeNvrtcTest, EntryWaitsForThePreviousKernelOnSm90Only) {
   const KernelSpec fp8 = spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16");
   const TileConfig cfg = decode_cfg(fp8, 16, 16, 2, 4);
-  const CompileResult hopper = compile_ok(fp8, cfg, *parse_arch("sm_90a"), true);
+  const CompiledKernel hopper = compile_ok(fp8, cfg, *parse_arch("sm_90a"), true);
   const size_t wait = hopper.ptx.find("griddepcontrol.wait;");
   ASSERT_NE(wait, std::string::npos);
   EXPECT_THAT(hopper.ptx, HasSubstr("griddepcontrol.launch_dependents;"));
   for (const char* global :
        {"ld.global", "st.global", "cp.async.cg.shared.global", "cp.async.ca.shared.global"})
     EXPECT_GT(hopper.ptx.find(global), wait) << global << " before griddepcontrol.wait";
-  const CompileResult ada = compile_ok(fp8, cfg, *parse_arch("sm_89"), true);
+  const CompiledKernel ada = compile_ok(fp8, cfg, *parse_arch("sm_89"), true);
   EXPECT_THAT(ada.ptx, Not(HasSubstr("griddepcontrol")));
 }
 

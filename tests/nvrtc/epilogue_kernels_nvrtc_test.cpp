@@ -73,7 +73,7 @@ KernelSpec spec_of(const std::string& text) {
 }
 
 // Emits and compiles the kernel the planner picks; fails on a compile error or any spill.
-CompileResult compile_ok(const KernelSpec& spec, const Arch& arch, int64_t m, const std::string& what,
+CompiledKernel compile_ok(const KernelSpec& spec, const Arch& arch, int64_t m, const std::string& what,
                          bool want_ptx = false) {
   auto fam = select_family(spec, arch);
   EXPECT_TRUE(fam.ok()) << what << ": " << fam.status().to_string();
@@ -128,7 +128,7 @@ TEST(EpilogueKernelsNvrtcTest, PathsCompileWithoutSpills) {
 // one element per (gate, up) pair.
 TEST(EpilogueKernelsNvrtcTest, FunctorIsInlinedIntoTheStores) {
   const KernelSpec s = spec_of(read_example("gpt_oss_swiglu_experts.kiln"));
-  const CompileResult r = compile_ok(s, *parse_arch("sm_80"), 256, "gpt-oss (ptx)", /*want_ptx=*/true);
+  const CompiledKernel r = compile_ok(s, *parse_arch("sm_80"), 256, "gpt-oss (ptx)", /*want_ptx=*/true);
   EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.u16"));  // bf16 biases
   EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.f32"));  // f32 router weights (and scales)
   EXPECT_THAT(r.ptx, HasSubstr("ex2.approx"));        // expf of the sigmoid
@@ -145,7 +145,7 @@ TEST(EpilogueKernelsNvrtcTest, Sm90FunctorIsInlinedIntoTheStores) {
   const Arch h = *parse_arch("sm_90a");
   ASSERT_TRUE(sm90_supports(s, h));
   for (int64_t m : {4096, 64}) {
-    const CompileResult r = compile_ok(s, h, m, "sm90 swiglu (ptx)", /*want_ptx=*/true);
+    const CompiledKernel r = compile_ok(s, h, m, "sm90 swiglu (ptx)", /*want_ptx=*/true);
     EXPECT_THAT(r.ptx, HasSubstr("wgmma.mma_async"));
     EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.u16"));  // bf16 biases
     EXPECT_THAT(r.ptx, HasSubstr("ex2.approx"));        // expf of the sigmoid

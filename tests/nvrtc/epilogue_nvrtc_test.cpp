@@ -85,7 +85,7 @@ TEST_P(EpilogueNvrtcTest, FunctorCompilesWithoutSpills) {
   StatusOr<Arch> arch = parse_arch(arch_name);
   ASSERT_TRUE(arch.ok()) << arch.status().to_string();
   const std::string source = probe_source(code->functor);
-  StatusOr<CompileResult> r = compile_cuda(source, *arch, {});
+  StatusOr<CompiledKernel> r = compile_cuda(source, *arch, {});
   ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << source;
   EXPECT_GT(r->cubin.size(), 64u);
   EXPECT_EQ(r->spill_stores, 0) << r->log;

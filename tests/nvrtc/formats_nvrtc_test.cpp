@@ -77,8 +77,8 @@ KernelSpec spec_of(const std::string& text) {
 }
 
 // Emits and compiles one kernel; fails the test on a compile error or any spill.
-CompileResult compile_ok(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, const Arch& arch,
-                         const std::string& what, bool want_ptx = false) {
+CompiledKernel compile_ok(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                          const Arch& arch, const std::string& what, bool want_ptx = false) {
   auto k = emit_kernel(spec, family, cfg, arch);
   EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
   if (!k.ok()) return {};
@@ -161,7 +161,7 @@ TEST(FormatsNvrtcTest, UsesTheDesignedInstructions) {
   for (const Case& c : cases) {
     const KernelSpec s = spec_of(c.spec);
     const Arch a = *parse_arch(c.arch);
-    const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm,
+    const CompiledKernel r = compile_ok(s, KernelFamily::kSm80Gemm,
                                        default_config(s, a, KernelFamily::kSm80Gemm, {256, 256, 256}), a,
                                        std::string(c.spec) + " on " + c.arch, /*want_ptx=*/true);
     for (const char* e : c.expect) EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec << " on " << c.arch;

@@ -40,7 +40,7 @@ class NvrtcArchTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NvrtcArchTest, CompilesProbeKernelWithoutSpills) {
   const Arch arch = arch_named(GetParam());
-  StatusOr<CompileResult> r = compile_cuda(kProbeSource, arch, {});
+  StatusOr<CompiledKernel> r = compile_cuda(kProbeSource, arch, {});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_GE(r->cubin.size(), 64u);
   EXPECT_EQ(r->cubin.substr(0, 4), std::string("\x7f" "ELF", 4));
@@ -68,11 +68,11 @@ extern "C" __global__ void kiln_framed(float* x) {
 }
 )";
   for (const std::string& source : {std::string(kProbeSource), framed}) {
-    StatusOr<CompileResult> r = compile_cuda(source, arch, {});
+    StatusOr<CompiledKernel> r = compile_cuda(source, arch, {});
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_GT(r->registers, 0) << r->log;
     if (source == framed) EXPECT_GT(r->stack_frame, 0) << r->log;  // the indexed local array lives in memory
-    CompileResult c;
+    CompiledKernel c;
     ASSERT_TRUE(read_cubin_resources(r->cubin, c));
     EXPECT_EQ(c.registers, r->registers) << r->log;
     EXPECT_EQ(c.stack_frame, r->stack_frame) << r->log;
@@ -105,7 +105,7 @@ TEST(NvrtcTest, OptionsAreSortedAndExact) {
 }
 
 TEST(NvrtcTest, SyntaxErrorIsACompileErrorWithTheLog) {
-  StatusOr<CompileResult> r =
+  StatusOr<CompiledKernel> r =
       compile_cuda("#include \"common/gemm_params.cuh\"\n__global__ void k() { int x = ; }\n", arch_named("sm_90a"), {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCompileError);
@@ -116,7 +116,7 @@ TEST(NvrtcTest, SyntaxErrorIsACompileErrorWithTheLog) {
 }
 
 TEST(NvrtcTest, HeadersOutsideTemplatesAreNotVisible) {
-  StatusOr<CompileResult> r = compile_cuda("#include \"kiln/status.hpp\"\n", arch_named("sm_80"), {});
+  StatusOr<CompiledKernel> r = compile_cuda("#include \"kiln/status.hpp\"\n", arch_named("sm_80"), {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCompileError);
   EXPECT_NE(r.status().message().find("kiln/status.hpp"), std::string::npos) << r.status().message();
@@ -125,7 +125,7 @@ TEST(NvrtcTest, HeadersOutsideTemplatesAreNotVisible) {
 TEST(NvrtcTest, WantPtxGivesPtxForTheArchSpecificTarget) {
   CompileOptions opts;
   opts.want_ptx = true;
-  StatusOr<CompileResult> r = compile_cuda(kProbeSource, arch_named("sm_90a"), opts);
+  StatusOr<CompiledKernel> r = compile_cuda(kProbeSource, arch_named("sm_90a"), opts);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->cubin.substr(0, 4), std::string("\x7f" "ELF", 4));
   EXPECT_NE(r->ptx.find(".target sm_90a"), std::string::npos) << r->ptx.substr(0, 400);
@@ -137,7 +137,7 @@ TEST(NvrtcTest, WantPtxGivesPtxForTheArchSpecificTarget) {
 TEST(NvrtcTest, WantPtxForSm80) {
   CompileOptions opts;
   opts.want_ptx = true;
-  StatusOr<CompileResult> r = compile_cuda(kProbeSource, arch_named("sm_80"), opts);
+  StatusOr<CompiledKernel> r = compile_cuda(kProbeSource, arch_named("sm_80"), opts);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_NE(r->ptx.find(".target sm_80"), std::string::npos) << r->ptx.substr(0, 400);
 }
@@ -145,7 +145,7 @@ TEST(NvrtcTest, WantPtxForSm80) {
 TEST(NvrtcTest, ConcurrentCompilesFromFourThreads) {
   // The tuner compiles candidates in parallel: each call owns its program, results must not mix.
   constexpr int kThreads = 4;
-  std::vector<StatusOr<CompileResult>> results(kThreads, Internal("not run"));
+  std::vector<StatusOr<CompiledKernel>> results(kThreads, Internal("not run"));
   std::vector<std::thread> threads;
   const char* archs[kThreads] = {"sm_90a", "sm_89", "sm_86", "sm_80"};
   for (int t = 0; t < kThreads; ++t) {
@@ -167,7 +167,7 @@ TEST(NvrtcLoadDeathTest, MissingLibraryIsACompileErrorNamingThePath) {
       {
         ::setenv(env::kNvrtcPath, "/nonexistent/libnvrtc.so.13", 1);
         StatusOr<std::string> v = nvrtc_version();
-        StatusOr<CompileResult> r = compile_cuda(kProbeSource, Arch{}, {});
+        StatusOr<CompiledKernel> r = compile_cuda(kProbeSource, Arch{}, {});
         const bool good = !v.ok() && v.status().code() == StatusCode::kCompileError &&
                           v.status().message().find("/nonexistent/libnvrtc.so.13") != std::string::npos &&
                           v.status().message().find("KILN_NVRTC_PATH") != std::string::npos && !r.ok() &&

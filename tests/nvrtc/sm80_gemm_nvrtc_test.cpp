@@ -46,8 +46,8 @@ KernelSpec spec_of(const std::string& text) {
 }
 
 // Emits and compiles one kernel; fails the test on a compile error or any spill.
-CompileResult compile_ok(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, const Arch& arch,
-                         const std::string& what, bool want_ptx = false) {
+CompiledKernel compile_ok(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
+                          const Arch& arch, const std::string& what, bool want_ptx = false) {
   auto k = emit_kernel(spec, family, cfg, arch);
   EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
   if (!k.ok()) return {};
@@ -98,7 +98,7 @@ TEST_P(Sm80GemmNvrtcTest, DefaultConfigCompilesWithoutSpillsForEveryOutput) {
     const TileConfig cfg = default_config(s, arch(), KernelFamily::kSm80Gemm, {run.m, 7168, 7168});
     const std::string what =
         std::string(pairing().operands) + " out=" + out + " " + cfg.to_string() + " on " + arch().name();
-    const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm, cfg, arch(), what);
+    const CompiledKernel r = compile_ok(s, KernelFamily::kSm80Gemm, cfg, arch(), what);
     std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.spill_stores
               << " bytes spill stores, " << r.spill_loads << " bytes spill loads\n";
   }
@@ -167,7 +167,7 @@ TEST(Sm80GemmPtxTest, UsesTheDesignedMmaPerArch) {
     const KernelSpec s = spec_of(std::string("gemm ") + c.operands + " out=bf16");
     const Arch a = *parse_arch(c.arch);
     const TileConfig cfg = default_config(s, a, KernelFamily::kSm80Gemm, {256, 256, 256});
-    const CompileResult r = compile_ok(s, KernelFamily::kSm80Gemm, cfg, a,
+    const CompiledKernel r = compile_ok(s, KernelFamily::kSm80Gemm, cfg, a,
                                        std::string(c.operands) + " on " + c.arch, /*want_ptx=*/true);
     for (const char* e : c.expect) EXPECT_THAT(r.ptx, HasSubstr(e)) << c.operands << " on " << c.arch;
     if (std::string(c.arch) != "sm_89") EXPECT_THAT(r.ptx, ::testing::Not(HasSubstr("m16n8k32"))) << c.arch;
@@ -179,7 +179,7 @@ TEST(ReferenceGemmNvrtcTest, CompilesWithoutSpillsOnEveryArch) {
                          "gemm a=f16 b=e4m3:tensor out=f16", "gemm a=e5m2:tensor b=e5m2:tensor out=f32"};
   for (const char* arch : kArches) {
     for (const char* text : specs) {
-      const CompileResult r = compile_ok(spec_of(text), KernelFamily::kReferenceGemm, TileConfig{},
+      const CompiledKernel r = compile_ok(spec_of(text), KernelFamily::kReferenceGemm, TileConfig{},
                                          *parse_arch(arch), std::string(text) + " on " + arch);
       std::cout << "[ registers ] reference " << text << " on " << arch << ": " << r.registers << "\n";
     }

@@ -58,7 +58,7 @@ KernelSpec spec_of(const std::string& text) {
   return r.ok() ? *r : KernelSpec{};
 }
 
-StatusOr<CompileResult> emit_and_compile(const KernelSpec& spec, const TileConfig& cfg, bool want_ptx) {
+StatusOr<CompiledKernel> emit_and_compile(const KernelSpec& spec, const TileConfig& cfg, bool want_ptx) {
   auto k = emit_kernel(spec, KernelFamily::kSm90Gemm, cfg, sm90a());
   if (!k.ok()) return k.status();
   CompileOptions o;
@@ -68,7 +68,7 @@ StatusOr<CompileResult> emit_and_compile(const KernelSpec& spec, const TileConfi
 
 // Fails on an emit or compile error, a spill, a stack frame, or a ptxas warning that the warp
 // specialization did not take effect.
-CompileResult expect_clean(const StatusOr<CompileResult>& r, const std::string& what) {
+CompiledKernel expect_clean(const StatusOr<CompiledKernel>& r, const std::string& what) {
   EXPECT_TRUE(r.ok()) << what << ": " << r.status().to_string();
   if (!r.ok()) return {};
   EXPECT_EQ(r->spill_stores, 0) << what << "\n" << r->log;
@@ -81,7 +81,7 @@ CompileResult expect_clean(const StatusOr<CompileResult>& r, const std::string& 
                                                "ELF"))
       << what;
   // The cubin records what ptxas reported (read where NVRTC's own cache leaves the log empty).
-  CompileResult from_cubin;
+  CompiledKernel from_cubin;
   EXPECT_TRUE(read_cubin_resources(r->cubin, from_cubin)) << what;
   EXPECT_EQ(from_cubin.registers, r->registers) << what;
   EXPECT_EQ(from_cubin.stack_frame, r->stack_frame) << what;
@@ -89,7 +89,7 @@ CompileResult expect_clean(const StatusOr<CompileResult>& r, const std::string& 
 }
 
 // Emits and compiles one sm90 kernel (expect_clean's checks).
-CompileResult compile_ok(const KernelSpec& spec, const TileConfig& cfg, const std::string& what,
+CompiledKernel compile_ok(const KernelSpec& spec, const TileConfig& cfg, const std::string& what,
                          bool want_ptx = false) {
   return expect_clean(emit_and_compile(spec, cfg, want_ptx), what);
 }
@@ -102,8 +102,8 @@ struct CompileJob {
 
 // compile_ok over many kernels on every core (NVRTC compiles independent programs concurrently; the
 // checks run here, in order, on the test's thread): the config-space sweeps are most of this tier's time.
-std::vector<CompileResult> compile_all_ok(const std::vector<CompileJob>& jobs, bool want_ptx = false) {
-  std::vector<std::optional<StatusOr<CompileResult>>> done(jobs.size());
+std::vector<CompiledKernel> compile_all_ok(const std::vector<CompileJob>& jobs, bool want_ptx = false) {
+  std::vector<std::optional<StatusOr<CompiledKernel>>> done(jobs.size());
   std::atomic<size_t> next{0};
   const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
   std::vector<std::thread> pool;
@@ -114,7 +114,7 @@ std::vector<CompileResult> compile_all_ok(const std::vector<CompileJob>& jobs, b
     });
   }
   for (std::thread& t : pool) t.join();
-  std::vector<CompileResult> out;
+  std::vector<CompiledKernel> out;
   out.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) out.push_back(expect_clean(*done[i], jobs[i].what));
   return out;
@@ -138,7 +138,7 @@ TEST_P(Sm90GemmNvrtcTest, DefaultConfigsCompileWithoutSpillsForEveryOutput) {
     const KernelSpec s = spec(run.out);
     const TileConfig cfg = default_config(s, sm90a(), {run.m, 7168, 7168});
     const std::string what = std::string(GetParam().operands) + " out=" + run.out + " " + cfg.to_string();
-    const CompileResult r = compile_ok(s, cfg, what);
+    const CompiledKernel r = compile_ok(s, cfg, what);
     std::cout << "[ registers ] " << what << ": " << r.registers << " registers, promoted "
               << sm90_promotes(s, cfg) << ", " << r.compile_ms << " ms\n";
   }
@@ -162,7 +162,7 @@ TEST(Sm90GemmNvrtcTest, EveryShapeOfTheConfigSpaceCompiles) {
       seen += shape;
       jobs.push_back({s, c, std::string(text) + " " + c.to_string()});
     }
-    const std::vector<CompileResult> rs = compile_all_ok(jobs);
+    const std::vector<CompiledKernel> rs = compile_all_ok(jobs);
     for (size_t i = 0; i < jobs.size(); ++i)
       std::cout << "[ registers ] " << jobs[i].what << ": " << rs[i].registers << "\n";
     EXPECT_GE(jobs.size(), 16u) << text;
@@ -187,7 +187,7 @@ TEST(Sm90GemmPtxTest, UsesTmaWgmmaMbarriersAndSetmaxnreg) {
   };
   for (const Case& c : cases) {
     const KernelSpec s = spec_of(c.spec);
-    const CompileResult r =
+    const CompiledKernel r =
         compile_ok(s, default_config(s, sm90a(), {c.m, 7168, 7168}), c.spec, /*want_ptx=*/true);
     for (const char* e : c.expect) EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec;
     for (const char* e : {"cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
@@ -208,7 +208,7 @@ TEST(Sm90GemmPtxTest, ClustersMulticastBAndSynchronizeTheCluster) {
     ASSERT_TRUE(k.ok()) << k.status().to_string();
     EXPECT_THAT(k->source, HasSubstr("__cluster_dims__(2, 1, 1)"));
     EXPECT_THAT(c.to_string(), HasSubstr("_c2"));
-    const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
+    const CompiledKernel r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
     for (const char* e : {".multicast::cluster", "barrier.cluster.arrive", "mapa.shared::cluster",
                           "mbarrier.arrive.shared::cluster", "%cluster_ctarank"}) {
       EXPECT_THAT(r.ptx, HasSubstr(e)) << text;
@@ -220,7 +220,7 @@ TEST(Sm90GemmPtxTest, ClustersMulticastBAndSynchronizeTheCluster) {
   const KernelSpec s = spec_of("gemm a=bf16 b=bf16 out=bf16");
   TileConfig single = default_config(s, sm90a(), {4096, 7168, 7168});
   single.cluster_m = 1;
-  const CompileResult r = compile_ok(s, single, "bf16 " + single.to_string(), /*want_ptx=*/true);
+  const CompiledKernel r = compile_ok(s, single, "bf16 " + single.to_string(), /*want_ptx=*/true);
   EXPECT_THAT(r.ptx, Not(HasSubstr("multicast")));
   EXPECT_THAT(r.ptx, Not(HasSubstr("barrier.cluster")));
 }
@@ -253,10 +253,10 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
       seen += shape;
       jobs.push_back({s, cfg, std::string(c.spec) + " " + cfg.to_string()});
     }
-    const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+    const std::vector<CompiledKernel> rs = compile_all_ok(jobs, /*want_ptx=*/true);
     for (size_t i = 0; i < jobs.size(); ++i) {
       const TileConfig& cfg = jobs[i].cfg;
-      const CompileResult& r = rs[i];
+      const CompiledKernel& r = rs[i];
       std::cout << "[ registers ] " << jobs[i].what << ": " << r.registers << "\n";
       for (const char* e : {"wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d", "fma.rn.f32"})
         EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec << " " << cfg.to_string();
@@ -314,10 +314,10 @@ TEST(Sm90BlockScaleNvrtcTest, V4VariantsCompileWithoutSpills) {
       }
     }
   }
-  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  const std::vector<CompiledKernel> rs = compile_all_ok(jobs, /*want_ptx=*/true);
   for (size_t i = 0; i < jobs.size(); ++i) {
     const std::string& what = jobs[i].what;
-    const CompileResult& r = rs[i];
+    const CompiledKernel& r = rs[i];
     std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.spill_stores
               << " spill stores, " << r.spill_loads << " spill loads, " << r.compile_ms << " ms\n";
     for (const char* e :
@@ -347,7 +347,7 @@ TEST(Sm90GemmNvrtcTest, N176TilesCompileWithoutSpills) {
     const KernelSpec s = spec_of(r.spec);
     const TileConfig c = v4_config(128, 176, r.bk, 4, 8, 1);
     ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << sm90_check_config(s, sm90a(), c).to_string();
-    const CompileResult res = compile_ok(s, c, std::string(r.spec) + " " + c.to_string(), true);
+    const CompiledKernel res = compile_ok(s, c, std::string(r.spec) + " " + c.to_string(), true);
     EXPECT_THAT(res.ptx, HasSubstr(r.op)) << r.spec;
   }
 }
@@ -370,7 +370,7 @@ TEST(Sm90BlockScaleNvrtcTest, Block192TilesCompileWithoutSpills) {
         // Staged through shared memory: the slots fit beside these rings.
         EXPECT_TRUE(sm90_staged_scales(s, cfg)) << cfg.to_string();
         const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
-        const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
+        const CompiledKernel r = compile_ok(s, cfg, what, /*want_ptx=*/true);
         std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
         for (const char* e : {"wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3", "fma.rn.f32",
                               "cp.async.mbarrier.arrive.noinc", "setmaxnreg.inc.sync.aligned.u32 232"})
@@ -402,7 +402,7 @@ TEST(Sm90BlockScaleNvrtcTest, Block256TilesPromoteInHalvesWithoutSpills) {
         // Staged through shared memory: the slots fit beside these rings.
         EXPECT_TRUE(sm90_staged_scales(s, cfg)) << cfg.to_string();
         const std::string what = std::string(pair) + " out=" + out + " " + cfg.to_string();
-        const CompileResult r = compile_ok(s, cfg, what, /*want_ptx=*/true);
+        const CompiledKernel r = compile_ok(s, cfg, what, /*want_ptx=*/true);
         std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
         for (const char* e : {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "fma.rn.f32",
                               "cp.async.mbarrier.arrive.noinc"})
@@ -432,7 +432,7 @@ TEST(Sm90BlockScaleNvrtcTest, UnstagedTwoBlockWarpgroupsLoadTheirOwnScales) {
     const KernelSpec s = spec_of(spec);
     ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << sm90_check_config(s, sm90a(), cfg).to_string();
     EXPECT_FALSE(sm90_staged_scales(s, cfg)) << spec;
-    const CompileResult r = compile_ok(s, cfg, std::string(spec) + " " + cfg.to_string(), /*want_ptx=*/true);
+    const CompiledKernel r = compile_ok(s, cfg, std::string(spec) + " " + cfg.to_string(), /*want_ptx=*/true);
     EXPECT_THAT(r.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3")) << spec;
     EXPECT_THAT(r.ptx, Not(HasSubstr("cp.async.mbarrier.arrive.noinc"))) << spec;
     EXPECT_THAT(r.ptx, HasSubstr(std::string(spec).find("ue8m0") == std::string::npos ? "ld.global.nc.f32"
@@ -456,7 +456,7 @@ TEST(Sm90BlockScaleNvrtcTest, DefaultBlockConfigUsesWgmmaTmaAndPromotes) {
     // templates/kernels/sm90/epilogue_tma_store.cuh).
     EXPECT_EQ(cfg.to_string(), std::string(out) == "f32" ? "bm128_bn128_bk256_s2_w8x1_g8_c2_t"
                                                            : "bm128_bn256_bk128_s3_w8x1_g8_c2_t");
-    const CompileResult r = compile_ok(s, cfg, std::string("block out=") + out + " " + cfg.to_string(),
+    const CompiledKernel r = compile_ok(s, cfg, std::string("block out=") + out + " " + cfg.to_string(),
                                        /*want_ptx=*/true);
     std::cout << "[ registers ] block out=" << out << " " << cfg.to_string() << ": " << r.registers
               << " registers, " << r.spill_stores << " spill stores, " << r.spill_loads << " spill loads, "
@@ -654,7 +654,7 @@ TEST(Sm90GroupedNvrtcTest, GroupedSpecsCompileWithThreeDimensionalWeightMaps) {
     clustered.cluster_m = 2;
     if (sm90_check_config(s, sm90a(), clustered).ok()) configs.push_back(clustered);
     for (const TileConfig& c : configs) {
-      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
+      const CompiledKernel r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
       EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.3d")) << text << " " << c.to_string();
       EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.2d")) << text << " " << c.to_string();
       if (c.cluster_m > 1) EXPECT_THAT(r.ptx, HasSubstr(".multicast::cluster")) << text;
@@ -701,7 +701,8 @@ TEST(Sm90SplitKNvrtcTest, SplitConfigsCompileAndTheRulesNameTheReason) {
     cfg.split_k = 4;
     ASSERT_TRUE(sm90_check_config(s, sm90a(), cfg).ok()) << c.spec << " " << cfg.to_string();
     EXPECT_THAT(cfg.to_string(), HasSubstr("_k4"));
-    const CompileResult r = compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
+    const CompiledKernel r =
+        compile_ok(s, cfg, std::string(c.spec) + " " + cfg.to_string(), /*want_ptx=*/true);
     for (const char* e : {"atom.global.add.u32", "fence.acq_rel.gpu", "ld.global.cg.f32", "bar.sync"})
       EXPECT_THAT(r.ptx, HasSubstr(e)) << c.spec;
     // Workspace: the fixed counter region, then 33 x 1 tiles of 64 x 64 x 4 splits of f32 partials; the
@@ -742,7 +743,7 @@ TEST(Sm90TwoAtomNvrtcTest, UnpromotedTwoAtomStagesCompile) {
       TileConfig c = v4_config(sh.bm, sh.bn, 256 / eb, sh.stages, sh.wm, 1);
       c.split_k = sh.split;
       ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << text << " " << c.to_string();
-      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
+      const CompiledKernel r = compile_ok(s, c, std::string(text) + " " + c.to_string(), /*want_ptx=*/true);
       EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.2d")) << text;
     }
     // Split-K with two unpromoted atoms is refused (ptxas serializes its wgmmas: C7520); FP8 at 64 x 64 is
@@ -760,13 +761,13 @@ TEST(Sm90TwoAtomNvrtcTest, UnpromotedTwoAtomStagesCompile) {
 }
 
 // Plans nothing: checks cfg against the spec's rules, compiles it (PTX kept) and prints its registers.
-CompileResult compile_checked(const std::string& text, const TileConfig& cfg) {
+CompiledKernel compile_checked(const std::string& text, const TileConfig& cfg) {
   const KernelSpec k = spec_of(text);
   const Status ok = sm90_check_config(k, sm90a(), cfg);
   EXPECT_TRUE(ok.ok()) << text << " " << cfg.to_string() << ": " << ok.to_string();
   if (!ok.ok()) return {};
   const std::string what = text + " " + cfg.to_string();
-  const CompileResult r = compile_ok(k, cfg, what, /*want_ptx=*/true);
+  const CompiledKernel r = compile_ok(k, cfg, what, /*want_ptx=*/true);
   std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.compile_ms << " ms\n";
   return r;
 }
@@ -804,7 +805,7 @@ TEST(Sm90MxNvrtcTest, MxConfigsCompileWithoutSpills) {
                   "epilogue=\"out = silu(gate) * up\"", def});
   for (const auto& [text, cfg] : runs) {
     const std::string what = text + " " + cfg.to_string();
-    const CompileResult r = compile_checked(text, cfg);
+    const CompiledKernel r = compile_checked(text, cfg);
     for (const char* e : {"wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "wgmma.wait_group.sync.aligned 0",
                           "fma.rn.f32", "ld.shared.v4.u32", "setmaxnreg.inc.sync.aligned.u32", "mbarrier.try_wait.parity"})
       EXPECT_THAT(r.ptx, HasSubstr(e)) << what;
@@ -871,11 +872,11 @@ TEST(Sm90MxDequantNvrtcTest, DequantConfigsCompileWithoutSpills) {
     ASSERT_TRUE(ok.ok()) << text << " " << cfg.to_string() << ": " << ok.to_string();
     jobs.push_back({spec_of(text), cfg, text + " " + cfg.to_string()});
   }
-  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  const std::vector<CompiledKernel> rs = compile_all_ok(jobs, /*want_ptx=*/true);
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& [text, cfg] = runs[i];
     const std::string& what = jobs[i].what;
-    const CompileResult& r = rs[i];
+    const CompiledKernel& r = rs[i];
     std::cout << "[ registers ] " << what << ": " << r.registers << " registers, " << r.compile_ms << " ms\n";
     for (const char* e : {"wgmma.mma_async.sync.aligned.m64n", ".bf16.bf16", "shared::cluster.global.tile",
                           "cvt.rn.f16x2.e4m3x2", "ld.shared.v4.u32", "st.shared.v4.u32", "fence.proxy.async.shared::cta",
@@ -977,7 +978,7 @@ TEST(Sm90TmaStoreNvrtcTest, TmaStoreConfigsCompileWithoutSpills) {
       jobs.push_back({s, c, std::string(text) + " " + c.to_string()});
     }
   }
-  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  const std::vector<CompiledKernel> rs = compile_all_ok(jobs, /*want_ptx=*/true);
   for (size_t i = 0; i < jobs.size(); ++i) {
     std::cout << "[ registers ] " << jobs[i].what << ": " << rs[i].registers << " registers\n";
     for (const char* e :
@@ -1003,7 +1004,7 @@ TEST(Sm90TmaStoreNvrtcTest, NarrowBoxesCompileWithoutSpills) {
       c.tma_store = 1;
       while (c.stages > 2 && !sm90_check_config(s, sm90a(), c).ok()) --c.stages;  // the deepest ring that fits
       ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok()) << sm90_check_config(s, sm90a(), c).to_string();
-      const CompileResult r = compile_ok(s, c, std::string(text) + " " + c.to_string(), true);
+      const CompiledKernel r = compile_ok(s, c, std::string(text) + " " + c.to_string(), true);
       EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta")) << c.to_string();
     }
   }
@@ -1031,7 +1032,7 @@ TEST(Sm90TmaStorePlanTest, RulesAndSharedMemory) {
     TileConfig gc = v4_config(128, 192, format_is_fp8(g.a.format) ? 128 : 64, 3, 8, 1);
     gc.tma_store = 1;
     ASSERT_TRUE(sm90_check_config(g, sm90a(), gc).ok()) << sm90_check_config(g, sm90a(), gc).to_string();
-    const CompileResult r = compile_ok(g, gc, std::string(text) + " " + gc.to_string(), true);
+    const CompiledKernel r = compile_ok(g, gc, std::string(text) + " " + gc.to_string(), true);
     EXPECT_THAT(r.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta")) << text;
     EXPECT_THAT(r.ptx, HasSubstr("st.global"))
         << text;  // the direct stores of a slab crossing an expert's end
@@ -1073,14 +1074,14 @@ TEST(Sm90PingPongNvrtcTest, ConfigsCompileWithoutSpills) {
       jobs.push_back({s, c, std::string(text) + " " + c.to_string()});
     }
   }
-  const std::vector<CompileResult> rs = compile_all_ok(jobs, /*want_ptx=*/true);
+  const std::vector<CompiledKernel> rs = compile_all_ok(jobs, /*want_ptx=*/true);
   for (size_t i = 0; i < jobs.size(); ++i) {
     std::cout << "[ registers ] " << jobs[i].what << ": " << rs[i].registers << " registers\n";
     EXPECT_THAT(rs[i].ptx, HasSubstr("bar.arrive")) << jobs[i].what;
   }
   EXPECT_GE(jobs.size(), 10u);
   const KernelSpec bf16 = spec_of("gemm a=bf16 b=bf16 out=bf16");
-  const CompileResult plain = compile_ok(bf16, v4_config(128, 128, 64, 6, 4, 1), "bf16 128x128 w4x1", true);
+  const CompiledKernel plain = compile_ok(bf16, v4_config(128, 128, 64, 6, 4, 1), "bf16 128x128 w4x1", true);
   EXPECT_THAT(plain.ptx, Not(HasSubstr("bar.arrive")));
 }
 
@@ -1101,7 +1102,7 @@ TEST(Sm90PingPongNvrtcTest, WideTilesCompileWithoutSpills) {
       const std::string what = std::string(text) + " " + c.to_string();
       ASSERT_TRUE(sm90_check_config(s, sm90a(), c).ok())
           << what << sm90_check_config(s, sm90a(), c).to_string();
-      const CompileResult r = compile_ok(s, c, what);
+      const CompiledKernel r = compile_ok(s, c, what);
       std::cout << "[ registers ] " << what << ": " << r.registers << " registers\n";
     }
     // 192 columns of 16-bit outputs are three 128-byte boxes: not four chunks.
@@ -1192,7 +1193,7 @@ TEST(Sm90HalfSlabNvrtcTest, ConfigsCompileAndRules) {
     const KernelSpec s = spec_of(r.spec);
     const std::string what = std::string(r.spec) + " " + r.cfg.to_string();
     ASSERT_TRUE(sm90_check_config(s, sm90a(), r.cfg).ok()) << what << ": " << sm90_check_config(s, sm90a(), r.cfg).to_string();
-    const CompileResult c = compile_ok(s, r.cfg, what, /*want_ptx=*/true);
+    const CompiledKernel c = compile_ok(s, r.cfg, what, /*want_ptx=*/true);
     EXPECT_THAT(c.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta")) << what;
     // One stage more than the whole-slab store fits.
     TileConfig whole = r.cfg;
@@ -1211,7 +1212,7 @@ TEST(Sm90HalfSlabNvrtcTest, ConfigsCompileAndRules) {
   TileConfig odd = cfg(128, 176, 128, 5, 8, 1, 0);
   EXPECT_EQ(sm90_smem_bytes(fp8, odd), 5 * 38912 + 16 * 5 + 2 * 6 * 64 * 32 + 1024);
   ASSERT_TRUE(sm90_check_config(fp8, sm90a(), odd).ok()) << sm90_check_config(fp8, sm90a(), odd).to_string();
-  const CompileResult c176 = compile_ok(fp8, odd, "fp8 128x176 _th", /*want_ptx=*/true);
+  const CompiledKernel c176 = compile_ok(fp8, odd, "fp8 128x176 _th", /*want_ptx=*/true);
   EXPECT_THAT(c176.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta"));
   TileConfig odd_whole = odd;
   odd_whole.tma_store = 1;
@@ -1229,7 +1230,7 @@ TEST(Sm90HalfSlabNvrtcTest, ConfigsCompileAndRules) {
   EXPECT_EQ(sm90_smem_bytes(fp8, pp176), 5 * 38912 + 16 * 5 + 2 * 3 * 128 * 32 + 1024);
   ASSERT_TRUE(sm90_check_config(fp8, sm90a(), pp176).ok())
       << sm90_check_config(fp8, sm90a(), pp176).to_string();
-  const CompileResult cq = compile_ok(fp8, pp176, "fp8 128x176 _tq_p", /*want_ptx=*/true);
+  const CompiledKernel cq = compile_ok(fp8, pp176, "fp8 128x176 _tq_p", /*want_ptx=*/true);
   EXPECT_THAT(cq.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta"));
   TileConfig pp176_half = pp176;
   pp176_half.tma_store = 2;
@@ -1279,7 +1280,7 @@ TEST(Sm90PdlNvrtcTest, EveryVariantWaitsForThePreviousGridBeforeTouchingGlobalMe
   runs.push_back({"gemm a=mxfp8 b=mxfp8 out=bf16", v4_config(128, 256, 64, 2, 8, 1)});  // templates/kernels/sm90/mx_dequant.cuh
   for (const auto& [text, cfg] : runs) {
     const std::string what = text + " " + cfg.to_string();
-    const CompileResult r = compile_checked(text, cfg);
+    const CompiledKernel r = compile_checked(text, cfg);
     const size_t wait = r.ptx.find("griddepcontrol.wait;");
     ASSERT_NE(wait, std::string::npos) << what;
     EXPECT_THAT(r.ptx, HasSubstr("griddepcontrol.launch_dependents;")) << what;

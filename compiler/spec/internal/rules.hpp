@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "compiler/epilogue/epilogue.hpp"  // Epilogue
 #include "kiln/spec.hpp"
 
 namespace kiln::spec_internal {
@@ -46,8 +47,10 @@ struct Violation {
   int inner_line = 0, inner_col = 0;
 };
 
-// The first broken rule of spec, in a fixed order (op structure, operands, attributes).
-std::optional<Violation> find_violation(const KernelSpec& spec);
+// The first broken rule of spec, in a fixed order (op structure, operands, attributes). epilogue: where
+// given and the spec is valid, receives the parsed epilogue (nullopt for a spec without one), so that a
+// caller that needs it does not parse the text a second time.
+std::optional<Violation> find_violation(const KernelSpec& spec, std::optional<Epilogue>* epilogue = nullptr);
 
 const char* role_key(Role r);  // "a", "b", "out"
 const OperandSpec& operand_of(const KernelSpec& s, Role r);

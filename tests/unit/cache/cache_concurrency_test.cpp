@@ -28,8 +28,8 @@ constexpr int kProcesses = 8;
 constexpr int kShared = 16;  // kernels every process inserts
 constexpr int kOwn = 16;     // kernels only process p inserts
 
-CachedKernel kernel(const std::string& name) {
-  CachedKernel k;
+CompiledKernel kernel(const std::string& name) {
+  CompiledKernel k;
   KeyInputs in;
   in.source = "kernel " + name;
   in.nvrtc_version = "13.0";
@@ -76,7 +76,7 @@ std::string integrity(const std::string& path) {
     }
     for (int j = 0; j < kShared + kOwn && code == 0; ++j) {
       const int i = (j / 2 + p) % kShared;
-      const CachedKernel k = j % 2 == 0 ? kernel(shared_name(i)) : kernel(own_name(p, j / 2));
+      const CompiledKernel k = j % 2 == 0 ? kernel(shared_name(i)) : kernel(own_name(p, j / 2));
       Status s = (*cache)->put(k);
       if (!s.ok()) {
         std::fprintf(stderr, "process %d, put %s: %s\n", p, k.entry.c_str(), s.to_string().c_str());
@@ -86,7 +86,7 @@ std::string integrity(const std::string& path) {
     // With a cap, other processes may legitimately evict what this one wrote: only the uncapped
     // runs can demand every kernel back. Reads must succeed (and verify their sha256) either way.
     for (int j = 0; j < kShared + kOwn && code == 0; ++j) {
-      const CachedKernel want = j < kShared ? kernel(shared_name(j)) : kernel(own_name(p, j - kShared));
+      const CompiledKernel want = j < kShared ? kernel(shared_name(j)) : kernel(own_name(p, j - kShared));
       auto got = (*cache)->get(want.key);
       if (!got.ok()) {
         std::fprintf(stderr, "process %d, get %s: %s\n", p, want.entry.c_str(), got.status().to_string().c_str());

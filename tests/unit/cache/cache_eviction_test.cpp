@@ -72,16 +72,16 @@ class CacheEvictionTest : public ::testing::Test {
     sqlite3_free(err);
     sqlite3_close(db);
   }
-  void set_last_used(const CachedKernel& k, int64_t t) {
+  void set_last_used(const CompiledKernel& k, int64_t t) {
     raw_exec("UPDATE kernels SET last_used = " + std::to_string(t) + " WHERE key = '" + k.key + "'");
   }
 
-  bool present(KernelCache& cache, const CachedKernel& k) {
+  bool present(KernelCache& cache, const CompiledKernel& k) {
     // list() reads without touching last_used, unlike get().
     auto rows = cache.list();
     EXPECT_TRUE(rows.ok()) << rows.status().to_string();
     if (!rows.ok()) return false;
-    for (const CachedKernel& r : *rows) {
+    for (const CompiledKernel& r : *rows) {
       if (r.key == k.key) return true;
     }
     return false;
@@ -91,8 +91,8 @@ class CacheEvictionTest : public ::testing::Test {
 };
 
 // A kernel whose cubin is exactly `bytes` long.
-CachedKernel kernel_of_size(const std::string& name, size_t bytes) {
-  CachedKernel k;
+CompiledKernel kernel_of_size(const std::string& name, size_t bytes) {
+  CompiledKernel k;
   KeyInputs in;
   in.source = "kernel " + name;
   in.nvrtc_version = "13.0";
@@ -108,13 +108,14 @@ CachedKernel kernel_of_size(const std::string& name, size_t bytes) {
 TEST_F(CacheEvictionTest, EvictsLeastRecentlyUsedFirstUntilUnderTheCap) {
   auto cache = open_cache(4000);
   ASSERT_NE(cache, nullptr);
-  const CachedKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000), c = kernel_of_size("c", 1000);
-  for (const CachedKernel* k : {&a, &b, &c}) ASSERT_TRUE(cache->put(*k).ok());
+  const CompiledKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000),
+                       c = kernel_of_size("c", 1000);
+  for (const CompiledKernel* k : {&a, &b, &c}) ASSERT_TRUE(cache->put(*k).ok());
   // Used in the order a, c, b: a is the least recently used, then c.
   set_last_used(a, 100);
   set_last_used(c, 200);
   set_last_used(b, 300);
-  const CachedKernel d = kernel_of_size("d", 2000);  // 5000 B in all: 1000 B must go
+  const CompiledKernel d = kernel_of_size("d", 2000);  // 5000 B in all: 1000 B must go
   ASSERT_TRUE(cache->put(d).ok());
   EXPECT_FALSE(present(*cache, a));
   EXPECT_TRUE(present(*cache, b));
@@ -122,7 +123,7 @@ TEST_F(CacheEvictionTest, EvictsLeastRecentlyUsedFirstUntilUnderTheCap) {
   EXPECT_TRUE(present(*cache, d));
   EXPECT_EQ(cache->evictions(), 1);
 
-  const CachedKernel e = kernel_of_size("e", 1500);  // 5500 B: c (200), then b (300) must go
+  const CompiledKernel e = kernel_of_size("e", 1500);  // 5500 B: c (200), then b (300) must go
   ASSERT_TRUE(cache->put(e).ok());
   EXPECT_FALSE(present(*cache, c));
   EXPECT_FALSE(present(*cache, b));
@@ -138,7 +139,7 @@ TEST_F(CacheEvictionTest, EvictsLeastRecentlyUsedFirstUntilUnderTheCap) {
 TEST_F(CacheEvictionTest, AHitMakesAKernelTheMostRecentlyUsed) {
   auto cache = open_cache(2500);
   ASSERT_NE(cache, nullptr);
-  const CachedKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000);
+  const CompiledKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000);
   ASSERT_TRUE(cache->put(a).ok());
   ASSERT_TRUE(cache->put(b).ok());
   set_last_used(a, 100);  // a is older ...
@@ -154,7 +155,7 @@ TEST_F(CacheEvictionTest, AHitMakesAKernelTheMostRecentlyUsed) {
 TEST_F(CacheEvictionTest, TiesOnLastUsedEvictTheOldestCreatedFirst) {
   auto cache = open_cache(2500);
   ASSERT_NE(cache, nullptr);
-  const CachedKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000);
+  const CompiledKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000);
   ASSERT_TRUE(cache->put(a).ok());
   ASSERT_TRUE(cache->put(b).ok());
   raw_exec("UPDATE kernels SET last_used = 500");
@@ -168,7 +169,7 @@ TEST_F(CacheEvictionTest, TiesOnLastUsedEvictTheOldestCreatedFirst) {
 TEST_F(CacheEvictionTest, TheKernelBeingInsertedIsNeverEvictedEvenAboveTheCap) {
   auto cache = open_cache(1000);
   ASSERT_NE(cache, nullptr);
-  const CachedKernel small = kernel_of_size("small", 500), big = kernel_of_size("big", 3000);
+  const CompiledKernel small = kernel_of_size("small", 500), big = kernel_of_size("big", 3000);
   ASSERT_TRUE(cache->put(small).ok());
   ASSERT_TRUE(cache->put(big).ok());  // alone over the cap: everything else goes, it stays
   EXPECT_FALSE(present(*cache, small));
@@ -195,7 +196,7 @@ TEST_F(CacheEvictionTest, EnforceCapTrimsACacheWhoseCapWasLowered) {
     auto big = open_cache(0);
     ASSERT_NE(big, nullptr);
     for (int i = 0; i < 10; ++i) {
-      const CachedKernel k = kernel_of_size("k" + std::to_string(i), 1000);
+      const CompiledKernel k = kernel_of_size("k" + std::to_string(i), 1000);
       ASSERT_TRUE(big->put(k).ok());
       set_last_used(k, 100 + i);  // k0 is the least recently used
     }
@@ -254,7 +255,8 @@ TEST_F(CacheEvictionTest, RollbackJournalCanBeForcedAndWorks) {
     auto st = cache->stats();
     ASSERT_TRUE(st.ok()) << st.status().to_string();
     EXPECT_EQ(st->journal_mode, "delete");
-    const CachedKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000), c = kernel_of_size("c", 1000);
+    const CompiledKernel a = kernel_of_size("a", 1000), b = kernel_of_size("b", 1000),
+                         c = kernel_of_size("c", 1000);
     ASSERT_TRUE(cache->put(a).ok());
     ASSERT_TRUE(cache->put(b).ok());
     set_last_used(a, 100);
@@ -293,7 +295,7 @@ TEST_F(CacheEvictionTest, ForcedRollbackJournalWhileAnotherConnectionHoldsWalUse
   ScopedEnv env("KILN_CACHE_JOURNAL", "delete");
   auto second = open_cache(0);  // cannot leave WAL while `wal` is open: works in WAL with it
   ASSERT_NE(second, nullptr);
-  const CachedKernel a = kernel_of_size("a", 100);
+  const CompiledKernel a = kernel_of_size("a", 100);
   ASSERT_TRUE(second->put(a).ok());
   auto hit = wal->get(a.key);
   ASSERT_TRUE(hit.ok() && hit->has_value());

@@ -70,8 +70,8 @@ class CacheTest : public ::testing::Test {
   std::string dir_;
 };
 
-CachedKernel make_kernel(const std::string& name) {
-  CachedKernel k;
+CompiledKernel make_kernel(const std::string& name) {
+  CompiledKernel k;
   KeyInputs in;
   in.source = "kernel " + name;
   in.nvrtc_version = "13.0";
@@ -84,8 +84,9 @@ CachedKernel make_kernel(const std::string& name) {
   // Fake ELF with a NUL inside: blobs must keep every byte.
   k.cubin = std::string("\x7f" "ELF\0\x02", 6) + name + std::string(1000, static_cast<char>(name.size()));
   k.registers = 128;
-  k.smem = 49152;
-  k.spills = 0;
+  k.smem_static = 49152;
+  k.spill_stores = 0;
+  k.spill_loads = 0;
   k.compile_ms = 812.5;
   return k;
 }
@@ -134,12 +135,12 @@ TEST_F(CacheTest, RejectsAFileWhereTheDirectoryShouldBe) {
 TEST_F(CacheTest, PutThenGetRoundTripsEveryField) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  const CachedKernel k = make_kernel("a");
+  const CompiledKernel k = make_kernel("a");
   ASSERT_TRUE(cache->put(k).ok());
-  StatusOr<std::optional<CachedKernel>> got = cache->get(k.key);
+  StatusOr<std::optional<CompiledKernel>> got = cache->get(k.key);
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   ASSERT_TRUE(got->has_value());
-  const CachedKernel& g = **got;
+  const CompiledKernel& g = **got;
   EXPECT_EQ(g.key, k.key);
   EXPECT_EQ(g.arch, k.arch);
   EXPECT_EQ(g.entry, k.entry);
@@ -147,18 +148,40 @@ TEST_F(CacheTest, PutThenGetRoundTripsEveryField) {
   EXPECT_EQ(g.config, k.config);
   EXPECT_EQ(g.cubin, k.cubin);
   EXPECT_EQ(g.registers, k.registers);
-  EXPECT_EQ(g.smem, k.smem);
-  EXPECT_EQ(g.spills, k.spills);
+  EXPECT_EQ(g.smem_static, k.smem_static);
+  EXPECT_EQ(g.spill_stores, k.spill_stores);
+  EXPECT_EQ(g.spill_loads, k.spill_loads);
   EXPECT_DOUBLE_EQ(g.compile_ms, k.compile_ms);
   EXPECT_GT(g.created_unix, 0);
   EXPECT_GE(g.last_used_unix, g.created_unix);
+  EXPECT_TRUE(g.from_cache);
+  // What the table does not keep comes back empty.
+  EXPECT_TRUE(g.source.empty());
+  EXPECT_TRUE(g.ptx.empty());
+  EXPECT_TRUE(g.log.empty());
+  EXPECT_EQ(g.stack_frame, -1);
   EXPECT_EQ(raw_int("SELECT count(*) FROM kernels WHERE cubin_sha256 = '" + sha256_hex(k.cubin) + "'"), 1);
+}
+
+// One spills column: put keeps the larger of stores and loads, get returns it in both fields.
+TEST_F(CacheTest, StoresTheLargerSpillAndReturnsItAsBoth) {
+  auto cache = open_cache();
+  ASSERT_NE(cache, nullptr);
+  CompiledKernel k = make_kernel("a");
+  k.spill_stores = 16;
+  k.spill_loads = 24;
+  ASSERT_TRUE(cache->put(k).ok());
+  EXPECT_EQ(raw_int("SELECT spills FROM kernels"), 24);
+  auto got = cache->get(k.key);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->spill_stores, 24);
+  EXPECT_EQ((*got)->spill_loads, 24);
 }
 
 TEST_F(CacheTest, MissOnUnknownKey) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  StatusOr<std::optional<CachedKernel>> got = cache->get(sha256_hex("nothing"));
+  StatusOr<std::optional<CompiledKernel>> got = cache->get(sha256_hex("nothing"));
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   EXPECT_FALSE(got->has_value());
 }
@@ -166,9 +189,9 @@ TEST_F(CacheTest, MissOnUnknownKey) {
 TEST_F(CacheTest, PutKeepsTheFirstEntryForAKey) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  CachedKernel k = make_kernel("a");
+  CompiledKernel k = make_kernel("a");
   ASSERT_TRUE(cache->put(k).ok());
-  CachedKernel again = k;
+  CompiledKernel again = k;
   again.compile_ms = 1;
   ASSERT_TRUE(cache->put(again).ok());
   auto got = cache->get(k.key);
@@ -180,7 +203,7 @@ TEST_F(CacheTest, PutKeepsTheFirstEntryForAKey) {
 TEST_F(CacheTest, PutRejectsEmptyKeyOrCubin) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  CachedKernel k = make_kernel("a");
+  CompiledKernel k = make_kernel("a");
   k.key.clear();
   EXPECT_EQ(cache->put(k).code(), StatusCode::kInvalidArgument);
   k = make_kernel("a");
@@ -191,8 +214,8 @@ TEST_F(CacheTest, PutRejectsEmptyKeyOrCubin) {
 TEST_F(CacheTest, TamperedCubinIsAMissAndTheRowIsDeleted) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  const CachedKernel k = make_kernel("a");
-  const CachedKernel other = make_kernel("b");
+  const CompiledKernel k = make_kernel("a");
+  const CompiledKernel other = make_kernel("b");
   ASSERT_TRUE(cache->put(k).ok());
   ASSERT_TRUE(cache->put(other).ok());
   raw_exec("UPDATE kernels SET cubin = x'7f454c4600' WHERE key = '" + k.key + "'");
@@ -212,7 +235,7 @@ TEST_F(CacheTest, TamperedCubinIsAMissAndTheRowIsDeleted) {
 TEST_F(CacheTest, HitRefreshesLastUsed) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  const CachedKernel k = make_kernel("a");
+  const CompiledKernel k = make_kernel("a");
   ASSERT_TRUE(cache->put(k).ok());
   raw_exec("UPDATE kernels SET last_used = 1000");
   auto got = cache->get(k.key);
@@ -234,7 +257,7 @@ TEST_F(CacheTest, SetsSchemaVersionApplicationIdAndWal) {
 }
 
 TEST_F(CacheTest, ReopensAnExistingCache) {
-  const CachedKernel k = make_kernel("a");
+  const CompiledKernel k = make_kernel("a");
   {
     auto cache = open_cache();
     ASSERT_NE(cache, nullptr);
@@ -266,7 +289,7 @@ TEST_F(CacheTest, GarbageFileIsSetAsideAndRebuilt) {
   std::ofstream(db_path(), std::ios::binary) << garbage;
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  const CachedKernel k = make_kernel("a");
+  const CompiledKernel k = make_kernel("a");
   ASSERT_TRUE(cache->put(k).ok());
   EXPECT_TRUE(cache->get(k.key)->has_value());
 
@@ -306,7 +329,7 @@ TEST_F(CacheTest, EmptyFileBecomesAFreshCache) {
 TEST_F(CacheTest, StatsListAndClear) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
-  const CachedKernel a = make_kernel("a"), b = make_kernel("bb");
+  const CompiledKernel a = make_kernel("a"), b = make_kernel("bb");
   ASSERT_TRUE(cache->put(a).ok());
   ASSERT_TRUE(cache->put(b).ok());
 
@@ -320,7 +343,7 @@ TEST_F(CacheTest, StatsListAndClear) {
   ASSERT_TRUE(listed.ok()) << listed.status().to_string();
   ASSERT_EQ(listed->size(), 2u);
   std::set<std::string> keys;
-  for (const CachedKernel& k : *listed) {
+  for (const CompiledKernel& k : *listed) {
     keys.insert(k.key);
     EXPECT_TRUE(k.cubin.empty());
     EXPECT_EQ(k.arch, "sm_90a");
@@ -330,7 +353,7 @@ TEST_F(CacheTest, StatsListAndClear) {
 
   auto with_cubins = cache->list(/*with_cubins=*/true);
   ASSERT_TRUE(with_cubins.ok());
-  for (const CachedKernel& k : *with_cubins) EXPECT_EQ(k.cubin, k.key == a.key ? a.cubin : b.cubin);
+  for (const CompiledKernel& k : *with_cubins) EXPECT_EQ(k.cubin, k.key == a.key ? a.cubin : b.cubin);
 
   ASSERT_TRUE(cache->clear().ok());
   st = cache->stats();
@@ -361,7 +384,7 @@ TEST_F(CacheTest, ConcurrentPutsFromFourThreads) {
   EXPECT_EQ(cache->stats()->kernels, kThreads * kPerThread);
   for (int t = 0; t < kThreads; ++t) {
     for (int i = 0; i < kPerThread; ++i) {
-      const CachedKernel k = make_kernel("t" + std::to_string(t) + "_" + std::to_string(i));
+      const CompiledKernel k = make_kernel("t" + std::to_string(t) + "_" + std::to_string(i));
       auto got = cache->get(k.key);
       ASSERT_TRUE(got.ok() && got->has_value()) << k.entry;
       EXPECT_EQ((*got)->cubin, k.cubin);
@@ -438,7 +461,7 @@ TEST_F(CacheTest, EntriesOfAFinishedProcessAreHitsInANewCache) {
   auto cache = open_cache();
   ASSERT_NE(cache, nullptr);
   for (int i = 0; i < kEntries; ++i) {
-    const CachedKernel k = make_kernel("k" + std::to_string(i));
+    const CompiledKernel k = make_kernel("k" + std::to_string(i));
     auto got = cache->get(k.key);
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     ASSERT_TRUE(got->has_value()) << i;

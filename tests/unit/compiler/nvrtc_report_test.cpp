@@ -50,7 +50,7 @@ constexpr const char* kOlderLayout =
     "ptxas info    : Used 128 registers, used 1 barriers, 384 bytes smem, 400 bytes cmem[0]\n";
 
 TEST(PtxasReportTest, TakesTheMaximumOverKernels) {
-  CompileResult r;
+  CompiledKernel r;
   parse_ptxas_report(kSm90aTwoKernels, r);
   EXPECT_EQ(r.registers, 32);
   EXPECT_EQ(r.smem_static, 384);
@@ -60,7 +60,7 @@ TEST(PtxasReportTest, TakesTheMaximumOverKernels) {
 }
 
 TEST(PtxasReportTest, ReadsSpillsAndIgnoresWarningsAndCmem) {
-  CompileResult r;
+  CompiledKernel r;
   parse_ptxas_report(kSm89Spilling, r);
   EXPECT_EQ(r.registers, 64);
   EXPECT_EQ(r.smem_static, 0);  // reported kernels, none with static shared memory
@@ -70,7 +70,7 @@ TEST(PtxasReportTest, ReadsSpillsAndIgnoresWarningsAndCmem) {
 }
 
 TEST(PtxasReportTest, ReadsTheOlderLayout) {
-  CompileResult r;
+  CompiledKernel r;
   parse_ptxas_report(kOlderLayout, r);
   EXPECT_EQ(r.registers, 128);
   EXPECT_EQ(r.smem_static, 384);
@@ -82,7 +82,7 @@ TEST(PtxasReportTest, ReadsTheOlderLayout) {
 TEST(PtxasReportTest, HandlesCrLfLineEnds) {
   std::string log = kSm90aTwoKernels;
   for (size_t pos = 0; (pos = log.find('\n', pos)) != std::string::npos; pos += 2) log.insert(pos, "\r");
-  CompileResult r;
+  CompiledKernel r;
   parse_ptxas_report(log, r);
   EXPECT_EQ(r.registers, 32);
   EXPECT_EQ(r.smem_static, 384);
@@ -100,7 +100,7 @@ TEST(PtxasReportTest, HasAReportOnlyWithARegisterLine) {
 TEST(PtxasReportTest, NoReportLeavesEverythingUnknown) {
   // A PTX-only (compute_XX) compile prints nothing; compiler diagnostics are not a report.
   for (const char* log : {"", "kiln_kernel.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n"}) {
-    CompileResult r;
+    CompiledKernel r;
     r.registers = 7;  // stale values from an earlier parse are reset
     parse_ptxas_report(log, r);
     EXPECT_EQ(r.registers, -1) << log;
@@ -120,7 +120,7 @@ TEST(PtxasReportTest, NonEntryFunctionSpillsCount) {
       "ptxas info    : Function properties for k\n"
       "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
       "ptxas info    : Used 40 registers, used 0 barriers\n";
-  CompileResult r;
+  CompiledKernel r;
   parse_ptxas_report(log, r);
   EXPECT_EQ(r.registers, 40);
   EXPECT_EQ(r.smem_static, 0);
@@ -203,7 +203,7 @@ TEST(CubinResourcesTest, ReadsRegistersAndFrameFromNvInfo) {
   // As NVRTC 13.0 writes it for a kernel of 240 registers and no stack (plus an HVAL and an NVAL to skip).
   const std::string attrs = sval(0x2f, 0x94, 240) + std::string{3, 0x1b, 0x10, 0} + sval(0x11, 0x91, 0) +
                             sval(0x11, 0x94, 0) + std::string{1, 0x54, 0, 0} + sval(0x12, 0x94, 0);
-  CompileResult r;
+  CompiledKernel r;
   ASSERT_TRUE(read_cubin_resources(tiny_cubin(attrs), r));
   EXPECT_EQ(r.registers, 240);
   EXPECT_EQ(r.stack_frame, 0);
@@ -211,7 +211,7 @@ TEST(CubinResourcesTest, ReadsRegistersAndFrameFromNvInfo) {
   EXPECT_EQ(r.spill_loads, 0);
   EXPECT_EQ(r.smem_static, -1);  // not read from the cubin
   // A frame leaves the spills unknown; fields the log already gave are kept.
-  CompileResult f;
+  CompiledKernel f;
   f.smem_static = 384;
   ASSERT_TRUE(read_cubin_resources(tiny_cubin(sval(0x2f, 10, 32) + sval(0x11, 10, 256)), f));
   EXPECT_EQ(f.registers, 32);
@@ -224,10 +224,10 @@ TEST(CubinResourcesTest, RecordsOfEveryFormatAreSkippedWhole) {
   // NVAL (1: format, attribute, 2 unused bytes, as nvcc 13.0 writes `01 3e 00 00`), BVAL (2), HVAL (3) before
   // the register count; an unknown format byte ends the walk (what follows is not read as records).
   const std::string nval{1, 0x3e, 0, 0}, bval{2, 0x4c, 16, 0}, hval{3, 0x1b, 0x10, 0};
-  CompileResult r;
+  CompiledKernel r;
   ASSERT_TRUE(read_cubin_resources(tiny_cubin(nval + bval + hval + sval(0x2f, 7, 96)), r));
   EXPECT_EQ(r.registers, 96);
-  CompileResult stop;
+  CompiledKernel stop;
   EXPECT_FALSE(read_cubin_resources(tiny_cubin(std::string{7, 0, 0, 0} + sval(0x2f, 7, 96)), stop));
   EXPECT_EQ(stop.registers, -1);
 }
@@ -246,7 +246,7 @@ TEST(CubinResourcesTest, RefusesWhatIsNotACubinWithARegisterCount) {
   for (const std::string& bytes :
        {std::string(), std::string("not an elf"), good.substr(0, 40), good.substr(0, good.size() - 40),
         bad_magic, bad_shoff, bad_attr_size, tiny_cubin(sval(0x11, 1, 0))}) {
-    CompileResult r;
+    CompiledKernel r;
     EXPECT_FALSE(read_cubin_resources(bytes, r)) << bytes.size();
     EXPECT_EQ(r.registers, -1);
     EXPECT_EQ(r.stack_frame, -1);

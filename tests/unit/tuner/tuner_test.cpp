@@ -804,11 +804,14 @@ TEST_F(TunedConfigsTest, PlanUsesTheUserDatabaseAndTheHeuristicElsewhere) {
   EXPECT_EQ(plan->config_for(4096), mine);
   EXPECT_EQ(plan->config_for(3000), mine);  // dispatch bucket 4096
   EXPECT_EQ(plan->config_for(1), default_config(kBf16, sm80_, {1, 4096, 4096}));
-  TunedConfigs tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm80_);
-  EXPECT_EQ(tc.sources[index_of(4096)], ConfigSource::kUserDb);
-  EXPECT_EQ(tc.sources[index_of(1)], ConfigSource::kHeuristic);
-  ASSERT_TRUE(tc.device.has_value());
-  EXPECT_EQ(tc.device->key.sm_count, 108);
+  StoreTunings tunings(*rt_);
+  BucketChoices tc;
+  for (BucketChoice& c : tc) c.family = KernelFamily::kSm80Gemm;
+  tunings.apply(kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm80_, tc);
+  EXPECT_EQ(tc[index_of(4096)].source, ConfigSource::kUserDb);
+  EXPECT_EQ(tc[index_of(1)].source, ConfigSource::kHeuristic);
+  ASSERT_TRUE(tunings.device().has_value());
+  EXPECT_EQ(tunings.device()->key.sm_count, 108);
   // Another N is another problem.
   auto other = rt_->plan(kBf16, {4096, 2048, 4096}, sm80_);
   ASSERT_TRUE(other.ok());
@@ -819,17 +822,19 @@ TEST_F(TunedConfigsTest, ConfigsThePlannerRejectsOrOfAnotherFamilyAreIgnored) {
   auto store = shared_tuning_store(dir_);
   ASSERT_TRUE(store->record(tuned(cfg(48, 64, 32, 3, 2, 2), 64)).ok());                // fails check_config
   ASSERT_TRUE(store->record(tuned(cfg(64, 64, 32, 3, 2, 2), 128, "sm90_gemm")).ok());  // another family
-  TunedConfigs tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {64, 4096, 4096}, sm80_);
-  EXPECT_EQ(tc.sources[index_of(64)], ConfigSource::kHeuristic);
-  EXPECT_EQ(tc.sources[index_of(128)], ConfigSource::kHeuristic);
+  BucketChoices tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {64, 4096, 4096}, sm80_);
+  EXPECT_EQ(tc[index_of(64)].source, ConfigSource::kHeuristic);
+  EXPECT_EQ(tc[index_of(128)].source, ConfigSource::kHeuristic);
 }
 
 TEST_F(TunedConfigsTest, TuningsOfAnotherArchAreNotUsed) {
   ASSERT_TRUE(shared_tuning_store(dir_)->record(tuned(cfg(64, 128, 64, 3, 2, 2), 4096)).ok());
   const Arch sm86 = arch_of("sm_86");
-  TunedConfigs tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm86);
-  EXPECT_FALSE(tc.device.has_value());
-  for (ConfigSource s : tc.sources) EXPECT_EQ(s, ConfigSource::kHeuristic);
+  StoreTunings tunings(*rt_);
+  BucketChoices tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm86);
+  tunings.apply(kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm86, tc);
+  EXPECT_FALSE(tunings.device().has_value());
+  for (const BucketChoice& c : tc) EXPECT_EQ(c.source, ConfigSource::kHeuristic);
 }
 
 TEST_F(TunedConfigsTest, MemoryLayerOverridesTheDatabaseForThisProcess) {
@@ -841,22 +846,28 @@ TEST_F(TunedConfigsTest, MemoryLayerOverridesTheDatabaseForThisProcess) {
   EXPECT_EQ(plan->config_for(256), cfg(128, 128, 32, 4, 2, 4));
 }
 
-TEST_F(TunedConfigsTest, OverridePinsEveryBucketOnThisThreadOnly) {
+TEST_F(TunedConfigsTest, PinnedConfigTakesEveryBucketOfThatPlanOnly) {
   const TileConfig pin = cfg(64, 64, 32, 3, 2, 2);
-  {
-    ScopedConfigOverride o(pin);
-    auto plan = rt_->plan(kBf16, {1, 4096, 4096}, sm80_);
-    ASSERT_TRUE(plan.ok());
-    for (int64_t b : kTuningMBuckets) EXPECT_EQ(plan->config_for(b), pin);
-    std::thread([&] {
-      auto p = rt_->plan(kBf16, {1, 4096, 4096}, sm80_);
-      ASSERT_TRUE(p.ok());
-      EXPECT_EQ(p->config_for(1), default_config(kBf16, sm80_, {1, 4096, 4096}));
-    }).join();
-  }
-  auto after = rt_->plan(kBf16, {1, 4096, 4096}, sm80_);
-  ASSERT_TRUE(after.ok());
-  EXPECT_EQ(after->config_for(1), default_config(kBf16, sm80_, {1, 4096, 4096}));
+  // A tuning of bucket 1 that the pin must win over.
+  ASSERT_TRUE(shared_tuning_store(dir_)->record(tuned(cfg(32, 128, 64, 4, 1, 4), 1)).ok());
+  PlanOptions o;
+  o.arch = sm80_;
+  o.config = pin;
+  auto plan = rt_->plan(kBf16, {1, 4096, 4096}, o);
+  ASSERT_TRUE(plan.ok());
+  for (int64_t b : kTuningMBuckets) EXPECT_EQ(plan->config_for(b), pin);
+  auto other = rt_->plan(kBf16, {1, 4096, 4096}, sm80_);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->config_for(1), cfg(32, 128, 64, 4, 1, 4));
+  EXPECT_EQ(other->config_for(4096), default_config(kBf16, sm80_, {4096, 4096, 4096}));
+  // A pinned config the family refuses fails the plan, naming config, family and arch.
+  o.config = cfg(48, 64, 32, 3, 2, 2);
+  auto bad = rt_->plan(kBf16, {1, 4096, 4096}, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("config " + o.config->to_string() + " for sm80_gemm on sm_80"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 TEST_F(TunedConfigsTest, OnlineTuningIsOptInAndTunesTheHintBucket) {
@@ -987,9 +998,13 @@ TEST(PerBucketFamilyTest, GroupedFp8DecodeBucketsRunPortableOnSm90a) {
     for (int64_t m : {24, 4096}) EXPECT_EQ(p.family_for(m), KernelFamily::kSm90Gemm) << text << " m=" << m;
   }
   // A pinned config (how the tuner runs an sm90 candidate) keeps every bucket on the plan's family.
-  TileConfig pin = row.config_for(512);
-  ScopedConfigOverride o(pin);
-  const Plan pinned = plan_of("grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16");
+  PlanOptions o;
+  o.arch = sm90a;
+  o.config = row.config_for(512);
+  auto pinned_or = rt->plan(*parse_spec("grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16"),
+                            {64, 5760, 2944}, o);
+  ASSERT_TRUE(pinned_or.ok()) << pinned_or.status().to_string();
+  const Plan& pinned = *pinned_or;
   for (int64_t m : {1, 16, 4096}) EXPECT_EQ(pinned.family_for(m), KernelFamily::kSm90Gemm) << m;
   // Elsewhere the portable family is the plan's family anyway.
   auto p89 = rt->plan(*parse_spec("grouped_gemm[experts=32,layout=offsets] a=e4m3:m b=e4m3:n out=bf16"),
@@ -1037,8 +1052,11 @@ TEST(PerBucketFamilyTest, PortableBucketsAreTunedAndRunOnThePortableFamily) {
   // A candidate pinned with its family runs every bucket there.
   const TileConfig portable = space->kept.front().config;
   {
-    ScopedConfigOverride pin(portable, KernelFamily::kSm80Gemm);
-    auto p = rt->plan(row, {64, 5760, 2880}, sm90a);
+    PlanOptions pin;
+    pin.arch = sm90a;
+    pin.config = portable;
+    pin.family = KernelFamily::kSm80Gemm;
+    auto p = rt->plan(row, {64, 5760, 2880}, pin);
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     for (int64_t m : {1, 2, 4096}) {
       EXPECT_EQ(p->family_for(m), KernelFamily::kSm80Gemm) << m;
