@@ -1,7 +1,8 @@
-// C API: spec canonicalization and the version query. Neither needs a runtime or a GPU.
+// C API: spec canonicalization, the version query and the tuner module's path. None needs a runtime or a GPU.
 #include <string>
 
 #include "capi/capi_internal.hpp"
+#include "runtime/tuning_module.hpp"
 
 #ifndef KILN_VERSION_STRING
 #error "capi/CMakeLists.txt defines KILN_VERSION_STRING/MAJOR/MINOR/PATCH from project(VERSION)"
@@ -15,6 +16,15 @@ void kiln_version(int* major, int* minor, int* patch) {
   if (major != nullptr) *major = KILN_VERSION_MAJOR;
   if (minor != nullptr) *minor = KILN_VERSION_MINOR;
   if (patch != nullptr) *patch = KILN_VERSION_PATCH;
+}
+
+kiln_status kiln_tuning_module_path(char* buf, size_t buf_size, size_t* needed) {
+  return kiln::capi::guard("kiln_tuning_module_path", [&]() -> kiln::Status {
+    if (needed != nullptr) *needed = 0;
+    KILN_RETURN_IF_ERROR(kiln::load_tuning_module());
+    KILN_ASSIGN_OR_RETURN(std::string path, kiln::tuning_module_path());
+    return kiln::capi::copy_out(path, buf, buf_size, needed);
+  });
 }
 
 kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size, size_t* needed) {

@@ -34,6 +34,7 @@ inline constexpr const char* kDisableCache = "KILN_DISABLE_CACHE";
 inline constexpr const char* kCacheMaxMb = "KILN_CACHE_MAX_MB";
 inline constexpr const char* kCacheJournal = "KILN_CACHE_JOURNAL";
 inline constexpr const char* kAutotune = "KILN_AUTOTUNE";
+inline constexpr const char* kTuneModule = "KILN_TUNE_MODULE";  // runtime/tuning_module.hpp
 inline constexpr const char* kRecordUntuned = "KILN_RECORD_UNTUNED";
 inline constexpr const char* kTuningDevice = "KILN_TUNING_DEVICE";
 inline constexpr const char* kNvrtcFull = "KILN_NVRTC_FULL";

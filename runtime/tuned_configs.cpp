@@ -12,6 +12,7 @@
 #include "compiler/spec/spec.hpp"
 #include "runtime/driver/driver.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/tuning_module.hpp"
 
 namespace kiln {
 
@@ -276,12 +277,14 @@ void StoreTunings::apply(const KernelSpec& spec, KernelFamily family, const Prob
   if (!hint_untuned) return;
 
   if (hint_index < kTuningMBuckets.size() && online_tuning_enabled() && !t_in_online_tuning) {
-    OnlineTuner tuner;
-    {
+    auto installed = [] {
       OnlineState& st = online_state();
       std::lock_guard<std::mutex> lock(st.mu);
-      tuner = st.tuner;
-    }
+      return st.tuner;
+    };
+    OnlineTuner tuner = installed();
+    // No tuner linked in (libkiln.so): the tuner module, loaded once (runtime/tuning_module.hpp).
+    if (!tuner && load_tuning_module().ok()) tuner = installed();
     if (tuner) {
       OnlineTuneRequest req{spec, family, sizes, arch, *device};
       t_in_online_tuning = true;

@@ -100,6 +100,8 @@ struct OnlineTuneRequest {
   TuningDevice device;
 };
 using OnlineTuner = std::function<StatusOr<TuningRecord>(Runtime& rt, const OnlineTuneRequest& request)>;
+// The same as a plain function (what the tuner module hands over: runtime/tuning_module.hpp).
+using OnlineTuneFn = StatusOr<TuningRecord> (*)(Runtime& rt, const OnlineTuneRequest& request);
 void set_online_tuner(OnlineTuner tuner);  // an empty function uninstalls
 // On when set_online_tuning(true) was called (the API flag) or KILN_AUTOTUNE=1; the API wins.
 void set_online_tuning(std::optional<bool> on);

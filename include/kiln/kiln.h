@@ -104,6 +104,11 @@ kiln_status kiln_runtime_create(const kiln_runtime_options* options, kiln_runtim
 void kiln_runtime_destroy(kiln_runtime rt);
 /* 1 when a CUDA GPU is usable, 0 otherwise (kiln_last_error says why). */
 int kiln_runtime_has_device(kiln_runtime rt);
+/* Online tuning (KILN_AUTOTUNE=1) runs the tuner in libkiln_tune.so, which libkiln.so loads the first
+ * time a plan needs it ($KILN_TUNE_MODULE, else beside libkiln.so). This loads it now and writes its
+ * path (NUL-terminated; *needed: the bytes the path takes with its NUL); KILN_UNSUPPORTED with the
+ * reason when it cannot be loaded. */
+kiln_status kiln_tuning_module_path(char* buf, size_t buf_size, size_t* needed);
 
 /* Parses spec (the DSL text), validates it against the sizes and plans it. No GPU needed. */
 kiln_status kiln_plan_create(kiln_runtime rt, const char* spec, const kiln_plan_options* options,

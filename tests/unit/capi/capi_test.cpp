@@ -73,6 +73,19 @@ TEST(CApiVersionTest, StringMatchesNumbers) {
   kiln_version(nullptr, nullptr, nullptr);  // each pointer is optional
 }
 
+// libkiln.so does not link the tuner; online tuning loads libkiln_tune.so from beside it, a module of
+// the same build that exports its entry point only.
+TEST(CApiTuningModuleTest, LoadsTheTunerModuleBesideTheLibrary) {
+  size_t needed = 0;
+  ASSERT_EQ(kiln_tuning_module_path(nullptr, 0, &needed), KILN_OK) << kiln_last_error();
+  ASSERT_GT(needed, 1u);
+  std::vector<char> buf(needed);
+  ASSERT_EQ(kiln_tuning_module_path(buf.data(), buf.size(), &needed), KILN_OK) << kiln_last_error();
+  const std::string path(buf.data());
+  EXPECT_EQ(path.size() + 1, needed);
+  EXPECT_EQ(path.substr(path.rfind('/') + 1), "libkiln_tune.so") << path;
+}
+
 TEST(CApiStatusTest, NamesEveryCode) {
   EXPECT_STREQ(kiln_status_name(KILN_OK), "OK");
   EXPECT_STREQ(kiln_status_name(KILN_ERROR_INVALID_ARGUMENT), "INVALID_ARGUMENT");
