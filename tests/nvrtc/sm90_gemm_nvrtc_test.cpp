@@ -23,6 +23,7 @@
 #include "compiler/nvrtc/nvrtc.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
+#include "tests/common/tile_configs.hpp"
 
 namespace kiln {
 namespace {
@@ -301,16 +302,7 @@ TEST(Sm90BlockScaleNvrtcTest, EveryShapeOfTheBlockConfigSpaceCompiles) {
 // ---- v4: two-atom stages and three consumer warpgroups (templates/kernels/sm90/producer.cuh, staged scales) -------------------
 
 TileConfig v4_config(int bm, int bn, int bk, int stages, int wm, int wn, int cluster = 1) {
-  TileConfig c;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = bk;
-  c.stages = stages;
-  c.warps_m = wm;
-  c.warps_n = wn;
-  c.group_m = 8;
-  c.cluster_m = cluster;
-  return c;
+  return test::tile_config(bm, bn, bk, stages, wm, wn, 8, cluster);
 }
 
 // Every block-scaled operand pairing: f32 and E8M0 blocks, blocks x per-channel, tensor x E8M0 blocks.

@@ -17,6 +17,7 @@
 #include "compiler/plan/sm80_formats.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
+#include "tests/common/tile_configs.hpp"
 
 namespace kiln {
 namespace {
@@ -182,14 +183,7 @@ TEST(FormatsPlanTest, SizeRulesNameTheOperandAndTheValue) {
 }
 
 TileConfig config(int bm, int bn, int bk, int stages, int wm, int wn) {
-  TileConfig c;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = bk;
-  c.stages = stages;
-  c.warps_m = wm;
-  c.warps_n = wn;
-  return c;
+  return test::tile_config(bm, bn, bk, stages, wm, wn);
 }
 
 TEST(FormatsPlanTest, ConfigRules) {

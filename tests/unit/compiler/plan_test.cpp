@@ -13,6 +13,7 @@
 #include "kiln/arch.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
+#include "tests/common/tile_configs.hpp"
 
 namespace kiln {
 namespace {
@@ -216,15 +217,7 @@ TEST(CanImplementTest, PassesOnSelectFamilyReasons) {
 // ---- check_config -------------------------------------------------------------------------------
 
 TileConfig config(int bm, int bn, int bk, int stages, int wm, int wn, int gm = 8) {
-  TileConfig c;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = bk;
-  c.stages = stages;
-  c.warps_m = wm;
-  c.warps_n = wn;
-  c.group_m = gm;
-  return c;
+  return test::tile_config(bm, bn, bk, stages, wm, wn, gm);
 }
 
 std::string config_error(std::string_view text, std::string_view arch, const TileConfig& c) {

@@ -8,6 +8,7 @@
 
 #include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
+#include "tests/common/tile_configs.hpp"
 
 namespace kiln {
 namespace {
@@ -23,16 +24,7 @@ KernelSpec spec_of(const std::string& text) {
 }
 
 TileConfig config(int bm, int bn, int bk, int stages, int wm, int wn, int cluster = 1) {
-  TileConfig c;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = bk;
-  c.stages = stages;
-  c.warps_m = wm;
-  c.warps_n = wn;
-  c.group_m = 8;
-  c.cluster_m = cluster;
-  return c;
+  return test::tile_config(bm, bn, bk, stages, wm, wn, 8, cluster);
 }
 
 const char* const kBlock = "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16";

@@ -22,6 +22,7 @@
 #include "tuner/presets.hpp"
 #include "tuner/sharding.hpp"
 #include "tuner/static_model.hpp"
+#include "tests/common/tile_configs.hpp"
 
 namespace kiln {
 namespace {
@@ -36,15 +37,7 @@ KernelSpec spec_of(const std::string& text) {
 Arch arch_of(const std::string& name) { return *parse_arch(name); }
 
 TileConfig cfg(int bm, int bn, int bk, int stages, int wm, int wn) {
-  TileConfig c;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = bk;
-  c.stages = stages;
-  c.warps_m = wm;
-  c.warps_n = wn;
-  c.group_m = 8;
-  return c;
+  return test::tile_config(bm, bn, bk, stages, wm, wn);
 }
 
 TuningDevice device_of(const std::string& text) {
