@@ -304,18 +304,6 @@ void StoreTunings::apply(const KernelSpec& spec, KernelFamily family, const Prob
   }
 }
 
-BucketChoices resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
-                                    const ProblemSizes& sizes, const Arch& arch) {
-  BucketChoices buckets;
-  for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
-    ProblemSizes s = sizes;
-    s.m = kTuningMBuckets[b];
-    buckets[b] = BucketChoice{default_config(spec, arch, s), family, ConfigSource::kHeuristic};
-  }
-  StoreTunings(rt).apply(spec, family, sizes, arch, buckets);
-  return buckets;
-}
-
 void set_online_tuner(OnlineTuner tuner) {
   OnlineState& st = online_state();
   std::lock_guard<std::mutex> lock(st.mu);

@@ -16,7 +16,7 @@
 //
 //   kiln::StoreTunings tunings(*rt);
 //   KILN_ASSIGN_OR_RETURN(kiln::PlanRecord p, kiln::make_plan(spec, sizes, arch, {}, &tunings));
-//   kiln::BucketChoices c = kiln::resolve_tuned_configs(*rt, spec, family, sizes, arch);  // + where from
+//   tunings.apply(spec, family, sizes, arch, buckets);   // buckets the tunings know, with their source
 #pragma once
 
 #include <array>
@@ -83,10 +83,6 @@ class StoreTunings final : public TunedConfigSource {
   Runtime& rt_;
   std::optional<TuningDevice> device_;
 };
-// Every bucket's config, family and source as Runtime::plan would choose them before the portable-family
-// step (the heuristic's defaults, then the tunings). May tune online and record untuned shapes.
-BucketChoices resolve_tuned_configs(Runtime& rt, const KernelSpec& spec, KernelFamily family,
-                                    const ProblemSizes& sizes, const Arch& arch);
 
 // ---- online tuning (opt-in) ----
 // The tuner lives above the runtime, so it installs itself here (tuner/online.hpp:

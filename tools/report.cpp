@@ -59,11 +59,7 @@ StatusOr<Plan> plan_with_config(Runtime& rt, const KernelSpec& spec, const Probl
   // Every M bucket takes cfg (a decode config: the portable family's decode kernel); the planner
   // refuses a config the family does not take, naming config, family and arch.
   options.config = *cfg;
-  StatusOr<Plan> plan = rt.plan(spec, sizes, options);
-  if (!plan.ok() && plan.status().code() == StatusCode::kInvalidArgument &&
-      plan.status().message().rfind("config ", 0) == 0)
-    return InvalidArgument("--" + plan.status().message());
-  return plan;
+  return rt.plan(spec, sizes, options);
 }
 
 StatusOr<CompileReport> compile_plan(Runtime& rt, const Plan& plan, const ProblemSizes& sizes,

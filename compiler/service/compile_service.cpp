@@ -10,7 +10,7 @@
 namespace kiln {
 namespace {
 
-// The fields compile_cuda fills, from one record into another.
+// The fields compile_cuda fills (and a cache row returns), from one record into another.
 void copy_compiled(const CompiledKernel& from, CompiledKernel& to) {
   to.cubin = from.cubin;
   to.ptx = from.ptx;
@@ -61,12 +61,7 @@ StatusOr<CompiledKernel> CompileService::compile(const KernelSpec& spec, KernelF
     auto hit = cache_->get(out.key);  // a failing read is not fatal: the cache is an optimisation
     if (!hit.ok() || !hit->has_value()) return false;
     const CompiledKernel& c = **hit;
-    out.cubin = c.cubin;
-    out.registers = c.registers;
-    out.smem_static = c.smem_static;
-    out.spill_stores = c.spill_stores;
-    out.spill_loads = c.spill_loads;
-    out.compile_ms = c.compile_ms;
+    copy_compiled(c, out);  // the row has no PTX, log or stack frame: those stay empty / -1
     out.created_unix = c.created_unix;
     out.last_used_unix = c.last_used_unix;
     out.from_cache = true;

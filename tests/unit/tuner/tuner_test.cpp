@@ -799,7 +799,6 @@ TEST_F(TunedConfigsTest, PlanUsesTheUserDatabaseAndTheHeuristicElsewhere) {
   EXPECT_EQ(plan->config_for(1), default_config(kBf16, sm80_, {1, 4096, 4096}));
   StoreTunings tunings(*rt_);
   BucketChoices tc;
-  for (BucketChoice& c : tc) c.family = KernelFamily::kSm80Gemm;
   tunings.apply(kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm80_, tc);
   EXPECT_EQ(tc[index_of(4096)].source, ConfigSource::kUserDb);
   EXPECT_EQ(tc[index_of(1)].source, ConfigSource::kHeuristic);
@@ -815,7 +814,8 @@ TEST_F(TunedConfigsTest, ConfigsThePlannerRejectsOrOfAnotherFamilyAreIgnored) {
   auto store = shared_tuning_store(dir_);
   ASSERT_TRUE(store->record(tuned(cfg(48, 64, 32, 3, 2, 2), 64)).ok());                // fails check_config
   ASSERT_TRUE(store->record(tuned(cfg(64, 64, 32, 3, 2, 2), 128, "sm90_gemm")).ok());  // another family
-  BucketChoices tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {64, 4096, 4096}, sm80_);
+  BucketChoices tc;
+  StoreTunings(*rt_).apply(kBf16, KernelFamily::kSm80Gemm, {64, 4096, 4096}, sm80_, tc);
   EXPECT_EQ(tc[index_of(64)].source, ConfigSource::kHeuristic);
   EXPECT_EQ(tc[index_of(128)].source, ConfigSource::kHeuristic);
 }
@@ -824,7 +824,7 @@ TEST_F(TunedConfigsTest, TuningsOfAnotherArchAreNotUsed) {
   ASSERT_TRUE(shared_tuning_store(dir_)->record(tuned(cfg(64, 128, 64, 3, 2, 2), 4096)).ok());
   const Arch sm86 = arch_of("sm_86");
   StoreTunings tunings(*rt_);
-  BucketChoices tc = resolve_tuned_configs(*rt_, kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm86);
+  BucketChoices tc;
   tunings.apply(kBf16, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm86, tc);
   EXPECT_FALSE(tunings.device().has_value());
   for (const BucketChoice& c : tc) EXPECT_EQ(c.source, ConfigSource::kHeuristic);
