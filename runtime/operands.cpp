@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan/gemm_view.hpp"
 #include "runtime/operands_internal.hpp"
 
 namespace kiln {
@@ -147,9 +148,12 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
   const bool masked = spec.layout == GroupLayout::kMasked;
   const int64_t experts = grouped ? spec.experts : -1;
 
-  // a: [M, K]; masked: [E, max_m, K].
-  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, masked ? experts : -1, -1, sizes.k,
-                                            masked ? "max_m" : "M", "K"));
+  c.pass = spec.pass;
+  const bool wgrad = spec.pass == Pass::kWgrad;
+  // a: [M, K] (backward: dY [M, N]); masked: [E, max_m, ...].
+  const bool fprop = spec.pass == Pass::kFprop;
+  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, masked ? experts : -1, -1,
+                                            fprop ? sizes.k : sizes.n, masked ? "max_m" : "M", fprop ? "K" : "N"));
   c.device = ops.a->device.device_id;
   if (masked) {
     if (a.batch_stride != a.rows * a.ld && a.rows > 0)
@@ -166,18 +170,23 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
   c.a = a.data;
   if (c.m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(c.m) + " exceeds 2^31 - 1");
 
-  // b: [N, K]; grouped: [E, N, K].
-  KILN_ASSIGN_OR_RETURN(Mat b, check_matrix("b", ops.b, spec.b.format, experts, sizes.n, sizes.k, "N", "K"));
+  // b: [N, K]; grouped: [E, N, K]. wgrad: X [M, K], the same rows as a.
+  KILN_ASSIGN_OR_RETURN(Mat b, wgrad ? check_matrix("b", ops.b, spec.b.format, -1, c.m, sizes.k, "M", "K")
+                                     : check_matrix("b", ops.b, spec.b.format, experts, sizes.n, sizes.k, "N", "K"));
   c.ldb = b.ld;
   c.b = b.data;
   c.b_expert_stride = grouped ? b.batch_stride : 0;
 
-  // out: [M, N]; masked: [E, max_m, N]; N / 2 columns for a gate|up GLU.
-  const int64_t n_out = output_columns(spec, sizes.n);
-  KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, masked ? experts : -1,
-                                            masked ? a.rows : c.m, n_out, masked ? "max_m" : "M",
-                                            spec.gate_up != GateUp::kNone ? "N/2 (gate_up)" : "N",
-                                            /*vector_rows=*/false));
+  // out: [M, N]; masked: [E, max_m, N]; N / 2 columns for a gate|up GLU. dgrad: dX [M, K]; wgrad: dW [N, K].
+  const int64_t n_out = fprop ? output_columns(spec, sizes.n) : sizes.k;
+  KILN_ASSIGN_OR_RETURN(Mat o, wgrad ? check_matrix("out", ops.out, spec.out.format, -1, sizes.n, sizes.k, "N", "K",
+                                                    /*vector_rows=*/false)
+                                     : check_matrix("out", ops.out, spec.out.format, masked ? experts : -1,
+                                                    masked ? a.rows : c.m, n_out, masked ? "max_m" : "M",
+                                                    !fprop                           ? "K"
+                                                    : spec.gate_up != GateUp::kNone ? "N/2 (gate_up)"
+                                                                                    : "N",
+                                                    /*vector_rows=*/false));
   if (masked && a.rows > 0 && o.batch_stride != o.rows * o.ld)
     return InvalidArgument("operand out: expert stride " + to_string(o.batch_stride) +
                            " elements; the masked layout needs the experts' rows contiguous (stride(0) = max_m * "
@@ -247,9 +256,11 @@ kiln_dev::GemmParams gemm_params(const CheckedOperands& c, const ProblemSizes& s
   gp.lda = c.lda;
   gp.ldb = c.ldb;
   gp.ldc = c.ldc;
-  gp.m = static_cast<int>(c.m);
-  gp.n = static_cast<int>(sizes.n);
-  gp.k = static_cast<int>(sizes.k);
+  // The kernel's GEMM (compiler/plan/gemm_view.hpp): fprop (M, N, K), dgrad (M, K, N), wgrad (N, K, M).
+  const GemmView v = gemm_view(c.pass, ProblemSizes{c.m, sizes.n, sizes.k});
+  gp.m = static_cast<int>(v.m);
+  gp.n = static_cast<int>(v.n);
+  gp.k = static_cast<int>(v.k);
   gp.lds_a = c.lds_a;
   gp.lds_b = c.lds_b;
   gp.b_global = c.b_global;

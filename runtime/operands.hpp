@@ -7,7 +7,9 @@
 // no FP8/FP4 codes) and DLPack >= 1.1 FP8/FP4/E8M0 codes are accepted by value. Packed FP4 (mxfp4,
 // nvfp4) as uint8 is [rows, K/2] bytes, or gpt-oss's [rows, K/32, 16] (the same memory).
 //
-// Tensors per spec (X = a, W = b; E = experts; M = total rows):
+// Tensors per spec (X = a, W = b; E = experts; M = total rows); backward passes (compiler/plan/gemm_view.hpp)
+// take a = dY [M, N] and, for dgrad, b = W [N, K] (grouped [E, N, K]) and out = dX [M, K] (masked
+// [E, max_m, K]); for wgrad (dense), b = X [M, K] and out = dW [N, K]. Fprop:
 //   a        [M, K]; masked layout [E, max_m, K] (contiguous across experts: stride(0) = max_m * stride(1))
 //   b        [N, K]; grouped [E, N, K]
 //   out      [M, N]; masked [E, max_m, N] (likewise contiguous across experts)
@@ -37,6 +39,7 @@ namespace kiln {
 
 struct CheckedOperands {
   int device = 0;
+  Pass pass = Pass::kFprop;  // the spec's: gemm_params maps M, N, K to the kernel's GEMM
   int64_t m = 0;  // rows of X and Y: M, or E * max_m for the masked layout
   const void* a = nullptr;
   const void* b = nullptr;

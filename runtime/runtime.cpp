@@ -203,9 +203,17 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
   const StatusOr<const Driver*>& drv = p.rt->driver();
   if (!drv.ok()) return drv.status().with_context("Plan::run");
   const Driver* d = *drv;
-  if (c.m == 0) return Status::Ok();
+  // No rows: nothing to write, except wgrad's dW [N, K] = 0 (a sum over no rows).
+  if (c.m == 0 && p.spec.pass != Pass::kWgrad) return Status::Ok();
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
+  if (c.m == 0) {
+    const size_t eb = static_cast<size_t>(format_bits(p.spec.out.format) / 8);
+    return d->check(d->cuMemsetD2D8Async(reinterpret_cast<CUdeviceptr>(c.out), static_cast<size_t>(c.ldc) * eb, 0,
+                                         static_cast<size_t>(p.sizes.k) * eb, static_cast<size_t>(p.sizes.n),
+                                         reinterpret_cast<CUstream>(stream)),
+                    "cuMemsetD2D8Async(wgrad of no rows)");
+  }
   // MXFP8 at large M with the caller's workspace for it: bf16 pre-pass + bf16 kernel.
   if (p.prepass_gemm) {
     KILN_ASSIGN_OR_RETURN(bool prepass, mx_prepass_applies(p, c, workspace, workspace_bytes));

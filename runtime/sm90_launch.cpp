@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/env.hpp"
+#include "compiler/plan/gemm_view.hpp"
 #include "templates/common/sm90_tma_desc.cuh"
 
 namespace kiln {
@@ -168,14 +169,29 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     cache.kernel = nullptr;  // invalid until both maps are encoded
     // A box is one 128-byte swizzle atom of K; a stage of block_k = 256 bytes (two atoms,
     // docs/performance.md) takes two boxes of each operand.
-    KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, rule.block_m,
-                                             rule.box_k, &cache.map_a));
+    // MN-major operands (backward passes, compiler/plan/gemm_view.hpp) are stored [k, m] / [k, n]: their
+    // boxes are 64 elements of the contiguous dimension by box_k rows of K
+    // (templates/kernels/sm90/producer.cuh).
+    const GemmView view = gemm_view(spec.pass, ProblemSizes{});
+    if (view.a_mn_major) {
+      KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.k, gp.m, gp.lda, rule.box_k,
+                                               kSm90MnChunk, &cache.map_a));
+    } else {
+      KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.m, gp.k, gp.lda, rule.block_m,
+                                               rule.box_k, &cache.map_a));
+    }
     // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
     // Grouped: W [E, N, K] as a 3-D map (templates/kernels/sm90/scheduler.cuh).
     const bool grouped = spec.layout != GroupLayout::kDense;
-    KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb, rule.box_b_rows,
-                                             rule.box_k, &cache.map_b,
-                                             grouped ? gp.experts : 0, grouped ? gp.b_expert_stride : 0));
+    if (view.b_mn_major) {
+      KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.k, gp.n, gp.ldb, rule.box_k,
+                                               kSm90MnChunk, &cache.map_b, grouped ? gp.experts : 0,
+                                               grouped ? gp.b_expert_stride : 0));
+    } else {
+      KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb, rule.box_b_rows,
+                                               rule.box_k, &cache.map_b, grouped ? gp.experts : 0,
+                                               grouped ? gp.b_expert_stride : 0));
+    }
     // The TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh): Y [M, N] in the boxes the
     // rule names (a consumer warpgroup's rows by 128 bytes, 128-byte swizzled, or by 16 columns unswizzled
     // where the warpgroup's columns are not a whole number of 128-byte boxes, e.g. 176). An output TMA

@@ -297,6 +297,59 @@ std::vector<int32_t> random_groups(bool masked, int experts, int64_t m, uint64_t
   return counts;
 }
 
+// Grouped row vectors: random sizes (or the caller's), as offsets (cumulative ends) or masked counts.
+Status group_vector(const KernelSpec& spec, int64_t m, const std::vector<int32_t>& group_rows, uint64_t& s,
+                    HostOperands& h) {
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  std::vector<int32_t> counts = group_rows.empty() ? random_groups(masked, spec.experts, m, s) : group_rows;
+  if (static_cast<int64_t>(counts.size()) != spec.experts)
+    return InvalidArgument("random_operands: " + std::to_string(counts.size()) + " group sizes for " +
+                           std::to_string(spec.experts) + " experts");
+  if (!masked) {  // counts -> cumulative ends
+    int64_t end = 0;
+    for (auto& c : counts) {
+      end += c;
+      c = static_cast<int32_t>(end);
+    }
+    if (end != m)
+      return InvalidArgument("random_operands: group sizes sum to " + std::to_string(end) + ", not M = " +
+                             std::to_string(m));
+  }
+  h.group_rows = tensor_of(counts, {static_cast<int64_t>(spec.experts)}, kI32);
+  return Status::Ok();
+}
+
+// Backward passes (bf16 / f16 operands; compiler/plan/gemm_view.hpp): a = dY [rows, N] (masked [E, max_m, N]);
+// dgrad: b = W [N, K] (grouped [E, N, K]), out = dX [rows, K] (masked [E, max_m, K]); wgrad: b = X [rows, K],
+// out = dW [N, K].
+StatusOr<HostOperands> random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
+                                                const std::vector<int32_t>& group_rows, uint64_t& s,
+                                                HostOperands& h) {
+  if (!format_is_high_precision(spec.a.format) || !format_is_high_precision(spec.b.format))
+    return Unsupported(std::string("random_operands: pass=") + pass_name(spec.pass) +
+                       " inputs are drawn for bf16 / f16 operands only");
+  const bool grouped = spec.op == Op::kGroupedGemm;
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  const int64_t experts = grouped ? spec.experts : 1;
+  const int64_t rows = h.rows;
+  const bool dgrad = spec.pass == Pass::kDgrad;
+  h.a = tensor_of(random_codes(spec.a.format, rows, n, s),
+                  masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n}, dtype_of(spec.a.format));
+  if (dgrad) {
+    h.b = tensor_of(random_codes(spec.b.format, experts * n, k, s),
+                    grouped ? std::vector<int64_t>{experts, n, k} : std::vector<int64_t>{n, k}, dtype_of(spec.b.format));
+  } else {
+    h.b = tensor_of(random_codes(spec.b.format, rows, k, s), {rows, k}, dtype_of(spec.b.format));
+  }
+  const int ob = format_bits(spec.out.format) / 8;
+  const int64_t out_rows = dgrad ? rows : n;
+  h.out.bytes.assign(static_cast<size_t>(out_rows * k * ob), 0xFF);
+  h.out.shape = dgrad && masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{out_rows, k};
+  h.out.dtype = dtype_of(spec.out.format);
+  if (grouped) KILN_RETURN_IF_ERROR(group_vector(spec, m, group_rows, s, h));
+  return std::move(h);
+}
+
 }  // namespace
 
 StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
@@ -311,6 +364,7 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
   const int64_t rows = h.rows;
   const OperandSpec& a = spec.a;
   const OperandSpec& b = spec.b;
+  if (spec.pass != Pass::kFprop) return random_backward_operands(spec, m, n, k, group_rows, s, h);
 
   // a: X [rows, K] (masked: [E, max_m, K]).
   std::vector<int64_t> a_shape = masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{rows, k};
@@ -381,23 +435,7 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
   h.out.shape = masked ? std::vector<int64_t>{experts, m, n_out} : std::vector<int64_t>{rows, n_out};
   h.out.dtype = dtype_of(spec.out.format);
 
-  if (grouped) {
-    std::vector<int32_t> counts = group_rows.empty() ? random_groups(masked, spec.experts, m, s) : group_rows;
-    if (static_cast<int64_t>(counts.size()) != experts)
-      return InvalidArgument("random_operands: " + std::to_string(counts.size()) + " group sizes for " +
-                             std::to_string(experts) + " experts");
-    if (!masked) {  // counts -> cumulative ends
-      int64_t end = 0;
-      for (auto& c : counts) {
-        end += c;
-        c = static_cast<int32_t>(end);
-      }
-      if (end != m)
-        return InvalidArgument("random_operands: group sizes sum to " + std::to_string(end) + ", not M = " +
-                               std::to_string(m));
-    }
-    h.group_rows = tensor_of(counts, {experts}, kI32);
-  }
+  if (grouped) KILN_RETURN_IF_ERROR(group_vector(spec, m, group_rows, s, h));
 
   // The epilogue's vectors, drawn last so specs without one draw what they did.
   KILN_ASSIGN_OR_RETURN(std::optional<EpilogueProgram> program, spec_epilogue_program(spec));

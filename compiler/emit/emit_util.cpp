@@ -1,5 +1,7 @@
 #include "compiler/emit/emit_util.hpp"
 
+#include "compiler/plan/gemm_view.hpp"
+
 #include <optional>
 
 #include "compiler/epilogue/epilogue.hpp"
@@ -56,6 +58,14 @@ const char* device_scale_type(ScaleType t) {
 
 std::string constant(const char* type, const char* name, const std::string& value) {
   return std::string("  static constexpr ") + type + " " + name + " = " + value + ";\n";
+}
+
+std::string operand_major_constants(const KernelSpec& spec) {
+  const GemmView v = gemm_view(spec, ProblemSizes{});
+  std::string s;
+  if (v.a_mn_major) s += constant("bool", "kTransA", "true");
+  if (v.b_mn_major) s += constant("bool", "kTransB", "true");
+  return s;
 }
 
 }  // namespace kiln::emit_internal

@@ -47,6 +47,48 @@ double decode_element(Format f, const void* data, int64_t i) {
   }
 }
 
+namespace {
+
+// The backward passes of two 16-bit operands (compiler/plan/gemm_view.hpp), in the forward's sizes:
+//   dgrad  out = dX [M, K]:  dX[i, j] = sum_r dY[i, r] * W[r, j]   (a = dY [M, N], b = W [N, K])
+//   wgrad  out = dW [N, K]:  dW[i, j] = sum_t dY[t, i] * X[t, j]   (a = dY [M, N], b = X [M, K])
+Status reference_backward(const KernelSpec& spec, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                          const void* b, int64_t ldb, std::vector<double>& out) {
+  const std::string pass = pass_name(spec.pass);
+  if (!format_is_high_precision(spec.a.format) || !format_is_high_precision(spec.b.format) ||
+      !format_is_high_precision(spec.out.format))
+    return Unsupported("reference_gemm: pass " + pass + " takes bf16 / f16 / f32 operands and output (mode "
+                       "high_precision); quantized backward operands are reference_gemm_quantized's");
+  constexpr int64_t kMaxDim = int64_t{1} << 31;
+  if (m < 1 || n < 1 || k < 1 || m > kMaxDim || n > kMaxDim || k > kMaxDim || m * n > (int64_t{1} << 34) ||
+      n * k > (int64_t{1} << 34) || m * k > (int64_t{1} << 34))
+    return InvalidArgument("reference_gemm: sizes M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                           " K=" + std::to_string(k) + " must each be in 1..2^31 with products below 2^34");
+  if (lda < n) return InvalidArgument("reference_gemm: lda=" + std::to_string(lda) + " is below N=" + std::to_string(n));
+  if (ldb < k) return InvalidArgument("reference_gemm: ldb=" + std::to_string(ldb) + " is below K=" + std::to_string(k));
+  if (a == nullptr || b == nullptr) return InvalidArgument("reference_gemm: operand a or b is null");
+  const bool dgrad = spec.pass == Pass::kDgrad;
+  const int64_t rows = dgrad ? m : n, red = dgrad ? n : m;
+  // Both operands decoded once, as [reduction, columns] (dgrad: W; wgrad: X) and [reduction, rows] (dY).
+  std::vector<double> bd(static_cast<size_t>(red * k)), ad(static_cast<size_t>(m * n));
+  for (int64_t r = 0; r < red; ++r)
+    for (int64_t j = 0; j < k; ++j) bd[static_cast<size_t>(r * k + j)] = decode_element(spec.b.format, b, r * ldb + j);
+  for (int64_t t = 0; t < m; ++t)
+    for (int64_t i = 0; i < n; ++i) ad[static_cast<size_t>(t * n + i)] = decode_element(spec.a.format, a, t * lda + i);
+  out.assign(static_cast<size_t>(rows * k), 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    double* o = &out[static_cast<size_t>(i * k)];
+    for (int64_t r = 0; r < red; ++r) {
+      const double x = dgrad ? ad[static_cast<size_t>(i * n + r)] : ad[static_cast<size_t>(r * n + i)];
+      const double* br = &bd[static_cast<size_t>(r * k)];
+      for (int64_t j = 0; j < k; ++j) o[j] += x * br[j];
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status reference_gemm(const KernelSpec& spec, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                       const void* b, int64_t ldb, const float* a_scale, const float* b_scale,
                       std::vector<double>& out) {
@@ -54,9 +96,7 @@ Status reference_gemm(const KernelSpec& spec, int64_t m, int64_t n, int64_t k, c
   if (spec.op != Op::kGemm)
     return Unsupported(std::string("reference_gemm: op ") + op_name(spec.op) +
                        " is not supported yet; supported: gemm");
-  if (spec.pass != Pass::kFprop)
-    return Unsupported(std::string("reference_gemm: pass ") + pass_name(spec.pass) +
-                       " is not supported yet; express it as an fprop gemm of A[M,K] and B[N,K]");
+  if (spec.pass != Pass::kFprop) return reference_backward(spec, m, n, k, a, lda, b, ldb, out);
   KILN_RETURN_IF_ERROR(check_operand("a", spec.a, a_scale));
   KILN_RETURN_IF_ERROR(check_operand("b", spec.b, b_scale));
   if (!format_is_high_precision(spec.out.format))

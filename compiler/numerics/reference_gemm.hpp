@@ -8,7 +8,9 @@
 // independent of summation order to well below any kernel tolerance.
 //
 // Scope of reference_gemm: op gemm, pass fprop, formats bf16/f16/f32/e4m3/e5m2 with tensor scales,
-// high-precision out; reference_gemm_quantized takes every scale granularity, MX, NVFP4 and grouped
+// high-precision out; and the backward passes of bf16/f16/f32 operands in the forward's sizes (a = dY
+// [M, N] with lda >= N; dgrad: b = W [N, K], out = dX [M, K]; wgrad: b = X [M, K], out = dW [N, K];
+// compiler/plan/gemm_view.hpp); reference_gemm_quantized takes every scale granularity, MX, NVFP4 and grouped
 // problems. Anything else returns UNSUPPORTED naming what is missing. The epilogue (gate_up, activation) is not applied: out is the
 // scaled accumulator. round_to_format() turns it into what a kernel stores.
 //
@@ -48,7 +50,8 @@ Status reference_gemm_quantized(const KernelSpec& spec, int64_t m, int64_t n, in
                                 const RefOperand& b, const int32_t* group_rows, int64_t max_m,
                                 std::vector<double>& out, std::vector<uint8_t>* written = nullptr);
 
-// out is resized to m*n, row-major with leading dimension n.
+// out is resized to m*n, row-major with leading dimension n (backward: the pass's output, dX [M, K] or
+// dW [N, K], leading dimension K).
 Status reference_gemm(const KernelSpec& spec, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                       const void* b, int64_t ldb, const float* a_scale, const float* b_scale,
                       std::vector<double>& out);

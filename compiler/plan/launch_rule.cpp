@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "compiler/plan/gemm_view.hpp"
 #include "compiler/plan/plan.hpp"
 #include "compiler/plan/quantize_plan.hpp"
 #include "compiler/plan/sm90_internal.hpp"
@@ -21,6 +22,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 void add_phase(LaunchRule& r, PhaseRule p) { r.phases[static_cast<size_t>(r.phase_count++)] = p; }
 
+LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, const GemmView& v,
+                          int64_t k);
+
 }  // namespace
 
 LaunchRule sm90_internal::tile_grid(const TileConfig& cfg, int64_t n) {
@@ -35,6 +39,18 @@ LaunchRule sm90_internal::tile_grid(const TileConfig& cfg, int64_t n) {
 }
 
 LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t n, int64_t k) {
+  LaunchRule r = make_gemm_rule(spec, family, cfg, gemm_view(spec, ProblemSizes{0, n, k}), k);
+  if (spec.pass == Pass::kWgrad) r.fixed_m = std::max<int64_t>(n, 1);
+  return r;
+}
+
+namespace {
+
+// The rule for the pass's GEMM: v.n columns (fprop N, backward K); k: the forward's K (the MX pre-pass and
+// the quantizers, fprop-only).
+LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, const GemmView& v,
+                          int64_t k) {
+  const int64_t n = v.n;
   LaunchRule r;
   const int64_t n1 = std::max<int64_t>(n, 1);
   const bool grouped = spec.op == Op::kGroupedGemm;
@@ -120,6 +136,8 @@ LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const T
   }
   return r;
 }
+
+}  // namespace
 
 MxPrepassLayout make_mx_prepass_layout(const KernelSpec& spec, int64_t n, int64_t k) {
   MxPrepassLayout l;

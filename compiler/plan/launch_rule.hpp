@@ -53,6 +53,9 @@ inline constexpr unsigned kLaunchMaxGridY = 65535;
 // The sm90 family's split-K counter region (32-bit counters, one per tile slot), ahead of its partials;
 // the MXFP8 pre-pass's copies start after it, so one caller workspace serves both.
 inline constexpr int64_t kSm90SplitCounterSlots = 1 << 18;
+// The sm90 family's TMA boxes of an MN-major operand are this many elements of its contiguous dimension
+// (templates/kernels/sm90/config.cuh kMnChunk).
+inline constexpr int kSm90MnChunk = 64;
 
 // One launch of a multi-phase kernel (the quantize family): blocks(m) = min(cap, mult *
 // round(m * num / den)) with round = floor or ceil, at least 1.
@@ -80,6 +83,9 @@ struct LaunchRule {
   int split_k = 1;
   int consumers = 1;     // sm90: consumer warpgroups per CTA (split-K tile slots per cluster tile)
   int64_t experts = 0;   // grouped problems: expert count (0 dense)
+  // wgrad (compiler/plan/gemm_view.hpp): the kernel's rows are N, fixed by the plan, and the caller's M is
+  // the reduction: the grid does not depend on M (0: the kernel's rows are M).
+  int64_t fixed_m = 0;
   bool masked = false;   // grouped masked layout ([E, max_m] rows)
   // kPersistent split-K: f32 partial bytes of one consumer's tile (one slot, one split).
   int64_t partial_bytes = 0;
@@ -96,8 +102,9 @@ struct LaunchRule {
 
   // Tile rows for m rows of X (grouped offsets: one partial tile per expert at most; masked: every
   // expert's max_m rows tiled on their own).
+  int64_t rows(int64_t m) const { return fixed_m > 0 ? fixed_m : m; }
   int64_t tiles_m(int64_t m) const {
-    const int64_t m1 = std::max<int64_t>(m, 1);
+    const int64_t m1 = std::max<int64_t>(rows(m), 1);
     if (masked && experts > 0) {
       const int64_t max_m = (m1 + experts - 1) / experts;
       return experts * ((max_m + block_m - 1) / block_m);
@@ -106,7 +113,7 @@ struct LaunchRule {
   }
   // sm90: cluster tiles of a dense problem (cluster_m tile rows x 1 tile column).
   int64_t cluster_tiles(int64_t m) const {
-    const int64_t m1 = std::max<int64_t>(m, 1);
+    const int64_t m1 = std::max<int64_t>(rows(m), 1);
     const int64_t rows = (m1 + block_m - 1) / block_m;
     return ((rows + cluster_m - 1) / cluster_m) * tiles_n;
   }
@@ -134,7 +141,8 @@ struct LaunchRule {
       }
       case Grid::kReference:
         ls.grid_x = static_cast<unsigned>(std::min<int64_t>(tiles_n, kLaunchMaxIndex));
-        ls.grid_y = static_cast<unsigned>(std::min<int64_t>((m1 + block_m - 1) / block_m, kLaunchMaxGridY));
+        ls.grid_y = static_cast<unsigned>(
+            std::min<int64_t>((std::max<int64_t>(rows(m), 1) + block_m - 1) / block_m, kLaunchMaxGridY));
         break;
       case Grid::kMxDequant: {
         const int64_t chunks = (m1 + w_rows) * std::max<int64_t>(k, 8) / 8;
@@ -163,7 +171,8 @@ struct LaunchRule {
   }
 };
 
-// The rule of the kernel (family, cfg) of spec for problems of N = n, K = k (grouped: per expert).
+// The rule of the kernel (family, cfg) of spec for problems of N = n, K = k (grouped: per expert); for a
+// backward spec the forward's N and K (the rule tiles the pass's own GEMM, compiler/plan/gemm_view.hpp).
 LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t n, int64_t k);
 
 // The MXFP8 pre-pass's workspace layout for m rows of X: the split-K counter region stays untouched,

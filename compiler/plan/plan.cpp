@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan/gemm_view.hpp"  // backward passes
 #include "compiler/plan/sm80_formats.hpp"  // the sm80 family's pairings
 #include "compiler/plan/quantize_plan.hpp"  // quantize specs
 #include "compiler/plan/sm90_plan.hpp"  // the sm90 family's rules
@@ -44,10 +45,6 @@ Status check_problem_kind(const KernelSpec& spec, const Arch& arch) {
     return Unsupported(arch.name() + ": kiln's kernels need sm_80 or newer (cp.async, bf16 mma.sync)");
   if (spec.op != Op::kGemm && spec.op != Op::kGroupedGemm)
     return Unsupported(string(op_name(spec.op)) + ": no kernel family implements this operation yet");
-  if (spec.pass != Pass::kFprop)
-    return Unsupported(
-        string("pass=") + pass_name(spec.pass) +
-        ": the sm80 family implements fprop only so far (dgrad/wgrad need transposed operands)");
   // A GLU spec computes (gate, up) column pairs that only an epilogue can combine.
   if (spec.gate_up != GateUp::kNone && spec.epilogue.empty())
     return Unsupported(string("gate_up=") + gate_up_name(spec.gate_up) +
@@ -72,6 +69,56 @@ Status check_sm80_epilogue(const KernelSpec& spec) {
                        ": the stacked halves put two 128-row scale blocks into one warp tile; use "
                        "gate_up=interleaved (W rows in gpt-oss order) or per-channel (n) weight scales");
   return Status::Ok();
+}
+
+// A backward spec's stored rows (compiler/plan/gemm_view.hpp pass_shapes): dY's of N elements, W's / X's
+// of K, each a whole number of 16 bytes (TMA row strides).
+Status check_backward_rows(const KernelSpec& spec, const ProblemSizes& sizes) {
+  const PassShapes sh = pass_shapes(spec.pass, sizes);
+  const struct {
+    const char* role;
+    const char* what;
+    char dim;
+    Format f;
+    int64_t cols;
+  } rows[] = {{"a", "dY", 'N', spec.a.format, sh.a.cols},
+              {"b", spec.pass == Pass::kWgrad ? "X" : "W", 'K', spec.b.format, sh.b.cols}};
+  for (const auto& r : rows) {
+    const int64_t bytes = format_span_bytes(r.f, r.cols);
+    if (bytes % 16 != 0)
+      return InvalidArgument(string("operand ") + r.role + " (" + r.what + "): " + string(1, r.dim) + "=" +
+                             to_string(r.cols) + " elements is " + to_string(bytes) +
+                             " bytes per row; rows must be a multiple of 16 bytes (" + string(1, r.dim) + " % " +
+                             to_string(16 / elem_bytes(r.f)) + " == 0 for " + format_name(r.f) + ")");
+  }
+  return Status::Ok();
+}
+
+// Backward specs (docs/backward.md): the families that compute them. The sm90 family reads bf16 / f16
+// operands MN-major (compiler/plan/gemm_view.hpp); nothing else computes a backward pass.
+StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch) {
+  const string head = string("pass=") + pass_name(spec.pass) + " " + operand_text("a", spec.a) + " " +
+                      operand_text("b", spec.b) + ": ";
+  if (has_epilogue(spec))
+    return Unsupported(head + "a backward spec computes the plain GEMM (dX or dW); the epilogue's own backward "
+                              "(GLU, bias, routing weights) is not a dgrad/wgrad epilogue: drop epilogue and gate_up");
+  StatusOr<BackwardMode> mode = backward_mode(spec);
+  if (!mode.ok()) return mode.status();
+  if (*mode != BackwardMode::kHighPrecision)
+    return Unsupported(head + "mode " + backward_mode_name(*mode) +
+                       " has no kernel; kiln computes backward passes in mode high_precision (two bf16 or two "
+                       "f16 operands, the saved originals)");
+  if (spec.pass == Pass::kWgrad && spec.op == Op::kGroupedGemm)
+    return Unsupported(head + "grouped wgrad (a reduction over each expert's rows) has no kernel; run one dense "
+                              "wgrad per expert on its rows");
+  if (!(arch.sm() == 90 && arch.arch_specific))
+    return Unsupported(head + "backward kernels run on sm_90a (TMA + wgmma with MN-major operands); " +
+                       arch.name() + " has none");
+  if (sm90_disabled_by_env())
+    return Unsupported(head + "backward kernels belong to the sm90 family, which KILN_FAMILY=sm80 turns off");
+  if (!sm90_supports(spec, arch))
+    return Unsupported(head + "the sm90 family computes bf16/f16 backward passes with bf16, f16 or f32 outputs");
+  return KernelFamily::kSm90Gemm;
 }
 
 }  // namespace
@@ -259,6 +306,7 @@ StatusOr<KernelFamily> select_family(const KernelSpec& spec, const Arch& arch) {
     return KernelFamily::kQuantize;
   }
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
+  if (spec.pass != Pass::kFprop) return backward_family(spec, arch);
   KILN_RETURN_IF_ERROR(sm80_pairing(spec).status());  // compiler/plan/sm80_formats.hpp
   KILN_RETURN_IF_ERROR(check_sm80_epilogue(spec));
   // ---- The sm90 family (TMA + wgmma) where it applies, the portable family otherwise.
@@ -300,7 +348,9 @@ Status can_implement_valid_spec(const KernelSpec& spec, const Arch& arch, const 
                              " is too large; the sm80 family indexes with 32-bit integers (" +
                              string(1, d.dim) + " < 2^31)");
   }
-  // cp.async copies 16-byte chunks: every operand row must be a whole number of them.
+  // cp.async copies 16-byte chunks (TMA: 16-byte row strides): every operand row must be a whole number of
+  // them. Backward passes store rows of N (dY) and K (W, X) elements.
+  if (spec.pass != Pass::kFprop) return check_backward_rows(spec, sizes);
   KILN_RETURN_IF_ERROR(sm80_check_sizes(spec, sizes));
   // The grid is one block per output tile; with the smallest tile check_config allows (16 x 16) it
   // must fit in gridDim.x.
@@ -317,6 +367,11 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
   // With an epilogue the reference computes the plain GEMM (all N columns); run_check applies the
   // epilogue to its f32 output on the host (compiler/epilogue evaluate_epilogue).
+  if (spec.pass != Pass::kFprop &&
+      !(format_is_high_precision(spec.a.format) && format_is_high_precision(spec.b.format)))
+    return Unsupported(string("pass=") + pass_name(spec.pass) + " " + operand_text("a", spec.a) + " " +
+                       operand_text("b", spec.b) +
+                       ": the reference kernel reads backward operands as bf16 / f16 only");
   if (has_epilogue(spec))
     return Unsupported(
         "the reference kernel computes the plain GEMM; strip epilogue and gate_up and apply the epilogue to its "

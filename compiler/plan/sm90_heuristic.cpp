@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/plan/gemm_view.hpp"
 #include "compiler/plan/sm90_internal.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 
@@ -277,7 +278,35 @@ constexpr Sm90Rule kSm90DefaultRules[] = {
 
 }  // namespace
 
+namespace {
+
+// A backward spec's config (MN-major operands, sm90_check_config): the forward rules' choice for the pass's
+// own GEMM (compiler/plan/gemm_view.hpp), with one 128-byte atom per stage and columns in whole 64-element
+// chunks per warpgroup (N tiles of 112, 144, 160, 176 or 208 become 128; 96 becomes 64), its ring as deep as
+// fits; the plain 128 x 128 tile if that still fails.
+TileConfig backward_config(const KernelSpec& spec, const Arch& arch, TileConfig c) {
+  if (sm90_check_config(spec, arch, c).ok()) return c;
+  c.block_k = sm90_atom_k(spec);
+  const int wg_n = c.block_n / std::max(1, c.warps_n);
+  if (wg_n % kSm90MnChunk != 0) {
+    c.warps_n = 1;
+    c.block_n = c.block_n >= 128 ? 128 : 64;
+  }
+  c.stages = max_stages(spec, arch, c);
+  if (sm90_check_config(spec, arch, c).ok()) return c;
+  TileConfig square = make(spec, 128, 128, 8, 1);
+  square.stages = max_stages(spec, arch, square);
+  return square;
+}
+
+}  // namespace
+
 TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  if (spec.pass != Pass::kFprop) {
+    KernelSpec fwd = spec;
+    fwd.pass = Pass::kFprop;
+    return backward_config(spec, arch, sm90_default_config(fwd, arch, gemm_sizes(spec, sizes)));
+  }
   const Sm90Problem p(spec, arch, sizes);
   for (const Sm90Rule& rule : kSm90DefaultRules) {
     if (!rule.when(p)) continue;

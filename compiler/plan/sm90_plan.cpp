@@ -12,6 +12,8 @@
 #include <string>
 
 #include "common/env.hpp"
+#include "compiler/plan/gemm_view.hpp"
+#include "compiler/plan/launch_rule.hpp"
 #include "compiler/plan/sm90_internal.hpp"
 
 namespace kiln {
@@ -39,10 +41,16 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   const bool grouped = spec.op == Op::kGroupedGemm &&
                        (spec.layout == GroupLayout::kOffsets || spec.layout == GroupLayout::kMasked) &&
                        spec.experts >= 1 && spec.experts <= kSm90MaxExperts;
-  if (!(dense || grouped) || spec.pass != Pass::kFprop) return false;
+  if (!(dense || grouped)) return false;
   const Format a = spec.a.format, b = spec.b.format, o = spec.out.format;
   const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b &&
                       spec.a.scale == ScaleGranularity::kNone && spec.b.scale == ScaleGranularity::kNone;
+  // Backward passes (compiler/plan/gemm_view.hpp): bf16 / f16 operands read MN-major, the plain GEMM (no
+  // epilogue), dgrad dense or grouped, wgrad dense.
+  if (spec.pass != Pass::kFprop)
+    return same16 && (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
+           spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty() &&
+           (spec.pass == Pass::kDgrad || dense);
   // FP8 scales (sm90/promotion.cuh): tensor or per-row f32 factors in the epilogue, DeepSeek blocks
   // (f32 or ue8m0) promoted per 128-K tile; a: tensor | m | block1x128, b: tensor | n | block128x128.
   auto fp8_scale_ok = [](const OperandSpec& op, bool is_a) {
@@ -137,7 +145,8 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   if (!sm90_supports(spec, arch))
     return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16, two FP8 (scales: a tensor, m "
                        "or block1x128; b tensor, n or block128x128) or two MXFP8 operands, and no stacked "
-                       "gate|up (" + arch.name() + ")");
+                       "gate|up; backward passes two bf16 or two f16 operands without an epilogue (" +
+                       arch.name() + ")");
   const struct {
     const char* field;
     int v, lo, hi;
@@ -312,6 +321,21 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                            (cfg.cluster_m != 1 ? "cluster_m=" + to_string(cfg.cluster_m)
                                                : string("a grouped problem")) +
                            ": split-K runs on dense problems without clusters (split_k 1, or cluster_m 1)");
+  // MN-major operands (backward passes; templates/kernels/sm90/config.cuh): one 128-byte atom of K per
+  // stage, and B's columns in whole 64-element chunks per CTA of a cluster and per warpgroup.
+  if (spec.pass != Pass::kFprop) {
+    const GemmView v = gemm_view(spec, ProblemSizes{});
+    if (atoms(spec, cfg) != 1)
+      return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + ": pass=" + pass_name(spec.pass) +
+                             " reads MN-major operands one 128-byte atom of K per stage (block_k " +
+                             to_string(kRowBytes / eb) + ")");
+    if (v.b_mn_major && (wg_n % kSm90MnChunk != 0 || (cfg.block_n / cfg.cluster_m) % kSm90MnChunk != 0))
+      return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " (" + to_string(wg_n) +
+                             " columns per warpgroup, cluster_m " + to_string(cfg.cluster_m) + "): pass=" +
+                             pass_name(spec.pass) + " reads b MN-major in chunks of " + to_string(kSm90MnChunk) +
+                             " columns; each warpgroup's columns and each CTA's share of the tile must be whole "
+                             "chunks (block_n 64, 128, 192 or 256)");
+  }
   const int smem = sm90_smem_bytes(spec, cfg);
   if (smem > arch.max_smem_per_block())
     return ResourceExhausted(

@@ -3,6 +3,7 @@
 // scales, validate_spec.
 #include "compiler/epilogue/epilogue.hpp"
 #include "compiler/spec/implied.hpp"
+#include "compiler/spec/internal/rules.hpp"
 #include "compiler/spec/spec.hpp"
 
 namespace kiln {
@@ -77,6 +78,11 @@ SpecBuilder& SpecBuilder::nvfp4_global(GlobalScale g) {
   return *this;
 }
 
+SpecBuilder& SpecBuilder::mode(BackwardMode m) {
+  mode_ = m;
+  return *this;
+}
+
 SpecBuilder& SpecBuilder::epilogue(std::string_view text) {
   spec_.epilogue = std::string(text);
   return *this;
@@ -103,6 +109,9 @@ StatusOr<KernelSpec> SpecBuilder::build() const {
     if (ep.ok()) s.epilogue = print_epilogue(*ep);
   }
   KILN_RETURN_IF_ERROR(validate_spec(s));
+  if (mode_) {
+    if (auto msg = spec_internal::mode_mismatch(s, *mode_)) return InvalidArgument("SpecBuilder: " + *msg);
+  }
   return s;
 }
 

@@ -21,11 +21,11 @@ using std::string;
 
 constexpr const char* kTopFields =
     "op, pass, layout, experts, a, b, out, gate_up, transpose, mx_round, fp8_sat, four_over_six, "
-    "e4m3_bound, nvfp4_global, epilogue";
+    "e4m3_bound, nvfp4_global, epilogue, mode";
 
 bool is_top_field(const string& k) {
   for (const char* f : {"op", "pass", "layout", "experts", "a", "b", "out", "gate_up", "transpose",
-                        "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue"}) {
+                        "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue", "mode"}) {
     if (k == f) return true;
   }
   return false;
@@ -105,7 +105,7 @@ Status read_operand(const json& j, const string& path, OperandSpec& out) {
   return Status::Ok();
 }
 
-StatusOr<KernelSpec> finish(const KernelSpec& s);
+StatusOr<KernelSpec> finish(const KernelSpec& s, const json& j);
 
 StatusOr<KernelSpec> from_json_impl(const json& j) {
   if (!j.is_object()) return at("$", string("expected a JSON object, got ") + j.type_name());
@@ -153,21 +153,28 @@ StatusOr<KernelSpec> from_json_impl(const json& j) {
   if (const auto it = j.find("epilogue"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return at("$.epilogue", string("expected a string (an epilogue program), got ") + it->type_name());
     const string& text = it->get_ref<const string&>();
-    if (text.empty()) return finish(s);
+    if (text.empty()) return finish(s, j);
     StatusOr<Epilogue> ep = parse_epilogue(text, EpilogueContext::of(s));
     s.epilogue = ep.ok() ? print_epilogue(*ep) : text;  // a parse error is reported below, positioned
   }
-  return finish(s);
+  return finish(s, j);
 }
 
-// Validation with JSON paths; epilogue errors keep their place in the epilogue text.
-StatusOr<KernelSpec> finish(const KernelSpec& s) {
+// Validation with JSON paths; epilogue errors keep their place in the epilogue text. A stated "mode" is
+// checked against the one the formats imply (it is not a KernelSpec field).
+StatusOr<KernelSpec> finish(const KernelSpec& s, const json& j) {
   if (auto v = spec_internal::find_violation(s)) {
     if (v->inner_line > 0)
       return at(spec_internal::json_path(v->where), std::to_string(v->inner_line) + ":" +
                                                         std::to_string(v->inner_col) + ": " +
                                                         v->message.substr(string("epilogue: ").size()));
     return at(spec_internal::json_path(v->where), v->message);
+  }
+  BackwardMode stated{};
+  KILN_RETURN_IF_ERROR(
+      read_enum(j, "mode", "$.mode", "mode", backward_mode_names(), backward_mode_from_name, stated));
+  if (j.contains("mode")) {
+    if (auto msg = spec_internal::mode_mismatch(s, stated)) return at("$.mode", *msg);
   }
   return s;
 }
@@ -191,6 +198,8 @@ json spec_to_json(const KernelSpec& s) {
   j["e4m3_bound"] = s.e4m3_bound;
   j["nvfp4_global"] = global_scale_name(s.nvfp4_global);
   j["epilogue"] = s.epilogue;  // "" for none
+  // Backward specs: the mode their formats imply (informative; a reader checks it).
+  if (StatusOr<BackwardMode> m = backward_mode(s); m.ok()) j["mode"] = backward_mode_name(*m);
   return j;
 }
 

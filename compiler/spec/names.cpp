@@ -57,6 +57,9 @@ constexpr NameTable<FourOverSix> kFourOverSix[] = {
     {FourOverSix::kOff, "off"}, {FourOverSix::kMse, "mse"}, {FourOverSix::kMae, "mae"}};
 constexpr NameTable<GlobalScale> kGlobalScales[] = {{GlobalScale::kTensor, "tensor"},
                                                     {GlobalScale::kExpert, "expert"}};
+constexpr NameTable<BackwardMode> kBackwardModes[] = {{BackwardMode::kHighPrecision, "high_precision"},
+                                                      {BackwardMode::kDequantized, "dequantized"},
+                                                      {BackwardMode::kQuantized, "quantized"}};
 
 }  // namespace
 
@@ -71,6 +74,7 @@ const char* mx_rounding_name(MxRounding r) { return name_of(kMxRoundings, r); }
 const char* fp8_saturation_name(Fp8Saturation s) { return name_of(kSaturations, s); }
 const char* four_over_six_name(FourOverSix f) { return name_of(kFourOverSix, f); }
 const char* global_scale_name(GlobalScale g) { return name_of(kGlobalScales, g); }
+const char* backward_mode_name(BackwardMode m) { return name_of(kBackwardModes, m); }
 
 std::optional<Op> op_from_name(std::string_view n) { return lookup(kOps, n); }
 std::optional<Format> format_from_name(std::string_view n) { return lookup(kFormats, n); }
@@ -85,6 +89,7 @@ std::optional<MxRounding> mx_rounding_from_name(std::string_view n) { return loo
 std::optional<Fp8Saturation> fp8_saturation_from_name(std::string_view n) { return lookup(kSaturations, n); }
 std::optional<FourOverSix> four_over_six_from_name(std::string_view n) { return lookup(kFourOverSix, n); }
 std::optional<GlobalScale> global_scale_from_name(std::string_view n) { return lookup(kGlobalScales, n); }
+std::optional<BackwardMode> backward_mode_from_name(std::string_view n) { return lookup(kBackwardModes, n); }
 
 const char* op_names() { return "gemm, grouped_gemm, quantize"; }
 const char* format_names() { return "bf16, f16, f32, e4m3, e5m2, mxfp8, mxfp4, nvfp4"; }
@@ -94,6 +99,7 @@ const char* mx_rounding_names() { return "rceil, floor"; }
 const char* fp8_saturation_names() { return "satfinite, nonsat"; }
 const char* four_over_six_names() { return "off, mse, mae"; }
 const char* global_scale_names() { return "tensor, expert"; }
+const char* backward_mode_names() { return "high_precision, dequantized, quantized"; }
 
 int format_bits(Format f) {
   switch (f) {

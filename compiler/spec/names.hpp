@@ -35,6 +35,7 @@ std::optional<MxRounding> mx_rounding_from_name(std::string_view name);
 std::optional<Fp8Saturation> fp8_saturation_from_name(std::string_view name);
 std::optional<FourOverSix> four_over_six_from_name(std::string_view name);
 std::optional<GlobalScale> global_scale_from_name(std::string_view name);
+std::optional<BackwardMode> backward_mode_from_name(std::string_view name);
 
 // Comma-separated lists for messages ("bf16, f16, f32, e4m3, e5m2, mxfp8, mxfp4, nvfp4").
 const char* op_names();
@@ -45,5 +46,6 @@ const char* mx_rounding_names();
 const char* fp8_saturation_names();
 const char* four_over_six_names();
 const char* global_scale_names();
+const char* backward_mode_names();
 
 }  // namespace kiln

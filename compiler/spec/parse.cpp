@@ -44,14 +44,15 @@ enum class Key : uint8_t {
   kE4m3Bound,
   kNvfp4Global,
   kEpilogue,
+  kMode,
   kCount,
 };
 constexpr std::array<const char*, static_cast<size_t>(Key::kCount)> kKeyNames = {
     "a",        "b",       "out",           "pass",       "gate_up",     "transpose",
-    "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue"};
+    "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue", "mode"};
 constexpr const char* kKeyList =
     "a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, four_over_six, e4m3_bound, nvfp4_global, "
-    "epilogue";
+    "epilogue, mode";
 
 std::optional<Key> key_from_name(std::string_view name) {
   for (size_t i = 0; i < kKeyNames.size(); ++i) {
@@ -124,6 +125,7 @@ class Parser {
   KernelSpec spec_;
   Positions pos_;
   std::string_view epilogue_text_;  // as written (canonicalized once the whole spec is known)
+  std::optional<BackwardMode> mode_;  // a stated mode= (checked against the formats at the end)
 };
 
 // Where (line, col) of a string's contents is in the spec: the contents start one byte after the
@@ -215,6 +217,10 @@ StatusOr<KernelSpec> Parser::run() {
                         "the key");
   }
   if (auto v = find_violation(spec_)) return positioned(*v);
+  if (mode_) {
+    if (auto msg = spec_internal::mode_mismatch(spec_, *mode_))
+      return error(*pos_.value[static_cast<size_t>(Key::kMode)], *msg);
+  }
   return spec_;
 }
 
@@ -305,6 +311,12 @@ Status Parser::parse_kv(const Token& key_tok, Key key) {
       return parse_enum(lex_, k, four_over_six_names(), four_over_six_from_name, spec_.four_over_six, at);
     case Key::kNvfp4Global:
       return parse_enum(lex_, k, global_scale_names(), global_scale_from_name, spec_.nvfp4_global, at);
+    case Key::kMode: {
+      BackwardMode m{};
+      KILN_RETURN_IF_ERROR(parse_enum(lex_, k, backward_mode_names(), backward_mode_from_name, m, at));
+      mode_ = m;
+      return Status::Ok();
+    }
     case Key::kTranspose: {
       auto bool_from_name = [](std::string_view n) -> std::optional<bool> {
         if (n == "true") return true;
@@ -419,6 +431,9 @@ Status Parser::positioned(const Violation& v) const {
       break;
     case Field::kNvfp4Global:
       at = value_of(Key::kNvfp4Global);
+      break;
+    case Field::kMode:
+      at = value_of(Key::kMode);
       break;
     case Field::kEpilogue:
       at = value_of(Key::kEpilogue);

@@ -1,5 +1,6 @@
-// validate_sizes (spec.hpp): which problem dimension breaks which block size. Sizes are the GEMM's
-// own M, N, K (the reduction runs over K whatever the pass: for wgrad K is the token count).
+// validate_sizes (spec.hpp): which problem dimension breaks which block size. Sizes are the forward's
+// M, N, K in every pass (compiler/plan/gemm_view.hpp); the block rules below are the forward pass's, and
+// backward specs with scaled operands have no kernel yet (the planner refuses them first).
 // Memory alignment (16-byte rows, TMA boxes) is the planner's business, not this file's.
 #include <string>
 

@@ -240,6 +240,12 @@ std::optional<Violation> find_violation(const KernelSpec& s, std::optional<Epilo
     return Violation{at(Field::kPass), string("pass=") + pass_name(s.pass) +
                                            " applies to gemm and grouped_gemm, not quantize (for the "
                                            "128x1 wgrad form use transpose=true)"};
+  if (s.pass != Pass::kFprop && !format_is_high_precision(s.a.format) && format_is_high_precision(s.b.format))
+    return Violation{at(Field::kPass), string("pass=") + pass_name(s.pass) + " with a quantized a (" +
+                                           kv(Role::kA, s.a) + ") and a high-precision b (" + kv(Role::kB, s.b) +
+                                           "): no backward mode computes that; high_precision takes two "
+                                           "bf16/f16 operands, dequantized a bf16/f16 dY with a quantized b, "
+                                           "quantized two quantized operands"};
   if (s.gate_up != GateUp::kNone && s.op == Op::kQuantize)
     return Violation{at(Field::kGateUp), string("gate_up=") + gate_up_name(s.gate_up) +
                                              " applies to gemm and grouped_gemm, not quantize"};
@@ -279,6 +285,18 @@ std::optional<Violation> find_violation(const KernelSpec& s, std::optional<Epilo
                            "; use nvfp4_global=tensor"};
   }
   return std::nullopt;
+}
+
+std::optional<std::string> mode_mismatch(const KernelSpec& s, BackwardMode stated) {
+  StatusOr<BackwardMode> implied = backward_mode(s);
+  if (!implied.ok())
+    return string("mode=") + backward_mode_name(stated) + " applies to pass=dgrad and pass=wgrad specs, not " +
+           (s.op == Op::kQuantize ? string("quantize") : string("pass=") + pass_name(s.pass));
+  if (*implied == stated) return std::nullopt;
+  return string("mode=") + backward_mode_name(stated) + " does not match the operands a=" + operand_text(s.a) +
+         " b=" + operand_text(s.b) + ", which compute in mode " + backward_mode_name(*implied) +
+         " (high_precision: two bf16/f16 operands; dequantized: a bf16/f16 a with a quantized b; quantized: two "
+         "quantized operands)";
 }
 
 const char* role_key(Role r) {
@@ -323,6 +341,8 @@ std::string json_path(const FieldRef& w) {
       return "$.nvfp4_global";
     case Field::kEpilogue:
       return "$.epilogue";
+    case Field::kMode:
+      return "$.mode";
     case Field::kOperand:
       break;
   }
@@ -344,6 +364,18 @@ std::string json_path(const FieldRef& w) {
 }
 
 }  // namespace spec_internal
+
+StatusOr<BackwardMode> backward_mode(const KernelSpec& s) {
+  if (s.op == Op::kQuantize || s.pass == Pass::kFprop)
+    return InvalidArgument(std::string("backward_mode: ") + (s.op == Op::kQuantize ? "quantize" : "an fprop") +
+                           " spec has no backward mode (only pass=dgrad and pass=wgrad do)");
+  const bool a_hp = format_is_high_precision(s.a.format), b_hp = format_is_high_precision(s.b.format);
+  if (a_hp && b_hp) return BackwardMode::kHighPrecision;
+  if (a_hp) return BackwardMode::kDequantized;
+  if (!b_hp) return BackwardMode::kQuantized;
+  return InvalidArgument(std::string("backward_mode: pass=") + pass_name(s.pass) +
+                         " with a quantized a and a high-precision b: no backward mode computes that");
+}
 
 Status validate_spec(const KernelSpec& spec) {
   std::optional<Epilogue> unused;

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -77,6 +78,10 @@ enum class MxRounding : uint8_t { kRceil, kFloor };               // E8M0 scale 
 enum class Fp8Saturation : uint8_t { kSatfinite, kNonSaturating }; // FP8 conversion (default satfinite)
 enum class FourOverSix : uint8_t { kOff, kMse, kMae };           // NVFP4 4/6 block selection
 enum class GlobalScale : uint8_t { kTensor, kExpert };          // NVFP4 global scale granularity
+// How a dgrad / wgrad spec computes (docs/backward.md): high_precision on two bf16/f16 operands (the
+// saved originals), dequantized on a bf16/f16 a (dY) and the forward's quantized b read in its stored
+// format, quantized on two quantized operands. The operand formats imply it; writing mode= checks it.
+enum class BackwardMode : uint8_t { kHighPrecision, kDequantized, kQuantized };
 
 struct OperandSpec {
   Format format = Format::kBf16;
@@ -126,9 +131,14 @@ const char* op_name(Op op);
 const char* pass_name(Pass p);
 const char* group_layout_name(GroupLayout l);
 const char* gate_up_name(GateUp g);
+const char* backward_mode_name(BackwardMode m);  // "high_precision", "dequantized", "quantized"
 int format_bits(Format f);                      // element bits: 16, 16, 32, 8, 8, 8, 4, 4
 bool format_is_fp8(Format f);                   // e4m3, e5m2 (not mxfp8)
 bool format_is_high_precision(Format f);        // bf16, f16, f32
+
+// The mode a dgrad / wgrad spec computes in, from its operand formats. INVALID_ARGUMENT for fprop and
+// quantize specs, and for a quantized a with a bf16/f16 b (no mode computes that; validate_spec refuses it).
+StatusOr<BackwardMode> backward_mode(const KernelSpec& spec);
 
 // ---- the DSL: text form, validation, builder (compiler/spec implements them; docs/dsl.md)
 
@@ -158,6 +168,8 @@ class SpecBuilder {
   SpecBuilder& four_over_six(FourOverSix f);
   SpecBuilder& e4m3_bound(int bound);
   SpecBuilder& nvfp4_global(GlobalScale g);
+  // The backward mode the caller expects: build() refuses a spec whose formats imply another.
+  SpecBuilder& mode(BackwardMode m);
   // An epilogue program in kiln's epilogue language (docs/epilogue.md); build() stores its canonical
   // form and rejects text that does not parse in the spec's context. Empty: none.
   SpecBuilder& epilogue(std::string_view text);
@@ -168,6 +180,7 @@ class SpecBuilder {
   KernelSpec spec_;
   // Which operands were given: build() rejects a missing one rather than defaulting it to bf16.
   bool has_a_ = false, has_b_ = false, has_out_ = false;
+  std::optional<BackwardMode> mode_;
 };
 
 }  // namespace kiln

@@ -176,7 +176,9 @@ class Plan:
     def run(self, a, b=None, out=None, a_scale=None, b_scale=None, stream=None, offsets=None, counts=None,
             b_global=None, workspace=None, out_scale=None, out_global=None, bias=None, scale=None,
             colscale=None, expert_scale=None, residual=None, gate_bias=None, up_bias=None):
-        """Y[M, N] = X[M, K] . W[N, K]^T on torch tensors (or any DLPack producer, viewed through
+        """Y[M, N] = X[M, K] . W[N, K]^T on torch tensors (backward specs, docs/backward.md: pass=dgrad takes
+        a = dY [M, N] and b = W [N, K] and writes dX [M, K]; pass=wgrad takes a = dY [M, N] and b = X [M, K] and
+        writes dW [N, K]) (or any DLPack producer, viewed through
         torch.from_dlpack), launched on torch's current stream of a's device (or on stream: a
         torch.cuda.Stream or an int CUstream). Allocates out in the spec's output dtype when it is
         None (shape: a's with the last dimension N). Returns out. Nothing synchronizes.
@@ -208,7 +210,14 @@ class Plan:
         if out is None:
             if not isinstance(a, torch.Tensor) or a.dim() < 1:
                 raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan.run: a must be a torch tensor [M, K]")
-            out = torch.empty((*a.shape[:-1], self._out_columns()), dtype=self._out_dtype(torch), device=a.device)
+            pass_ = re.search(r"\bpass=(dgrad|wgrad)\b", self.spec.split(' epilogue="', 1)[0])
+            if pass_ and pass_.group(1) == "wgrad":  # dW [N, K]
+                shape = (self.n, self.k)
+            elif pass_:  # dX: a's rows, K columns
+                shape = (*a.shape[:-1], self.k)
+            else:
+                shape = (*a.shape[:-1], self._out_columns())
+            out = torch.empty(shape, dtype=self._out_dtype(torch), device=a.device)
         views = {
             "a": _dlpack.view(a, "a"),
             "b": _dlpack.view(b, "b"),

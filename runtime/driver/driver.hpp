@@ -24,7 +24,7 @@ namespace kiln {
   X(cuCtxSetCurrent) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) \
   X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuKernelSetAttribute)          \
   X(cuKernelGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)              \
-  X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuPointerGetAttribute)            \
+  X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuMemsetD2D8Async) X(cuPointerGetAttribute) \
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamCreate) X(cuStreamDestroy)            \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
   X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetInfo)                                        \

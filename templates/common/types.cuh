@@ -79,4 +79,10 @@ __host__ __device__ constexpr bool format_is_16bit(Format f) {
   return f == Format::kBf16 || f == Format::kF16;
 }
 
+// void for any well-formed type list: detects optional members of a generated KilnConfig.
+template <class...>
+struct VoidOf {
+  using type = void;
+};
+
 }  // namespace kiln_dev

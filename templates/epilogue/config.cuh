@@ -10,10 +10,6 @@
 
 namespace kiln_dev {
 
-template <class...>
-struct VoidOf {
-  using type = void;
-};
 template <class Config, class = void>
 struct ConfigEpilogue {
   static constexpr bool kHas = false;

@@ -18,6 +18,9 @@
 //   - row_factor(m): a's tensor scale or a_scale[m] (per token); col_factor(n): b's tensor scale or
 //     b_scale[n] (per channel), times the NVFP4 global (b_global[0] or b_global[expert]). The same
 //     two factors in the same order as kernels/sm80_epilogue.cuh.
+// Backward passes (compiler/plan/gemm_view.hpp): m, n, k are the GEMM's; an MN-major operand
+// (Config kTransA / kTransB, common/operand_major.cuh; 16-bit elements, unscaled) is read as element (k, m)
+// of its stored rows instead of (m, k).
 // Grouped problems: the thread finds its row's expert by a linear scan of the offsets (clamped and
 // made non-decreasing exactly as scheduler/group_tile.cuh does), or by m / max_m against the count
 // (masked). Rows owned by no expert are not written.
@@ -33,6 +36,7 @@
 
 #include "common/decode.cuh"
 #include "common/gemm_params.cuh"
+#include "common/operand_major.cuh"
 #include "common/types.cuh"
 #include "ptx/cvt.cuh"
 
@@ -87,6 +91,12 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
                 "operands are bf16/f16/e4m3/e5m2/mxfp8/mxfp4/nvfp4 (the planner offers no f32 operand)");
   static_assert(kOut == Format::kBf16 || kOut == Format::kF16 || kOut == Format::kF32,
                 "the output is bf16, f16 or f32");
+  constexpr bool kTransA = ConfigTransA<Config>::kValue;
+  constexpr bool kTransB = ConfigTransB<Config>::kValue;
+  static_assert(!kTransA || (format_is_16bit(kA) && kSA == Scale::kNone),
+                "an MN-major a is bf16 / f16 (unscaled)");
+  static_assert(!kTransB || (format_is_16bit(kB) && kSB == Scale::kNone),
+                "an MN-major b is bf16 / f16 (unscaled)");
 
   const int n = blockIdx.x * kReferenceTile + threadIdx.x % kReferenceTile;
   if (n >= p.n) return;
@@ -133,8 +143,18 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
     float acc = 0.0f;
     float part = 0.0f;
     for (int k = 0; k < p.k; ++k) {
-      const float av = decode_element<kA>(a_row, k) * reference::element_scale<kSA, kTA>(sa_row, k);
-      const float bv = decode_element<kB>(b_row, k) * reference::element_scale<kSB, kTB>(sb_row, k);
+      float av, bv;
+      if constexpr (kTransA) {
+        av = decode_element<kA>(p.a, i64(k) * p.lda + m);
+      } else {
+        av = decode_element<kA>(a_row, k) * reference::element_scale<kSA, kTA>(sa_row, k);
+      }
+      if constexpr (kTransB) {
+        bv = decode_element<kB>(static_cast<const u8*>(p.b) + format_span_bytes(kB, i64(expert) * p.b_expert_stride),
+                                i64(k) * p.ldb + n);
+      } else {
+        bv = decode_element<kB>(b_row, k) * reference::element_scale<kSB, kTB>(sb_row, k);
+      }
       if constexpr (kPromote) {
         part = fma_rn(av, bv, part);
         if ((k + 1) % 128 == 0) {

@@ -5,8 +5,10 @@
 //     wgmma.mma_async.sync.aligned.m64nNkK.f32.<a>.<b>  d, a-desc, b-desc, scale-d, ...
 // computing D[64 x N] (+)= A[64 x K] * B[K x N] with A and B read from shared memory through 64-bit
 // matrix descriptors and D in registers: K = 16 for bf16/f16, 32 for e4m3/e5m2 (§9.7.15.5.1). kiln
-// uses only the "no transpose" (K-major) form for both operands — for FP8 it is the only form — i.e.
-// rows of X[M, K] and of W[N, K], K contiguous, exactly what TMA copies (ptx/tma.cuh).
+// reads FP8 operands in the "no transpose" (K-major) form only — for FP8 it is the only form — i.e.
+// rows of X[M, K] and of W[N, K], K contiguous, exactly what TMA copies (ptx/tma.cuh). 16-bit operands
+// may also be MN-major (trans-a / trans-b = 1): the backward passes read dY, W and X along their stored
+// rows (compiler/plan/gemm_view.hpp).
 //
 // Matrix descriptor (§9.7.15.5.1.2.2 "Matrix Descriptor Format"), 64 bits:
 //     bits  0-13  start address >> 4 (shared::cta address, 16-byte aligned)
@@ -22,6 +24,11 @@
 // 128-byte K tile is addressed by advancing the start address by 32 * k bytes: the hardware applies
 // the XOR swizzle to the final address bits (bits 4-6 ^= bits 7-9), so with a 1024-aligned tile base
 // the advanced start still selects the right chunks of every row.
+// An MN-major tile in the 128-byte swizzle (§9.7.15.5.1.2.1, the MN-major canonical layouts: 16-bit
+// elements, T = 8 per 16 bytes, ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO))) is stored as chunks of 64
+// MN elements: each chunk holds K rows of 128 bytes (one TMA box of 64 MN x K rows, swizzled as above),
+// chunk after chunk. LBO is the distance between chunks along MN, SBO = 1024 the distance between groups
+// of 8 K rows; one k16 step is 16 rows further (2048 bytes).
 //
 // Accumulator fragment (§9.7.15.5.1.1 "Register Fragments", figure "WGMMA .m64nNk16 register fragment
 // layout for accumulator matrix D"; the k32 FP8 shapes use the same D layout): N/2 f32 registers per
@@ -48,6 +55,12 @@ namespace kiln_dev {
 // Descriptor of a K-major tile at shared address `addr` in the 128-byte swizzle (see above).
 __device__ __forceinline__ u64 wgmma_desc_sw128(u32 addr) {
   return u64((addr & 0x3FFFFu) >> 4) | (u64(1) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
+}
+
+// Descriptor of an MN-major tile at `addr` in the 128-byte swizzle whose 64-element MN chunks lie
+// chunk_bytes apart (see above).
+__device__ __forceinline__ u64 wgmma_desc_sw128_mn(u32 addr, u32 chunk_bytes) {
+  return u64((addr & 0x3FFFFu) >> 4) | (u64(chunk_bytes >> 4) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -154,13 +167,27 @@ __device__ __forceinline__ void setmaxnreg_inc() {
                : __VA_ARGS__                                                                      \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 #define KILN_WG_T16 "1, 1, 0, 0" /* scale-a, scale-b = +1; trans-a, trans-b = 0 (K-major) */
+#define KILN_WG_T16_B "1, 1, 0, 1"  /* B MN-major */
+#define KILN_WG_T16_AB "1, 1, 1, 1" /* A and B MN-major */
+#define KILN_WG_T16_A "1, 1, 1, 0"  /* A MN-major */
+// A 16-bit opcode with the transpose immediates of (kTA, kTB).
+#define KILN_WG_16(OP, DLIST, DA, DB, SC, ...)                                    \
+  if constexpr (!kTA && !kTB) {                                                   \
+    KILN_WGMMA(OP, DLIST, DA, DB, SC, KILN_WG_T16, __VA_ARGS__);                  \
+  } else if constexpr (!kTA) {                                                    \
+    KILN_WGMMA(OP, DLIST, DA, DB, SC, KILN_WG_T16_B, __VA_ARGS__);                \
+  } else if constexpr (kTB) {                                                     \
+    KILN_WGMMA(OP, DLIST, DA, DB, SC, KILN_WG_T16_AB, __VA_ARGS__);               \
+  } else {                                                                        \
+    KILN_WGMMA(OP, DLIST, DA, DB, SC, KILN_WG_T16_A, __VA_ARGS__);                \
+  }
 #define KILN_WG_T8 "1, 1"        /* FP8: no transpose operands (K-major only) */
 // The six operand pairings of one N (the opcode spelled from N: string literals concatenate).
 #define KILN_WG_ALL(N, DLIST, DA, DB, SC, ...)                                                                  \
   if constexpr (kA == Format::kBf16 && kB == Format::kBf16) {                                                  \
-    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", DLIST, DA, DB, SC, KILN_WG_T16, __VA_ARGS__); \
+    KILN_WG_16("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", DLIST, DA, DB, SC, __VA_ARGS__)        \
   } else if constexpr (kA == Format::kF16 && kB == Format::kF16) {                                             \
-    KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", DLIST, DA, DB, SC, KILN_WG_T16, __VA_ARGS__);   \
+    KILN_WG_16("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16", DLIST, DA, DB, SC, __VA_ARGS__)          \
   } else if constexpr (kA == Format::kE4m3 && kB == Format::kE4m3) {                                           \
     KILN_WGMMA("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3", DLIST, DA, DB, SC, KILN_WG_T8, __VA_ARGS__);  \
   } else if constexpr (kA == Format::kE4m3 && kB == Format::kE5m2) {                                           \
@@ -173,9 +200,11 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 
 
 // D[64 x kN] (+)= A[64 x K] * B[K x kN] for one warpgroup; K = 16 (bf16, f16) or 32 (e4m3/e5m2 in
-// any mix). scale_d = 0 ignores the incoming D (the first k-step of a tile), 1 accumulates.
-template <int kN, Format kA, Format kB>
+// any mix). scale_d = 0 ignores the incoming D (the first k-step of a tile), 1 accumulates. kTA / kTB:
+// A / B MN-major (16-bit operands only).
+template <int kN, Format kA, Format kB, bool kTA = false, bool kTB = false>
 __device__ __forceinline__ void wgmma_m64(float (&d)[kN / 2], u64 desc_a, u64 desc_b, u32 scale_d) {
+  static_assert(!(kTA || kTB) || format_is_16bit(kA), "wgmma_m64: MN-major operands are 16-bit only");
   static_assert(kN == 64 || kN == 96 || kN == 112 || kN == 128 || kN == 144 || kN == 160 || kN == 192 ||
                     kN == 176 || kN == 208 || kN == 256,
                 "wgmma_m64: N = 64, 96, 112, 128, 144, 160, 176, 192, 208 or 256");
@@ -298,7 +327,11 @@ __device__ __forceinline__ void wgmma_fence_regs(u32 (&r)[kRegs]) {
 #undef KILN_WG_RS
 #undef KILN_WG_RS_T16
 #undef KILN_WG_ALL
+#undef KILN_WG_16
 #undef KILN_WG_T8
+#undef KILN_WG_T16_A
+#undef KILN_WG_T16_AB
+#undef KILN_WG_T16_B
 #undef KILN_WG_T16
 #undef KILN_WGMMA
 #undef KILN_WG_F128

@@ -29,7 +29,7 @@ namespace {
   X(cuCtxSetCurrent) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize)           \
   X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuKernelSetAttribute)                     \
   X(cuKernelGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)       \
-  X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuPointerGetAttribute) X(cuStreamSynchronize)              \
+  X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuMemsetD2D8Async) X(cuPointerGetAttribute) X(cuStreamSynchronize) \
   X(cuStreamIsCapturing) X(cuStreamCreate) X(cuStreamDestroy) X(cuEventCreate) X(cuEventDestroy)           \
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString)        \
   X(cuMemGetInfo) X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx)            \
@@ -210,6 +210,11 @@ CUresult fake_cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) {
   count(k_cuMemsetD32);
   auto* w = static_cast<unsigned int*>(host(d));
   for (size_t i = 0; i < n; ++i) w[i] = v;
+  return CUDA_SUCCESS;
+}
+CUresult fake_cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t width, size_t height, CUstream) {
+  count(k_cuMemsetD2D8Async);
+  for (size_t r = 0; r < height; ++r) std::memset(static_cast<char*>(host(d)) + r * pitch, v, width);
   return CUDA_SUCCESS;
 }
 CUresult fake_cuPointerGetAttribute(void*, CUpointer_attribute, CUdeviceptr) {

@@ -31,33 +31,11 @@ namespace kiln {
 namespace {
 
 Runtime& runtime() {
-  static std::shared_ptr<Runtime> rt = [] {
-    RuntimeOptions o;
-    // KILN_TEST_KEEP_CUBINS=1: the kernels go to the cache database (KILN_CACHE_DIR), e.g. to read the
-    // SASS of a pinned config a sanitizer report points into.
-    o.disable_cache = std::getenv("KILN_TEST_KEEP_CUBINS") == nullptr;
-    auto r = Runtime::create(o);
-    if (!r.ok()) std::fprintf(stderr, "Runtime::create: %s\n", r.status().to_string().c_str());
-    return r.ok() ? *r : nullptr;
-  }();
+  static std::shared_ptr<Runtime> rt = make_test_runtime();
   return *rt;
 }
 
-// "" when the device is an sm_90 part, else why the test skips.
-std::string sm90_skip_reason() {
-  auto d = Driver::get();
-  if (!d.ok()) return "no GPU: " + d.status().to_string();
-  auto a = runtime().device_arch();
-  if (!a.ok()) return "no device arch: " + a.status().to_string();
-  if (a->sm() != 90) return "the sm90 family needs an sm_90 device; this is " + a->name();
-  return "";
-}
-
-#define KILN_REQUIRE_SM90()                            \
-  do {                                                 \
-    const std::string kiln_why_ = sm90_skip_reason();  \
-    if (!kiln_why_.empty()) GTEST_SKIP() << kiln_why_; \
-  } while (0)
+#define KILN_REQUIRE_SM90() KILN_REQUIRE_SM90_OF(runtime())
 
 const Arch kSm90a{9, 0, true};
 
@@ -800,7 +778,7 @@ const TimedShape kTimedMx[] = {
 class PrecompileEnvironment : public testing::Environment {
  public:
   void SetUp() override {
-    if (!sm90_skip_reason().empty()) return;
+    if (!sm90_skip_reason(runtime()).empty()) return;
     std::vector<LoadJob> jobs;
     auto add_plan_configs = [&](const KernelSpec& s, const ProblemSizes& sz) {
       auto plan = runtime().plan(s, sz, kSm90a);

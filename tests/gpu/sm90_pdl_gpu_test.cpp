@@ -39,16 +39,6 @@ namespace {
 
 constexpr uint16_t kPoison = 0xFFFF;  // bf16 NaN
 
-// "" when the device is an sm_90 part, else why the test skips.
-std::string sm90_skip_reason(Runtime& rt) {
-  auto d = Driver::get();
-  if (!d.ok()) return "no GPU: " + d.status().to_string();
-  auto a = rt.device_arch();
-  if (!a.ok()) return "no device arch: " + a.status().to_string();
-  if (a->sm() != 90) return "the sm90 family needs an sm_90 device; this is " + a->name();
-  return "";
-}
-
 // Uniform bf16 values in [-bound, bound).
 std::vector<uint16_t> random_bf16(size_t count, float bound, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> dist(-bound, bound);

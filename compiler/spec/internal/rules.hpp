@@ -30,6 +30,7 @@ enum class Field : uint8_t {
   kE4m3Bound,
   kNvfp4Global,
   kEpilogue,
+  kMode,  // a stated mode= (not a KernelSpec field: the formats imply it; mode_mismatch)
 };
 
 struct FieldRef {
@@ -57,6 +58,10 @@ const OperandSpec& operand_of(const KernelSpec& s, Role r);
 std::string json_path(const FieldRef& where);  // "$.a.scale", "$.e4m3_bound"
 // Shortest text of an operand value ("e4m3:block1x128"); total, also for invalid operands.
 std::string operand_text(const OperandSpec& op);
+
+// A stated mode= against the one the spec's formats imply (backward_mode): the message for a mismatch,
+// or for mode= on a spec that is not dgrad / wgrad; nullopt when it agrees. For a valid spec.
+std::optional<std::string> mode_mismatch(const KernelSpec& spec, BackwardMode stated);
 
 // Limits shared by the parser, JSON reader and validation.
 inline constexpr int kMaxExperts = 1 << 16;

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "common/gemm_params.cuh"
+#include "common/operand_major.cuh"
 #include "common/sm90_tma_desc.cuh"
 #include "common/types.cuh"
 #include "epilogue/config.cuh"
@@ -134,6 +135,14 @@ struct Gemm {
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
   static constexpr int kCluster = Config::kClusterM;
   static constexpr int kBoxRowsB = kBlockN / kCluster;  // rows of B each CTA of a cluster loads
+  // MN-major operands (dgrad's W, wgrad's dY and X): the tensor's rows run along K, so an atom of the
+  // operand is kAtomK rows of K by the tile's MN extent, copied as TMA boxes of 64 MN elements x kAtomK K
+  // rows (kMnChunkBytes each, chunk after chunk: the layout ptx/wgmma.cuh's MN-major descriptor reads).
+  // 16-bit elements and one atom per stage; an atom's bytes are the K-major atom's.
+  static constexpr bool kTransA = ConfigTransA<Config>::kValue;
+  static constexpr bool kTransB = ConfigTransB<Config>::kValue;
+  static constexpr int kMnChunk = 64;
+  static constexpr int kMnChunkBytes = kAtomK * kRowBytes;
   // Scales (sm90/promotion.cuh).
   static constexpr Scale kScaleA = Config::kScaleA;
   static constexpr Scale kScaleB = Config::kScaleB;
@@ -347,6 +356,10 @@ struct Gemm {
                     (kWgsM == 1 && kWgsN == 1 && !kPromote && !kBlockScaled && !kMx && !kSplit && !kGrouped),
                 "ping-pong consumers: warps 4 x 1 (each warpgroup owns the whole tile), unpromoted "
                 "accumulation (bf16 / f16, FP8 with tensor or per-row scales), dense, no split-K");
+  static_assert(!(kTransA || kTransB) || (format_is_16bit(kA) && !kMx && kAtoms == 1 && !kPromote),
+                "MN-major operands: bf16 / f16, one 128-byte atom of K per stage");
+  static_assert(!kTransB || (kBoxRowsB % kMnChunk == 0 && kWgTileN % kMnChunk == 0),
+                "an MN-major B: each CTA's B rows and each warpgroup's columns are whole 64-element chunks");
   static_assert((kBoxRowsB * kRowBytes) % 1024 == 0,
                 "each CTA's share of the B box starts on a 1024-byte boundary (the swizzle period)");
   static_assert(format_is_fp8(kA) || kDq || (kScaleA == Scale::kNone && kScaleB == Scale::kNone),

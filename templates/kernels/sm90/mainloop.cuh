@@ -70,16 +70,20 @@ template <class Config>
 template <int kRegs>
 __device__ __forceinline__ void Gemm<Config>::mma_tile(float (&d)[kMmaM][kRegs], u32 a_base, u32 b_base,
                                                        bool first) {
-  const u64 desc_a = wgmma_desc_sw128(a_base);
-  const u64 desc_b = wgmma_desc_sw128(b_base);
+  const u64 desc_a = kTransA ? wgmma_desc_sw128_mn(a_base, kMnChunkBytes) : wgmma_desc_sw128(a_base);
+  const u64 desc_b = kTransB ? wgmma_desc_sw128_mn(b_base, kMnChunkBytes) : wgmma_desc_sw128(b_base);
+  // A k-step is 32 bytes further along a K-major row, or 16 rows of 128 bytes further in an MN-major
+  // chunk (ptx/wgmma.cuh).
+  constexpr int kStepA = kTransA ? 16 * kRowBytes : 32, kStepB = kTransB ? 16 * kRowBytes : 32;
 #pragma unroll
   for (int ks = 0; ks < kKSteps; ++ks) {
-    // Start address + 32 * ks bytes (the descriptor's address field is in 16-byte units and cannot
-    // carry: shared addresses are < 2^18).
-    const u64 db = desc_b + u64(2 * ks);
+    // Start address + the k-step's offset (the descriptor's address field is in 16-byte units and cannot
+    // carry: shared addresses are < 2^18). An m64 slab of A is 64 rows (K-major) or one 64-element
+    // chunk (MN-major) further: 64 * 128 bytes either way.
+    const u64 db = desc_b + u64((kStepB * ks) >> 4);
 #pragma unroll
     for (int mi = 0; mi < kMmaM; ++mi) {
-      const u64 da = desc_a + u64((mi * 64 * kRowBytes + 32 * ks) >> 4);
+      const u64 da = desc_a + u64((mi * 64 * kRowBytes + kStepA * ks) >> 4);
       if constexpr (2 * kRegs >= 208 && kEntryRegs < 160) {
         // 512 threads (the dequantizing producer's two warpgroups): ptxas gives no single instruction more
         // than the launch's 128 registers, and an m64n256 (m64n208) wgmma needs 154 (130), so it runs
@@ -87,11 +91,11 @@ __device__ __forceinline__ void Gemm<Config>::mma_tile(float (&d)[kMmaM][kRegs],
         constexpr int kN1 = 2 * kRegs == 256 ? 128 : 112;
         constexpr int kN2 = 2 * kRegs - kN1;
         const u32 sd = (first && ks == 0) ? 0u : 1u;
-        wgmma_m64<kN1, kA, kB>(*reinterpret_cast<float(*)[kN1 / 2]>(&d[mi][0]), da, db, sd);
-        wgmma_m64<kN2, kA, kB>(*reinterpret_cast<float(*)[kN2 / 2]>(&d[mi][kN1 / 2]), da,
-                               db + u64((kN1 * kRowBytes) >> 4), sd);
+        wgmma_m64<kN1, kA, kB, kTransA, kTransB>(*reinterpret_cast<float(*)[kN1 / 2]>(&d[mi][0]), da, db, sd);
+        wgmma_m64<kN2, kA, kB, kTransA, kTransB>(*reinterpret_cast<float(*)[kN2 / 2]>(&d[mi][kN1 / 2]), da,
+                                                 db + u64((kN1 * kRowBytes) >> 4), sd);
       } else {
-        wgmma_m64<2 * kRegs, kA, kB>(d[mi], da, db, (first && ks == 0) ? 0u : 1u);
+        wgmma_m64<2 * kRegs, kA, kB, kTransA, kTransB>(d[mi], da, db, (first && ks == 0) ? 0u : 1u);
       }
     }
   }

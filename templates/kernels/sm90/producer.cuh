@@ -86,9 +86,34 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
         for (int t = 0; t < kAtoms; ++t) {
           if (t < atoms) {
             const int k0 = (kt + t) * kAtomK;
-            tma_load_2d(sm.a + stage * kTileBytesA + t * kAtomBytesA, tma_a, k0, row_a, full);
+            const u32 dst_a = sm.a + stage * kTileBytesA + t * kAtomBytesA;
+            if constexpr (kTransA) {
+              // MN-major: 64-element chunks of the tile's rows, each kAtomK rows of K (a box past the
+              // tensor's MN extent lands as zeros and feeds only rows that are never stored).
+#pragma unroll
+              for (int c = 0; c < kBlockM / kMnChunk; ++c)
+                tma_load_2d(dst_a + c * kMnChunkBytes, tma_a, first_a + c * kMnChunk, k0, full);
+            } else {
+              tma_load_2d(dst_a, tma_a, k0, row_a, full);
+            }
             const u32 dst_b = sm.b + stage * kTileBytesB + t * kAtomBytesB + w.rank * kBoxRowsB * kRowBytes;
-            if constexpr (kGrouped && kCluster == 1) {
+            if constexpr (kTransB) {
+              // The CTA's share of B in 64-element chunks (kBoxRowsB * kRowBytes is whole chunks).
+#pragma unroll
+              for (int c = 0; c < kBoxRowsB / kMnChunk; ++c) {
+                const u32 dst = dst_b + c * kMnChunkBytes;
+                const int col = first_b + c * kMnChunk;
+                if constexpr (kGrouped && kCluster == 1) {
+                  tma_load_3d(dst, tma_b, col, k0, tile.e, full);
+                } else if constexpr (kGrouped) {
+                  tma_load_3d_multicast(dst, tma_b, col, k0, tile.e, full, u16((1u << kCluster) - 1));
+                } else if constexpr (kCluster == 1) {
+                  tma_load_2d(dst, tma_b, col, k0, full);
+                } else {
+                  tma_load_2d_multicast(dst, tma_b, col, k0, full, u16((1u << kCluster) - 1));
+                }
+              }
+            } else if constexpr (kGrouped && kCluster == 1) {
               tma_load_3d(dst_b, tma_b, k0, row_b, tile.e, full);
             } else if constexpr (kGrouped) {
               tma_load_3d_multicast(dst_b, tma_b, k0, row_b, tile.e, full, u16((1u << kCluster) - 1));

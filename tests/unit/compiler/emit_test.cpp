@@ -162,7 +162,7 @@ TEST(EmitTest, RejectsSpecsTheFamilyCannotRun) {
                        arch_of("sm_90a"));
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), StatusCode::kUnsupported);
-  auto r = emit_kernel(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), KernelFamily::kReferenceGemm,
+  auto r = emit_kernel(spec_of("gemm a=bf16 b=e4m3:tensor out=bf16 pass=dgrad"), KernelFamily::kReferenceGemm,
                        TileConfig{}, arch_of("sm_90a"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);

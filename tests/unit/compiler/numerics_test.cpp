@@ -372,7 +372,7 @@ TEST(ReferenceGemmTest, ReportsUnsupportedAndInvalidArguments) {
   st = reference_gemm(spec_of("grouped_gemm[experts=2,layout=offsets] a=bf16 b=bf16 out=bf16"), 1, 1, 1, buf,
                       1, buf, 1, nullptr, nullptr, out);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
-  st = reference_gemm(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), 1, 1, 1, buf, 1, buf, 1, nullptr,
+  st = reference_gemm(spec_of("gemm a=bf16 b=e4m3:tensor out=bf16 pass=dgrad"), 1, 1, 1, buf, 1, buf, 1, nullptr,
                       nullptr, out);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
   st = reference_gemm(spec_of("gemm a=e4m3 b=e4m3 out=bf16"), 1, 1, 1, buf, 1, buf, 1, nullptr, &s, out);

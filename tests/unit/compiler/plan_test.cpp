@@ -138,7 +138,8 @@ TEST(SelectFamilyTest, RejectsWithAReasonNamingWhatIsMissing) {
   // Scaled-format pairings that stay out (tests/unit/compiler/formats_plan_test.cpp has the accepted ones).
   EXPECT_THAT(unsupported_reason("gemm a=mxfp4 b=bf16 out=bf16"), HasSubstr("4-bit activations"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), HasSubstr("pass=dgrad"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad"),
+              HasSubstr("pass=dgrad"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved"),
               HasSubstr("gate_up=interleaved"));
 }
@@ -164,7 +165,8 @@ TEST(SelectFamilyTest, ReferenceAcceptsAnyDecodablePairing) {
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=e4m3:tensor out=f32"), arch_of("sm_80")).ok());
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=f16 b=bf16 out=bf16"), arch_of("sm_80")).ok());
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a")).ok());
-  Status s = check_reference_spec(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=wgrad"), arch_of("sm_90a"));
+  EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=wgrad"), arch_of("sm_90a")).ok());
+  Status s = check_reference_spec(spec_of("gemm a=bf16 b=e4m3:tensor out=bf16 pass=wgrad"), arch_of("sm_90a"));
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_THAT(s.message(), HasSubstr("pass=wgrad"));
 }

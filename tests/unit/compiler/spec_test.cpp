@@ -265,7 +265,7 @@ TEST(SpecParseTest, RejectsUnknownKeyListingValidKeys) {
   EXPECT_EQ(
       parse_error("gemm a=bf16 b=bf16 out=bf16 bias=bf16"),
       "1:29: unknown key 'bias'; expected one of a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, "
-      "four_over_six, e4m3_bound, nvfp4_global, epilogue");
+      "four_over_six, e4m3_bound, nvfp4_global, epilogue, mode");
   EXPECT_THAT(parse_error("gemm a=bf16 b=bf16 out=bf16 experts=4"),
               AllOf(StartsWith("1:29: 'experts' is a property of grouped_gemm"),
                     HasSubstr("grouped_gemm[experts=E")));
@@ -423,7 +423,7 @@ TEST(SpecHostileInputTest, RejectsCxxText) {
   // Quotes make a string, which only epilogue= takes.
   EXPECT_THAT(parse_error("gemm a=bf16 b=bf16 out=bf16 \"quoted\""),
               StartsWith("1:29: expected a key (a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, four_over_six, "
-                         "e4m3_bound, nvfp4_global, epilogue) or the end of the spec, got a quoted string"));
+                         "e4m3_bound, nvfp4_global, epilogue, mode) or the end of the spec, got a quoted string"));
 }
 
 TEST(SpecHostileInputTest, TreatsIncludeAsAComment) {

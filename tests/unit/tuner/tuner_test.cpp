@@ -123,7 +123,7 @@ TEST(ConfigSpaceTest, EveryConfigPassesCheckConfig) {
 }
 
 TEST(ConfigSpaceTest, NoFamilyMeansNoSpace) {
-  const KernelSpec dgrad = spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad");
+  const KernelSpec dgrad = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad");
   std::map<std::string, int> dropped;
   EXPECT_TRUE(config_space(dgrad, arch_of("sm_90a"), &dropped).empty());
   EXPECT_EQ(dropped["no family"], 1);
@@ -657,7 +657,7 @@ TEST(TunerLoopTest, CompileOnlyCompilesEverythingAndTimesNothing) {
 
 TEST(TunerLoopTest, UnsupportedShapesAreErrorsNotResults) {
   LoopFixture f;
-  f.shape.spec = spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad");
+  f.shape.spec = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad");
   Tuner tuner(*f.rt, f.options);
   EXPECT_EQ(tuner.tune(f.shape, f.device).status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(tuner.candidates(f.shape, f.device).status().code(), StatusCode::kUnsupported);

@@ -1,0 +1,161 @@
+"""kiln's backward passes (docs/backward.md) against what a training framework runs instead, timed the same
+way in one process (anchors.bench_graph):
+
+  dgrad  dX[M, K] = dY[M, N] . W[N, K]      anchor: torch.mm(dY, W)         (cuBLAS, W read as it is stored)
+  wgrad  dW[N, K] = dY[M, N]^T . X[M, K]    anchor: torch.mm(dY.t(), X)     (cuBLAS on the transposed view)
+  grouped dgrad (offsets)                    anchor: torch._grouped_mm(dY, W, offs)
+
+bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
+layers' dgrad at their largest token count. Each kiln output is checked against the anchor's (relative
+Frobenius error) before it is timed. Prints a markdown table and writes it with the raw figures to --out.
+
+    python3 bench/bench_backward.py --out out/backward [--min-m 4096] [--out-dtype bf16]
+Needs torch, a GPU and a built kiln (KILN_LIBRARY or build/capi/libkiln.so).
+"""
+import argparse, json, os, sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from anchors import bench_graph, copies_for  # noqa: E402
+import kiln  # noqa: E402
+
+dev = torch.device("cuda")
+
+
+def config_for(plan, m):
+    """The config of the M bucket Plan.run picks for m rows (grouped: rows per expert)."""
+    buckets = plan.describe()["buckets"]
+    return next((b["config"] for b in buckets if b["m_max"] >= m), buckets[-1]["config"])
+
+
+def rel_err(x, ref):
+    x, ref = x.double(), ref.double()
+    return (torch.linalg.norm(x - ref) / torch.linalg.norm(ref).clamp(min=1e-30)).item()
+
+
+def timed(fn_of_inputs, make_inputs, bytes_per_call):
+    copies = [make_inputs() for _ in range(copies_for(bytes_per_call, cap=8))]
+    return bench_graph([lambda c=c: fn_of_inputs(*c) for c in copies])
+
+
+def dense_rows(rt, shapes, out_dtype):
+    rows = []
+    odt = {"bf16": torch.bfloat16, "f32": torch.float32}[out_dtype]
+    for m, n, k in shapes:
+        for pass_ in ("dgrad", "wgrad"):
+            spec = f"gemm a=bf16 b=bf16 out={out_dtype} pass={pass_}"
+            plan = rt.plan(spec, n, k, m)
+            plan.prepare()
+            dy = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
+            if pass_ == "dgrad":
+                w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) / n**0.5
+                out = torch.empty(m, k, device=dev, dtype=odt)
+                plan.run(dy, w, out=out)
+                ref = torch.mm(dy, w)
+                make = lambda: (torch.randn(m, n, device=dev, dtype=torch.bfloat16),
+                                torch.randn(n, k, device=dev, dtype=torch.bfloat16),
+                                torch.empty(m, k, device=dev, dtype=odt))
+                kiln_fn = lambda a, b, o: plan.run(a, b, out=o)
+                anchor_fn = lambda a, b, o: torch.mm(a, b, out=o) if odt == torch.bfloat16 else torch.mm(a, b)
+                nbytes = 2 * (m * n + n * k) + odt.itemsize * m * k
+            else:
+                x = torch.randn(m, k, device=dev, dtype=torch.bfloat16) / m**0.5
+                out = torch.empty(n, k, device=dev, dtype=odt)
+                plan.run(dy, x, out=out)
+                ref = torch.mm(dy.t(), x)
+                make = lambda: (torch.randn(m, n, device=dev, dtype=torch.bfloat16),
+                                torch.randn(m, k, device=dev, dtype=torch.bfloat16),
+                                torch.empty(n, k, device=dev, dtype=odt))
+                kiln_fn = lambda a, b, o: plan.run(a, b, out=o)
+                anchor_fn = (lambda a, b, o: torch.mm(a.t(), b, out=o)) if odt == torch.bfloat16 else \
+                    (lambda a, b, o: torch.mm(a.t(), b))
+                nbytes = 2 * (m * n + m * k) + odt.itemsize * n * k
+            torch.cuda.synchronize()
+            err = rel_err(out, ref)
+            t_kiln = timed(kiln_fn, make, nbytes)
+            t_anchor = timed(anchor_fn, make, nbytes)
+            flops = 2.0 * m * n * k
+            rows.append({"pass": pass_, "m": m, "n": n, "k": k, "out": out_dtype, "err": err,
+                         "kiln_ms": t_kiln, "anchor_ms": t_anchor, "anchor": "torch.mm (cuBLAS)",
+                         "kiln_tflops": flops / t_kiln / 1e9, "anchor_tflops": flops / t_anchor / 1e9,
+                         "speedup": t_anchor / t_kiln, "config": config_for(plan, m)})
+            print(fmt_row(rows[-1]), flush=True)
+    return rows
+
+
+def grouped_rows(rt, layers):
+    rows = []
+    for layer in layers:
+        e, n, k = layer["experts"], layer["n"], layer["k"]
+        tokens = max(layer["tokens"])
+        m = tokens * layer["topk"]
+        spec = f"grouped_gemm[experts={e},layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad"
+        plan = rt.plan(spec, n, k, m)
+        plan.prepare()
+        g = torch.Generator(device="cpu").manual_seed(e * 7919 + n)
+        counts = torch.multinomial(torch.ones(e), m, replacement=True, generator=g).bincount(minlength=e)
+        offs = counts.cumsum(0).to(torch.int32).to(dev)
+
+        def make():
+            return (torch.randn(m, n, device=dev, dtype=torch.bfloat16),
+                    torch.randn(e, n, k, device=dev, dtype=torch.bfloat16) / n**0.5,
+                    torch.empty(m, k, device=dev, dtype=torch.bfloat16))
+
+        dy, w, out = make()
+        plan.run(dy, w, out=out, offsets=offs)
+        ref = torch._grouped_mm(dy, w, offs=offs)
+        torch.cuda.synchronize()
+        err = rel_err(out, ref)
+        nbytes = 2 * (m * n + e * n * k + m * k)
+        t_kiln = timed(lambda a, b, o: plan.run(a, b, out=o, offsets=offs), make, nbytes)
+        t_anchor = timed(lambda a, b, o: torch._grouped_mm(a, b, offs=offs), make, nbytes)
+        flops = 2.0 * m * n * k
+        rows.append({"pass": "grouped dgrad", "layer": layer["name"], "m": m, "n": n, "k": k, "out": "bf16",
+                     "err": err, "kiln_ms": t_kiln, "anchor_ms": t_anchor, "anchor": "torch._grouped_mm",
+                     "kiln_tflops": flops / t_kiln / 1e9, "anchor_tflops": flops / t_anchor / 1e9,
+                     "speedup": t_anchor / t_kiln, "config": config_for(plan, -(-m // e))})
+        print(fmt_row(rows[-1]), flush=True)
+    return rows
+
+
+HEADER = ("| pass | M x N x K | out | kiln ms | anchor ms | kiln TFLOP/s | anchor TFLOP/s | anchor / kiln | err |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+
+
+def fmt_row(r):
+    label = r["pass"] + (f" ({r['layer']})" if "layer" in r else "")
+    return (f"| {label} | {r['m']} x {r['n']} x {r['k']} | {r['out']} | {r['kiln_ms']:.3f} | {r['anchor_ms']:.3f} | "
+            f"{r['kiln_tflops']:.0f} | {r['anchor_tflops']:.0f} | {r['speedup']:.3f} | {r['err']:.1e} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--min-m", type=int, default=4096)
+    ap.add_argument("--out-dtype", default="bf16", choices=["bf16", "f32"])
+    ap.add_argument("--no-grouped", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    shapes = json.load(open(os.path.join(HERE, "shapes.json")))
+    dense = [s for s in shapes["dense"] if s[0] >= args.min_m]
+    rt = kiln.Runtime()
+    print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    print(HEADER)
+    rows = dense_rows(rt, dense, args.out_dtype)
+    if not args.no_grouped:
+        rows += grouped_rows(rt, shapes["moe"])
+    with open(os.path.join(args.out, "backward.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(args.out, "backward.md"), "w") as f:
+        f.write(HEADER + "\n" + "\n".join(fmt_row(r) for r in rows) + "\n")
+    bad = [r for r in rows if not (r["err"] < 2e-2)]
+    if bad:
+        print(f"{len(bad)} row(s) disagree with the anchor beyond 2e-2", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

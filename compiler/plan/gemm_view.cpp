@@ -1,0 +1,34 @@
+// The GEMM of each pass (gemm_view.hpp).
+#include "compiler/plan/gemm_view.hpp"
+
+namespace kiln {
+
+GemmView gemm_view(Pass pass, const ProblemSizes& s) {
+  GemmView v;
+  switch (pass) {
+    case Pass::kFprop:
+      v.m = s.m, v.n = s.n, v.k = s.k;
+      break;
+    case Pass::kDgrad:
+      v.m = s.m, v.n = s.k, v.k = s.n;
+      v.b_mn_major = true;
+      break;
+    case Pass::kWgrad:
+      v.m = s.n, v.n = s.k, v.k = s.m;
+      v.a_mn_major = v.b_mn_major = true;
+      v.m_is_reduction = true;
+      break;
+  }
+  return v;
+}
+
+PassShapes pass_shapes(Pass pass, const ProblemSizes& s) {
+  switch (pass) {
+    case Pass::kFprop: return PassShapes{{s.m, s.k}, {s.n, s.k}, {s.m, s.n}};
+    case Pass::kDgrad: return PassShapes{{s.m, s.n}, {s.n, s.k}, {s.m, s.k}};
+    case Pass::kWgrad: return PassShapes{{s.m, s.n}, {s.m, s.k}, {s.n, s.k}};
+  }
+  return PassShapes{};
+}
+
+}  // namespace kiln

@@ -1,0 +1,189 @@
+// gpu tier: the backward passes (docs/backward.md) of the sm90 family against kiln's reference kernel on
+// fresh random inputs (verify/check.hpp: outputs poisoned first, unwritten and overwritten elements counted).
+// bf16 and f16 dgrad (dense, grouped offsets with empty and one-row experts, grouped masked) and wgrad
+// (dense) with every output format at the plans' default configs, from M = 1 through odd tails to
+// multi-wave shapes; a set of pinned configs (both warpgroup layouts, clusters of 2, split-K, TMA stores,
+// ping-pong) on a tail shape and a multi-wave shape; repeat runs of one plan bitwise equal; wgrad with no
+// rows writes zeros. Skips without a device or on anything but sm_90.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "compiler/plan/plan.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/device_buffer.hpp"
+#include "runtime/driver/driver.hpp"
+#include "verify/check.hpp"
+#include "verify/check_inputs.hpp"
+#include "tests/common/gpu_env.hpp"
+
+namespace kiln {
+namespace {
+
+const Arch kSm90a{9, 0, true};
+
+Runtime& runtime() {
+  static std::shared_ptr<Runtime> rt = make_test_runtime();
+  return *rt;
+}
+
+#define KILN_REQUIRE_SM90() KILN_REQUIRE_SM90_OF(runtime())
+
+KernelSpec spec_of(const std::string& text) {
+  auto s = parse_spec(text);
+  EXPECT_TRUE(s.ok()) << text << ": " << s.status().to_string();
+  return s.ok() ? *s : KernelSpec{};
+}
+
+// Plans spec for (m, n, k) (pinned to cfg when given) and checks one run; m: rows (masked: per expert).
+void expect_passes(const std::string& text, int64_t m, int64_t n, int64_t k, const TileConfig* cfg = nullptr,
+                   std::vector<int32_t> groups = {}) {
+  const KernelSpec s = spec_of(text);
+  PlanOptions po;
+  if (cfg) po.config = *cfg;
+  const int64_t plan_m = s.layout == GroupLayout::kMasked ? m * s.experts : m;
+  auto plan = runtime().plan(s, {plan_m, n, k}, po);
+  ASSERT_TRUE(plan.ok()) << text << " " << m << "x" << n << "x" << k << ": " << plan.status().to_string();
+  CheckOptions o;
+  o.m = m;
+  o.group_rows = std::move(groups);
+  auto r = run_check(runtime(), *plan, o);
+  ASSERT_TRUE(r.ok()) << text << ": " << r.status().to_string();
+  EXPECT_TRUE(r->passed) << text << " M=" << m << " N=" << n << " K=" << k << " config " << r->config
+                         << ": rel_fro_err " << r->rel_fro_err << " (tol " << r->tolerance << "), unwritten "
+                         << r->unwritten << ", overwritten " << r->overwritten << ", nonfinite " << r->nonfinite
+                         << ", seed " << r->seed;
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+// M = 1, odd M against every tile edge, N and K tails (multiples of 8: 16-byte rows), multi-wave.
+const Shape kShapes[] = {{1, 64, 64}, {1, 4096, 2048}, {77, 392, 200}, {513, 1032, 776}, {4096, 2048, 1024}};
+
+TEST(BackwardGpu, DenseDefaultConfigs) {
+  KILN_REQUIRE_SM90();
+  for (const char* pass : {"dgrad", "wgrad"})
+    for (const char* ab : {"a=bf16 b=bf16", "a=f16 b=f16"})
+      for (const char* out : {"bf16", "f16", "f32"})
+        for (const Shape& sh : kShapes)
+          expect_passes(std::string("gemm ") + ab + " out=" + out + " pass=" + pass, sh.m, sh.n, sh.k);
+}
+
+TEST(BackwardGpu, GroupedDgrad) {
+  KILN_REQUIRE_SM90();
+  for (const char* ab : {"a=bf16 b=bf16", "a=f16 b=f16"}) {
+    const std::string offsets = std::string("grouped_gemm[experts=8,layout=offsets] ") + ab + " out=bf16 pass=dgrad";
+    expect_passes(offsets, 1000, 512, 1024);                                   // random split, empty experts
+    expect_passes(offsets, 300, 264, 136, nullptr, {0, 1, 0, 150, 1, 0, 148, 0});  // one-row experts
+    expect_passes(offsets, 4096, 2880, 2880);
+    const std::string masked = std::string("grouped_gemm[experts=4,layout=masked] ") + ab + " out=f32 pass=dgrad";
+    expect_passes(masked, 200, 512, 264);  // max_m 200, random counts
+    expect_passes(masked, 64, 1024, 512, nullptr, {64, 0, 1, 33});
+  }
+}
+
+TileConfig cfg(int bm, int bn, int stages, int wm, int wn, int cluster = 1, int split = 1, int tma = 0, int pp = 0) {
+  TileConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = 64;
+  c.stages = stages;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.group_m = 8;
+  c.cluster_m = cluster;
+  c.split_k = split;
+  c.tma_store = tma;
+  c.pingpong = pp;
+  return c;
+}
+
+TEST(BackwardGpu, PinnedConfigs) {
+  KILN_REQUIRE_SM90();
+  const TileConfig pins[] = {
+      cfg(128, 256, 4, 8, 1),       cfg(128, 128, 6, 8, 1),        cfg(128, 256, 4, 4, 2),
+      cfg(256, 128, 4, 8, 1),       cfg(64, 128, 8, 4, 1),         cfg(64, 64, 8, 4, 1),
+      cfg(128, 192, 4, 8, 1),       cfg(128, 256, 4, 8, 1, 2),     cfg(256, 128, 4, 8, 1, 2),
+      cfg(64, 128, 8, 4, 1, 1, 4),  cfg(128, 128, 5, 8, 1, 1, 1, 1), cfg(128, 128, 5, 4, 1, 1, 1, 0, 1),
+  };
+  for (const TileConfig& c : pins) {
+    for (const char* pass : {"dgrad", "wgrad"}) {
+      const std::string spec = std::string("gemm a=bf16 b=bf16 out=bf16 pass=") + pass;
+      if (!check_config(spec_of(spec), kSm90a, c).ok()) {
+        ADD_FAILURE() << c.to_string() << " refused for " << spec << ": " << check_config(spec_of(spec), kSm90a, c).to_string();
+        continue;
+      }
+      expect_passes(spec, 333, 1000, 712, &c);
+      expect_passes(spec, 2048, 2048, 1024, &c);
+    }
+  }
+  const TileConfig grouped[] = {cfg(128, 256, 4, 8, 1), cfg(128, 128, 6, 8, 1, 2), cfg(64, 128, 8, 4, 1)};
+  for (const TileConfig& c : grouped)
+    expect_passes("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad", 1000, 512, 1024, &c);
+}
+
+// Runs one plan twice on the same inputs; the outputs must be bitwise equal (no atomics on these paths).
+TEST(BackwardGpu, RepeatRunsAreBitwiseEqual) {
+  KILN_REQUIRE_SM90();
+  for (const char* pass : {"dgrad", "wgrad"}) {
+    const std::string text = std::string("gemm a=bf16 b=bf16 out=f32 pass=") + pass;
+    const int64_t m = 1000, n = 768, k = 520;
+    ScopedContext ctx;
+    ASSERT_TRUE(ctx.enter(*Driver::get(), 0).ok());
+    auto plan = runtime().plan(spec_of(text), {m, n, k});
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    uint64_t seed = 7;
+    auto h = random_operands(plan->spec(), m, n, k, {}, seed);
+    ASSERT_TRUE(h.ok()) << h.status().to_string();
+    auto dev = DeviceOperands::upload(*h);
+    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+    std::vector<std::vector<uint8_t>> outs;
+    for (int rep = 0; rep < 2; ++rep) {
+      ASSERT_TRUE(dev->out().fill_bytes(0xFF).ok());
+      ASSERT_TRUE(plan->run(dev->operands(), nullptr, 0, nullptr).ok());
+      std::vector<uint8_t> o(h->out.bytes.size());
+      ASSERT_TRUE(dev->out().download(o.data(), o.size()).ok());
+      outs.push_back(std::move(o));
+    }
+    EXPECT_EQ(outs[0], outs[1]) << text;
+  }
+}
+
+// wgrad over no rows: dW = 0 (the kernel runs with an empty reduction and writes zeros).
+TEST(BackwardGpu, WgradOfNoRowsWritesZeros) {
+  KILN_REQUIRE_SM90();
+  const int64_t n = 256, k = 192;
+  ScopedContext ctx;
+  ASSERT_TRUE(ctx.enter(*Driver::get(), 0).ok());
+  auto plan = runtime().plan(spec_of("gemm a=bf16 b=bf16 out=f32 pass=wgrad"), {0, n, k});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  uint64_t seed = 11;
+  auto h = random_operands(plan->spec(), 1, n, k, {}, seed);  // shapes for one row; run with none
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  auto dev = DeviceOperands::upload(*h);
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  Operands ops = dev->operands();
+  int64_t a_shape[2] = {0, n}, b_shape[2] = {0, k};
+  DLTensor a = *ops.a, b = *ops.b;
+  a.shape = a_shape;
+  b.shape = b_shape;
+  a.strides = b.strides = nullptr;
+  ops.a = &a;
+  ops.b = &b;
+  ASSERT_TRUE(dev->out().fill_bytes(0xFF).ok());
+  Status st = plan->run(ops, nullptr, 0, nullptr);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  std::vector<float> o(static_cast<size_t>(n * k));
+  ASSERT_TRUE(dev->out().download(o.data(), o.size() * 4).ok());
+  int64_t nonzero = 0;
+  for (float v : o) nonzero += v != 0.0f;
+  EXPECT_EQ(nonzero, 0);
+}
+
+}  // namespace
+}  // namespace kiln

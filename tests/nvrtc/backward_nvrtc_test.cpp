@@ -1,0 +1,127 @@
+// nvrtc tier: the backward kernels (dgrad / wgrad, MN-major operands: compiler/plan/gemm_view.hpp) compile
+// with NVRTC alone for sm_90a with no register spills (and no stack in the sm90 kernels): the kernels a
+// default plan picks for a large and a small M bucket of dense bf16 dgrad, dense f16 wgrad, grouped offsets
+// bf16 dgrad and grouped masked f16 dgrad at M x N x K = 4096 x 7168 x 2048, a spread of the tuner's space
+// for the dense specs (at most 12 configs each), and the reference kernel of each spec: at most 36
+// compiles, on every core. Needs the CUDA toolkit's NVRTC, no GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/emit/emit.hpp"
+#include "compiler/nvrtc/nvrtc.hpp"
+#include "compiler/plan/gpus.hpp"
+#include "compiler/plan/planner.hpp"
+#include "compiler/plan/sm90_plan.hpp"
+#include "compiler/spec/spec.hpp"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const char* const kSpecs[] = {
+    "gemm a=bf16 b=bf16 out=bf16 pass=dgrad",
+    "gemm a=f16 b=f16 out=f32 pass=wgrad",
+    "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad",
+    "grouped_gemm[experts=4,layout=masked] a=f16 b=f16 out=f16 pass=dgrad",
+};
+const ProblemSizes kSizes{4096, 7168, 2048};
+
+Arch h200() { return arch_with_gpu(*parse_arch("sm_90a"), *find_gpu("h200")); }
+
+KernelSpec spec_of(const std::string& text) {
+  auto r = parse_spec(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().to_string();
+  return r.ok() ? *r : KernelSpec{};
+}
+
+struct Job {
+  KernelSpec spec;
+  KernelFamily family;
+  TileConfig cfg;
+  std::string what;
+};
+
+StatusOr<CompiledKernel> emit_and_compile(const Job& j) {
+  auto k = emit_kernel(j.spec, j.family, j.cfg, h200());
+  if (!k.ok()) return k.status();
+  return compile_cuda(k->source, h200(), CompileOptions{});
+}
+
+// Compiles every job on every core (NVRTC compiles independent programs concurrently), then checks each
+// on the test's thread: no compile error and no spill; for the sm90 family also no stack, and that ptxas
+// kept setmaxnreg (C7508) and did not serialize the wgmmas.
+void compile_all_clean(const std::vector<Job>& jobs) {
+  std::vector<std::optional<StatusOr<CompiledKernel>>> done(jobs.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  for (unsigned t = 0; t < workers; ++t)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < jobs.size(); i = next++) done[i].emplace(emit_and_compile(jobs[i]));
+    });
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string& what = jobs[i].what;
+    const StatusOr<CompiledKernel>& r = *done[i];
+    EXPECT_TRUE(r.ok()) << what << ": " << r.status().to_string();
+    if (!r.ok()) continue;
+    EXPECT_EQ(r->spill_stores, 0) << what << "\n" << r->log;
+    EXPECT_EQ(r->spill_loads, 0) << what << "\n" << r->log;
+    EXPECT_GT(r->registers, 0) << what << "\n" << r->log;
+    if (jobs[i].family == KernelFamily::kSm90Gemm) {
+      EXPECT_EQ(r->stack_frame, 0) << what << "\n" << r->log;
+      EXPECT_THAT(r->log, Not(HasSubstr("C7508"))) << what << ": ptxas ignored setmaxnreg\n" << r->log;
+      EXPECT_THAT(r->log, Not(HasSubstr("serialized"))) << what << ": ptxas serialized the wgmmas\n"
+                                                        << r->log;
+    }
+    std::cout << "[ registers ] " << what << ": " << r->registers << " registers, " << r->compile_ms
+              << " ms\n";
+  }
+}
+
+TEST(BackwardNvrtcTest, PlannedTunedAndReferenceKernelsCompileWithoutSpills) {
+  const Arch a = h200();
+  std::vector<Job> jobs;
+  for (const char* text : kSpecs) {
+    const KernelSpec s = spec_of(text);
+    // The default plan's kernels for its largest M bucket and a decode-sized one (deduplicated).
+    auto p = make_plan(s, kSizes, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    std::vector<TileConfig> planned;
+    for (int64_t m : {int64_t{8192}, int64_t{8}}) {
+      const int b = bucket_index(m);
+      EXPECT_EQ(p->families[b], KernelFamily::kSm90Gemm) << text << " bucket " << m;
+      if (std::find(planned.begin(), planned.end(), p->configs[b]) != planned.end()) continue;
+      planned.push_back(p->configs[b]);
+      jobs.push_back({s, KernelFamily::kSm90Gemm, p->configs[b],
+                      std::string(text) + " bucket " + std::to_string(m) + " " + p->configs[b].to_string()});
+    }
+    // A spread of the tuner's space for the dense specs: every stride-th config (stride >= 8), at most 12.
+    if (s.op == Op::kGemm) {
+      std::vector<TileConfig> space;
+      for (const TileConfig& c : sm90_config_space(s, a))
+        if (check_config(s, a, KernelFamily::kSm90Gemm, c).ok()) space.push_back(c);
+      EXPECT_GE(space.size(), 12u) << text;
+      const size_t stride = std::max<size_t>(8, (space.size() + 11) / 12);
+      for (size_t i = 0; i < space.size() && i / stride < 12; i += stride)
+        jobs.push_back(
+            {s, KernelFamily::kSm90Gemm, space[i], std::string(text) + " pinned " + space[i].to_string()});
+    }
+    jobs.push_back({s, KernelFamily::kReferenceGemm, TileConfig{}, std::string("reference ") + text});
+  }
+  EXPECT_LE(jobs.size(), 40u);
+  compile_all_clean(jobs);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,376 @@
+// unit tier: backward passes (dgrad / wgrad; modes in docs/numerics.md §7): the mode= attribute through
+// the DSL, JSON and SpecBuilder for every pass x operand pairing; the GEMM each pass computes
+// (compiler/plan/gemm_view.hpp); which backward specs the planner takes on sm_90a and why it refuses the
+// rest; row alignment and the sm90 family's backward config rules; every bucket of a backward plan
+// (configs that pass check_config, wgrad grids independent of M); the emitted operand-major constants;
+// and the CPU reference of both passes against a hand-written loop. No CUDA.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/emit/emit.hpp"
+#include "compiler/numerics/fp8.hpp"
+#include "compiler/numerics/reference_gemm.hpp"
+#include "compiler/plan/gemm_view.hpp"
+#include "compiler/plan/gpus.hpp"
+#include "compiler/plan/planner.hpp"
+#include "compiler/spec/spec.hpp"
+
+namespace kiln {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+KernelSpec spec_of(const std::string& text) {
+  auto r = parse_spec(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().to_string();
+  return r.ok() ? *r : KernelSpec{};
+}
+
+Arch arch_of(std::string_view name) {
+  auto r = parse_arch(name);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : Arch{};
+}
+
+Arch h200() { return arch_with_gpu(*parse_arch("sm_90a"), *find_gpu("h200")); }
+
+// The INVALID_ARGUMENT message of a status that must fail so.
+std::string invalid(const Status& s, const std::string& what) {
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << what << ": " << s.to_string();
+  return s.message();
+}
+
+const BackwardMode kModes[] = {BackwardMode::kHighPrecision, BackwardMode::kDequantized,
+                               BackwardMode::kQuantized};
+
+// ---- mode= ---------------------------------------------------------------------------------------
+
+TEST(BackwardModeTest, EveryPairingRoundTripsThroughTextJsonAndBuilder) {
+  int valid = 0;
+  for (const char* pass : {"dgrad", "wgrad"}) {
+    for (const char* a : {"bf16", "e4m3:tensor", "mxfp8"}) {
+      for (const char* b : {"bf16", "mxfp4", "nvfp4", "e4m3:block128x128"}) {
+        const std::string text = std::string("gemm a=") + a + " b=" + b + " out=bf16 pass=" + pass;
+        const bool a_hp = std::string(a) == "bf16", b_hp = std::string(b) == "bf16";
+        if (!a_hp && b_hp) {  // a quantized dY with a bf16 operand: no mode computes it
+          EXPECT_THAT(invalid(parse_spec(text).status(), text), HasSubstr("no backward mode")) << text;
+          continue;
+        }
+        ++valid;
+        const BackwardMode want = a_hp && b_hp ? BackwardMode::kHighPrecision
+                                  : a_hp       ? BackwardMode::kDequantized
+                                               : BackwardMode::kQuantized;
+        const KernelSpec s = spec_of(text);
+        ASSERT_TRUE(backward_mode(s).ok()) << text;
+        EXPECT_EQ(*backward_mode(s), want) << text;
+        EXPECT_THAT(print_spec(s), Not(HasSubstr("mode"))) << text;
+        EXPECT_EQ(spec_of(print_spec(s)), s) << text;
+        const nlohmann::json j = spec_to_json(s);
+        EXPECT_EQ(j.value("mode", std::string()), backward_mode_name(want)) << text;
+        auto back = spec_from_json(j);
+        ASSERT_TRUE(back.ok()) << text << ": " << back.status().to_string();
+        EXPECT_EQ(*back, s) << text;
+        for (BackwardMode m : kModes) {
+          const std::string stated = text + " mode=" + backward_mode_name(m);
+          nlohmann::json jm = j;
+          jm["mode"] = backward_mode_name(m);
+          auto built = SpecBuilder()
+                           .pass(s.pass)
+                           .a(s.a.format, s.a.scale, s.a.scale_type)
+                           .b(s.b.format, s.b.scale, s.b.scale_type)
+                           .out(s.out.format)
+                           .mode(m)
+                           .build();
+          if (m == want) {
+            EXPECT_EQ(spec_of(stated), s) << stated;
+            auto from_json = spec_from_json(jm);
+            EXPECT_TRUE(from_json.ok() && *from_json == s) << stated;
+            EXPECT_TRUE(built.ok() && *built == s) << stated << ": " << built.status().to_string();
+          } else {
+            EXPECT_THAT(invalid(parse_spec(stated).status(), stated), HasSubstr("does not match"));
+            EXPECT_THAT(invalid(spec_from_json(jm).status(), stated), HasSubstr("does not match"));
+            EXPECT_THAT(invalid(built.status(), stated), HasSubstr("does not match"));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(valid, 20);  // per pass: bf16 a x 4 b, and 2 quantized a x 3 quantized b
+}
+
+TEST(BackwardModeTest, ModeAppliesToBackwardSpecsOnly) {
+  const KernelSpec fprop = spec_of("gemm a=bf16 b=bf16 out=bf16");
+  EXPECT_EQ(backward_mode(fprop).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(backward_mode(spec_of("quantize a=bf16 out=e4m3:tensor")).status().code(),
+            StatusCode::kInvalidArgument);
+  const char* hint = "applies to pass=dgrad and pass=wgrad";
+  EXPECT_THAT(invalid(parse_spec("gemm a=bf16 b=bf16 out=bf16 mode=high_precision").status(), "fprop"),
+              HasSubstr(hint));
+  EXPECT_THAT(invalid(parse_spec("quantize a=bf16 out=e4m3:tensor mode=quantized").status(), "quantize"),
+              HasSubstr(hint));
+  nlohmann::json j = spec_to_json(fprop);
+  EXPECT_FALSE(j.contains("mode"));
+  j["mode"] = "high_precision";
+  EXPECT_THAT(invalid(spec_from_json(j).status(), "fprop json"), HasSubstr(hint));
+  auto built = SpecBuilder()
+                   .a(Format::kBf16)
+                   .b(Format::kBf16)
+                   .out(Format::kBf16)
+                   .mode(BackwardMode::kHighPrecision)
+                   .build();
+  EXPECT_THAT(invalid(built.status(), "fprop builder"), HasSubstr(hint));
+  EXPECT_STREQ(backward_mode_name(BackwardMode::kHighPrecision), "high_precision");
+  EXPECT_STREQ(backward_mode_name(BackwardMode::kDequantized), "dequantized");
+  EXPECT_STREQ(backward_mode_name(BackwardMode::kQuantized), "quantized");
+}
+
+// ---- the GEMM of each pass -----------------------------------------------------------------------
+
+TEST(GemmViewTest, EachPassNamesItsGemmAndTensorShapes) {
+  const ProblemSizes sz{3, 5, 7};  // M, N, K
+  struct Want {
+    Pass pass;
+    int64_t m, n, k;
+    bool a_mn, b_mn, red;
+    int64_t a[2], b[2], out[2];
+  };
+  const Want wants[] = {{Pass::kFprop, 3, 5, 7, false, false, false, {3, 7}, {5, 7}, {3, 5}},
+                        {Pass::kDgrad, 3, 7, 5, false, true, false, {3, 5}, {5, 7}, {3, 7}},
+                        {Pass::kWgrad, 5, 7, 3, true, true, true, {3, 5}, {3, 7}, {5, 7}}};
+  for (const Want& w : wants) {
+    const GemmView v = gemm_view(w.pass, sz);
+    const char* p = pass_name(w.pass);
+    EXPECT_EQ(v.m, w.m) << p;
+    EXPECT_EQ(v.n, w.n) << p;
+    EXPECT_EQ(v.k, w.k) << p;
+    EXPECT_EQ(v.a_mn_major, w.a_mn) << p;
+    EXPECT_EQ(v.b_mn_major, w.b_mn) << p;
+    EXPECT_EQ(v.m_is_reduction, w.red) << p;
+    KernelSpec s = spec_of("gemm a=bf16 b=bf16 out=bf16");
+    s.pass = w.pass;
+    EXPECT_EQ(gemm_sizes(s, sz), (ProblemSizes{w.m, w.n, w.k})) << p;
+    const PassShapes sh = pass_shapes(w.pass, sz);
+    EXPECT_EQ(sh.a.rows, w.a[0]) << p;
+    EXPECT_EQ(sh.a.cols, w.a[1]) << p;
+    EXPECT_EQ(sh.b.rows, w.b[0]) << p;
+    EXPECT_EQ(sh.b.cols, w.b[1]) << p;
+    EXPECT_EQ(sh.out.rows, w.out[0]) << p;
+    EXPECT_EQ(sh.out.cols, w.out[1]) << p;
+  }
+}
+
+// ---- planning ------------------------------------------------------------------------------------
+
+// Every backward spec the sm90 family takes: two equal 16-bit operands, 16-bit or f32 out; dgrad dense
+// and grouped, wgrad dense.
+std::vector<std::string> accepted_specs() {
+  std::vector<std::string> out;
+  for (const char* ab : {"a=bf16 b=bf16", "a=f16 b=f16"})
+    for (const char* o : {"bf16", "f16", "f32"}) {
+      const std::string tail = std::string(" ") + ab + " out=" + o;
+      out.push_back("gemm" + tail + " pass=dgrad");
+      out.push_back("gemm" + tail + " pass=wgrad");
+      out.push_back("grouped_gemm[experts=8,layout=offsets]" + tail + " pass=dgrad");
+      out.push_back("grouped_gemm[experts=4,layout=masked]" + tail + " pass=dgrad");
+    }
+  return out;
+}
+
+std::string unsupported_reason(const std::string& text, std::string_view arch = "sm_90a") {
+  auto f = select_family(spec_of(text), arch_of(arch));
+  EXPECT_FALSE(f.ok()) << text << " on " << arch;
+  if (f.ok()) return "";
+  EXPECT_EQ(f.status().code(), StatusCode::kUnsupported) << f.status().to_string();
+  return f.status().message();
+}
+
+TEST(BackwardPlanTest, Sm90FamilyTakesSixteenBitBackwardSpecs) {
+  for (const std::string& text : accepted_specs()) {
+    auto f = select_family(spec_of(text), arch_of("sm_90a"));
+    ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm90Gemm) << text;
+  }
+}
+
+TEST(BackwardPlanTest, RefusesWithTheReason) {
+  for (const char* arch : {"sm_80", "sm_89", "sm_90"})
+    EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad", arch),
+                AllOf(HasSubstr(arch), HasSubstr("sm_90a")));
+  EXPECT_THAT(unsupported_reason("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad"),
+              HasSubstr("grouped wgrad"));
+  EXPECT_THAT(unsupported_reason("grouped_gemm[experts=8,layout=masked] a=f16 b=f16 out=f16 pass=wgrad"),
+              HasSubstr("grouped wgrad"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad"),
+              HasSubstr("mode quantized"));
+  EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=mxfp4 out=bf16 pass=wgrad"), HasSubstr("mode quantized"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad"), HasSubstr("mode dequantized"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=e4m3:block128x128 out=bf16 pass=wgrad"),
+              HasSubstr("mode dequantized"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad epilogue=\"out = silu(acc)\""),
+              HasSubstr("plain GEMM"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16 pass=dgrad"), HasSubstr("sm90 family"));
+  EXPECT_THAT(unsupported_reason("gemm a=f32 b=f32 out=f32 pass=wgrad"), HasSubstr("sm90 family"));
+}
+
+TEST(BackwardPlanTest, RowsOfDyWAndXMustBeWholeSixteenBytes) {
+  const Arch a = arch_of("sm_90a");
+  const KernelSpec dgrad = spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad");
+  const KernelSpec wgrad = spec_of("gemm a=f16 b=f16 out=f32 pass=wgrad");
+  for (const KernelSpec& s : {dgrad, wgrad}) {
+    EXPECT_TRUE(can_implement(s, a, {4096, 7168, 2048}).ok()) << print_spec(s);
+    EXPECT_TRUE(can_implement(s, a, {1001, 64, 64}).ok()) << print_spec(s);  // M is free
+  }
+  EXPECT_EQ(invalid(can_implement(dgrad, a, {16, 1001, 64}), "dgrad N"),
+            "operand a (dY): N=1001 elements is 2002 bytes per row; rows must be a multiple of 16 bytes "
+            "(N % 8 == 0 for bf16)");
+  EXPECT_THAT(invalid(can_implement(dgrad, a, {16, 64, 1001}), "dgrad K"),
+              AllOf(HasSubstr("operand b (W)"), HasSubstr("K=1001"), HasSubstr("(K % 8 == 0 for bf16)")));
+  EXPECT_THAT(invalid(can_implement(wgrad, a, {16, 1001, 64}), "wgrad N"),
+              AllOf(HasSubstr("operand a (dY)"), HasSubstr("N=1001"), HasSubstr("(N % 8 == 0 for f16)")));
+  EXPECT_THAT(invalid(can_implement(wgrad, a, {16, 64, 1001}), "wgrad K"),
+              AllOf(HasSubstr("operand b (X)"), HasSubstr("K=1001"), HasSubstr("(K % 8 == 0 for f16)")));
+}
+
+TEST(BackwardPlanTest, ConfigsReadOneAtomPerStageAndWholeColumnChunks) {
+  const Arch a = h200();
+  const TileConfig two_atoms = *config_from_name("bm64_bn128_bk128_s4_w4x1_g8");
+  const TileConfig n176 = *config_from_name("bm128_bn176_bk64_s4_w8x1_g8");
+  for (const char* pass : {"dgrad", "wgrad"}) {
+    const KernelSpec s = spec_of(std::string("gemm a=bf16 b=bf16 out=bf16 pass=") + pass);
+    EXPECT_THAT(invalid(check_config(s, a, two_atoms), pass), HasSubstr("one 128-byte atom"));
+    EXPECT_THAT(invalid(check_config(s, a, n176), pass), HasSubstr("chunks of 64"));
+    PlanOptions o;
+    o.config = two_atoms;
+    EXPECT_EQ(make_plan(s, {4096, 7168, 2048}, a, o, nullptr).status().code(), StatusCode::kInvalidArgument);
+  }
+  const KernelSpec fprop = spec_of("gemm a=bf16 b=bf16 out=bf16");  // the forward takes both
+  EXPECT_TRUE(check_config(fprop, a, two_atoms).ok()) << check_config(fprop, a, two_atoms).to_string();
+  EXPECT_TRUE(check_config(fprop, a, n176).ok()) << check_config(fprop, a, n176).to_string();
+}
+
+bool same_shape(const LaunchShape& x, const LaunchShape& y) {
+  return x.grid_x == y.grid_x && x.grid_y == y.grid_y && x.grid_z == y.grid_z && x.block_x == y.block_x &&
+         x.dynamic_smem == y.dynamic_smem;
+}
+
+TEST(BackwardPlanTest, EveryBucketPassesCheckConfigAndWgradGridsDoNotDependOnM) {
+  const Arch a = h200();
+  const ProblemSizes sz{4096, 7168, 2048};
+  for (const std::string& text : accepted_specs()) {
+    const KernelSpec s = spec_of(text);
+    auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    EXPECT_EQ(p->family, KernelFamily::kSm90Gemm) << text;
+    const bool wgrad = s.pass == Pass::kWgrad;
+    for (size_t b = 0; b < kMBuckets.size(); ++b) {
+      const int64_t m = kMBuckets[b];
+      const std::string what = text + " bucket " + std::to_string(m) + " " + p->configs[b].to_string();
+      EXPECT_EQ(p->families[b], KernelFamily::kSm90Gemm) << what;
+      EXPECT_TRUE(check_config(s, a, p->families[b], p->configs[b]).ok())
+          << what << ": " << check_config(s, a, p->families[b], p->configs[b]).to_string();
+      const LaunchRule& r = p->launch[b];
+      EXPECT_TRUE(same_shape(r.shape(m), launch_shape(s, p->families[b], p->configs[b], {m, sz.n, sz.k})))
+          << what;
+      if (wgrad) {
+        EXPECT_EQ(r.fixed_m, sz.n) << what;
+        EXPECT_TRUE(same_shape(r.shape(1), r.shape(8192))) << what;
+      } else {
+        EXPECT_EQ(r.fixed_m, 0) << what;
+        EXPECT_GT(r.shape(8192).grid_x, r.shape(1).grid_x) << what;
+      }
+    }
+  }
+}
+
+// ---- emission ------------------------------------------------------------------------------------
+
+TEST(BackwardEmitTest, MnMajorOperandsAreNamedInTheConfig) {
+  const Arch a = h200();
+  struct Case {
+    const char* text;
+    bool trans_a, trans_b;
+  };
+  const Case cases[] = {
+      {"gemm a=bf16 b=bf16 out=bf16", false, false},
+      {"gemm a=bf16 b=bf16 out=bf16 pass=dgrad", false, true},
+      {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad", false, true},
+      {"gemm a=f16 b=f16 out=f32 pass=wgrad", true, true}};
+  for (const Case& c : cases) {
+    const KernelSpec s = spec_of(c.text);
+    auto sm90 = emit_kernel(s, KernelFamily::kSm90Gemm, default_config(s, a, {4096, 7168, 2048}), a);
+    auto ref = emit_kernel(s, KernelFamily::kReferenceGemm, TileConfig{}, a);
+    ASSERT_TRUE(sm90.ok()) << c.text << ": " << sm90.status().to_string();
+    ASSERT_TRUE(ref.ok()) << c.text << ": " << ref.status().to_string();
+    for (const std::string* src : {&sm90->source, &ref->source}) {
+      if (c.trans_a)
+        EXPECT_THAT(*src, HasSubstr("kTransA = true")) << c.text;
+      else
+        EXPECT_THAT(*src, Not(HasSubstr("kTransA"))) << c.text;
+      if (c.trans_b)
+        EXPECT_THAT(*src, HasSubstr("kTransB = true")) << c.text;
+      else
+        EXPECT_THAT(*src, Not(HasSubstr("kTransB"))) << c.text;
+    }
+  }
+  auto q = emit_kernel(spec_of("gemm a=bf16 b=e4m3:tensor out=bf16 pass=dgrad"), KernelFamily::kReferenceGemm,
+                       TileConfig{}, a);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), StatusCode::kUnsupported);
+}
+
+// ---- the CPU reference ---------------------------------------------------------------------------
+
+// dgrad: dX[i, j] = sum_r dY[i, r] W[r, j]; wgrad: dW[i, j] = sum_t dY[t, i] X[t, j]. Small integers, so
+// every product and sum is exact in double and the comparison is bitwise.
+template <typename T, typename Enc>
+void check_reference(const char* fmt, Enc enc) {
+  const int64_t M = 5, N = 7, K = 3, lda = N + 2, ldb = K + 1;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> d(-4, 4);
+  std::vector<float> dy(M * lda, 99.0f), w(N * ldb, 99.0f), x(M * ldb, 99.0f);  // 99: padding
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t r = 0; r < N; ++r) dy[i * lda + r] = static_cast<float>(d(rng));
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t j = 0; j < K; ++j) w[r * ldb + j] = static_cast<float>(d(rng));
+  for (int64_t t = 0; t < M; ++t)
+    for (int64_t j = 0; j < K; ++j) x[t * ldb + j] = static_cast<float>(d(rng));
+  auto stored = [&](const std::vector<float>& v) {
+    std::vector<T> out;
+    for (float f : v) out.push_back(enc(f));
+    return out;
+  };
+  const std::vector<T> dy_s = stored(dy), w_s = stored(w), x_s = stored(x);
+  for (const char* pass : {"dgrad", "wgrad"}) {
+    const bool dgrad = std::string(pass) == "dgrad";
+    const KernelSpec s = spec_of(std::string("gemm a=") + fmt + " b=" + fmt + " out=f32 pass=" + pass);
+    const int64_t rows = dgrad ? M : N;
+    std::vector<double> want(static_cast<size_t>(rows * K), 0.0), got;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < K; ++j)
+        for (int64_t r = 0; r < (dgrad ? N : M); ++r)
+          want[static_cast<size_t>(i * K + j)] +=
+              dgrad ? double(dy[i * lda + r]) * w[r * ldb + j] : double(dy[r * lda + i]) * x[r * ldb + j];
+    const T* b = dgrad ? w_s.data() : x_s.data();
+    Status st = numerics::reference_gemm(s, M, N, K, dy_s.data(), lda, b, ldb, nullptr, nullptr, got);
+    ASSERT_TRUE(st.ok()) << fmt << " " << pass << ": " << st.to_string();
+    EXPECT_EQ(got, want) << fmt << " " << pass;
+    st = numerics::reference_gemm(s, M, N, K, dy_s.data(), N - 1, b, ldb, nullptr, nullptr, got);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << fmt << " " << pass << " lda < N";
+  }
+}
+
+TEST(BackwardReferenceTest, BothPassesMatchAHandWrittenLoop) {
+  check_reference<float>("f32", [](float f) { return f; });
+  check_reference<uint16_t>("bf16", [](float f) { return numerics::bf16_from_float(f); });
+}
+
+}  // namespace
+}  // namespace kiln
