@@ -1,4 +1,4 @@
-// C API: spec canonicalization, the version query and the tuner module's path. None needs a runtime or a GPU.
+// C API: spec canonicalization, backward specs, the version query and the tuner module's path. None needs a runtime or a GPU.
 #include <string>
 
 #include "capi/capi_internal.hpp"
@@ -33,6 +33,29 @@ kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size,
     KILN_RETURN_IF_ERROR(kiln::capi::require(spec, "spec"));
     KILN_ASSIGN_OR_RETURN(kiln::KernelSpec parsed, kiln::parse_spec(spec));
     return kiln::capi::copy_out(kiln::print_spec(parsed), buf, buf_size, needed);
+  });
+}
+
+kiln_status kiln_derive_backward(const char* fprop_spec, const char* mode, const char* pass, char* buf,
+                                 size_t buf_size, size_t* needed) {
+  return kiln::capi::guard("kiln_derive_backward", [&]() -> kiln::Status {
+    if (needed != nullptr) *needed = 0;
+    KILN_RETURN_IF_ERROR(kiln::capi::require(fprop_spec, "fprop_spec"));
+    KILN_RETURN_IF_ERROR(kiln::capi::require(pass, "pass"));
+    const std::string p = pass, m = mode != nullptr ? mode : "high_precision";
+    if (p != "dgrad" && p != "wgrad")
+      return kiln::InvalidArgument("pass '" + p.substr(0, 40) + "'; expected dgrad or wgrad");
+    kiln::BackwardOptions o;
+    if (m == "dequantized") {
+      o.mode = kiln::BackwardMode::kDequantized;
+    } else if (m == "quantized") {
+      o.mode = kiln::BackwardMode::kQuantized;
+    } else if (m != "high_precision") {
+      return kiln::InvalidArgument("mode '" + m.substr(0, 40) + "'; expected high_precision, dequantized or quantized");
+    }
+    KILN_ASSIGN_OR_RETURN(kiln::KernelSpec fprop, kiln::parse_spec(fprop_spec));
+    KILN_ASSIGN_OR_RETURN(kiln::BackwardSpecs b, kiln::derive_backward(fprop, o));
+    return kiln::capi::copy_out(kiln::print_spec(p == "dgrad" ? b.dgrad : b.wgrad), buf, buf_size, needed);
   });
 }
 

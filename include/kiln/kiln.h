@@ -145,6 +145,10 @@ kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* w
 
 /* Parses and validates spec, writing its canonical text into buf (NUL-terminated). */
 kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size, size_t* needed);
+/* The canonical text of one backward spec of the forward spec fprop_spec (docs/backward.md): pass "dgrad" or
+ * "wgrad", mode "high_precision" or "dequantized" (NULL: high_precision); gradients bf16, dW f32. */
+kiln_status kiln_derive_backward(const char* fprop_spec, const char* mode, const char* pass, char* buf,
+                                 size_t buf_size, size_t* needed);
 
 #ifdef __cplusplus
 }

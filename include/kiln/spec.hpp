@@ -140,6 +140,25 @@ bool format_is_high_precision(Format f);        // bf16, f16, f32
 // quantize specs, and for a quantized a with a bf16/f16 b (no mode computes that; validate_spec refuses it).
 StatusOr<BackwardMode> backward_mode(const KernelSpec& spec);
 
+// The backward GEMM specs of a forward GEMM spec (docs/backward.md), so that frameworks never spell them:
+// dgrad (dX[M, K] = dY[M, N] · W) and wgrad (dW[N, K] = dY[M, N]ᵀ · X), same op, layout and experts.
+//   high_precision: dY and the saved high-precision X and W in `grad` (bf16 or f16) on both passes;
+//   dequantized:    dgrad reads the forward's own b (W as stored, any format), wgrad the forward's own a
+//                   (X as stored); dY in `grad`.
+// dX is written in `grad`, dW in `wgrad_out` (bf16, f16 or f32). Mode quantized (column-wise copies made by
+// the quantizers) and specs with an epilogue or gate_up are UNSUPPORTED here; a derived spec may itself have
+// no kernel on a given arch (the planner says why).
+struct BackwardOptions {
+  BackwardMode mode = BackwardMode::kHighPrecision;
+  Format grad = Format::kBf16;
+  Format wgrad_out = Format::kF32;
+};
+struct BackwardSpecs {
+  KernelSpec dgrad;
+  KernelSpec wgrad;
+};
+StatusOr<BackwardSpecs> derive_backward(const KernelSpec& fprop, const BackwardOptions& options = {});
+
 // ---- the DSL: text form, validation, builder (compiler/spec implements them; docs/dsl.md)
 
 // Parses the text form (see docs/dsl.md). Validates too: a spec that parses is valid.

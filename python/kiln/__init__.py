@@ -13,7 +13,7 @@ kiln._lib (KILN_LIBRARY, then the checkout's build tree, then the system loader)
 """
 
 from ._errors import KilnError, LibraryNotFoundError, Status
-from ._runtime import Plan, Runtime, canonicalize, library_path, version
+from ._runtime import Plan, Runtime, canonicalize, derive_backward, library_path, version
 
 __version__ = "0.1.0"
 
@@ -24,6 +24,7 @@ __all__ = [
     "Runtime",
     "Status",
     "canonicalize",
+    "derive_backward",
     "library_path",
     "version",
 ]

@@ -129,6 +129,10 @@ def _declare(lib):
             [c_handle, ctypes.POINTER(Operands), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p],
         ),
         "kiln_spec_canonicalize": (c_status, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, size_p]),
+        "kiln_derive_backward": (
+            c_status,
+            [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, size_p],
+        ),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name, None)

@@ -23,6 +23,16 @@ def canonicalize(spec: str) -> str:
     return _lib.call_with_buffer(lib.kiln_spec_canonicalize, spec.encode("utf-8"))
 
 
+def derive_backward(spec: str, mode: str = "high_precision") -> tuple:
+    """The (dgrad, wgrad) specs of a forward GEMM spec in mode "high_precision" or "dequantized"
+    (docs/backward.md): canonical texts, with bf16 gradients and an f32 dW."""
+    lib = _lib.lib()
+    return tuple(
+        _lib.call_with_buffer(lib.kiln_derive_backward, spec.encode("utf-8"), mode.encode("utf-8"), p)
+        for p in (b"dgrad", b"wgrad")
+    )
+
+
 def version() -> str:
     """The version of the loaded libkiln.so."""
     return _lib.lib().kiln_version_string().decode()

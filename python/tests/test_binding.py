@@ -31,6 +31,16 @@ def test_canonicalize_round_trips():
     assert kiln.canonicalize(canonical) == canonical
 
 
+def test_derive_backward_gives_both_passes():
+    dgrad, wgrad = kiln.derive_backward("gemm a=bf16 b=mxfp4 out=bf16", "dequantized")
+    assert dgrad == "gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad"
+    assert wgrad == "gemm a=bf16 b=bf16 out=f32 pass=wgrad"
+    assert kiln.derive_backward("gemm a=bf16 b=bf16 out=bf16")[0] == "gemm a=bf16 b=bf16 out=bf16 pass=dgrad"
+    with pytest.raises(kiln.KilnError) as info:
+        kiln.derive_backward("gemm a=bf16 b=bf16 out=bf16", "quantized")
+    assert info.value.status == kiln.Status.UNSUPPORTED
+
+
 def test_canonicalize_error_names_the_position():
     with pytest.raises(kiln.KilnError) as info:
         kiln.canonicalize("gemm a=e4m4:tensor b=e4m3:tensor out=bf16")

@@ -370,6 +370,29 @@ TEST(CApiSpecTest, CanonicalizeReportsErrors) {
   EXPECT_NE(last_error().find("1:8"), std::string::npos) << last_error();
 }
 
+TEST(CApiSpecTest, DeriveBackwardWritesEachPass) {
+  char buf[512];
+  ASSERT_EQ(kiln_derive_backward("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", nullptr, "dgrad", buf,
+                                 sizeof(buf), nullptr),
+            KILN_OK)
+      << last_error();
+  EXPECT_EQ(std::string(buf), "gemm a=bf16 b=bf16 out=bf16 pass=dgrad");
+  ASSERT_EQ(kiln_derive_backward("gemm a=bf16 b=mxfp4 out=bf16", "dequantized", "dgrad", buf, sizeof(buf), nullptr),
+            KILN_OK)
+      << last_error();
+  EXPECT_EQ(std::string(buf), "gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad");
+  ASSERT_EQ(kiln_derive_backward("gemm a=bf16 b=bf16 out=bf16", nullptr, "wgrad", buf, sizeof(buf), nullptr), KILN_OK)
+      << last_error();
+  EXPECT_EQ(std::string(buf), "gemm a=bf16 b=bf16 out=f32 pass=wgrad");
+  EXPECT_EQ(kiln_derive_backward("gemm a=bf16 b=bf16 out=bf16", nullptr, "fprop", buf, sizeof(buf), nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("dgrad or wgrad"), std::string::npos) << last_error();
+  EXPECT_EQ(kiln_derive_backward("gemm a=bf16 b=bf16 out=bf16", "quantized", "dgrad", buf, sizeof(buf), nullptr),
+            KILN_ERROR_UNSUPPORTED);
+  EXPECT_EQ(kiln_derive_backward("gemm a=bf16 b=bf16 out=bf16", "fast", "dgrad", buf, sizeof(buf), nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+}
+
 TEST(CApiErrorTest, LastErrorIsPerThread) {
   EXPECT_EQ(kiln_runtime_create(nullptr, nullptr), KILN_ERROR_INVALID_ARGUMENT);
   const std::string mine = last_error();

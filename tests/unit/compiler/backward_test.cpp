@@ -372,5 +372,77 @@ TEST(BackwardReferenceTest, BothPassesMatchAHandWrittenLoop) {
   check_reference<uint16_t>("bf16", [](float f) { return numerics::bf16_from_float(f); });
 }
 
+// ---- derive_backward --------------------------------------------------------------------------------
+
+TEST(DeriveBackwardTest, HighPrecisionGivesBf16PassesThatPlanOnSm90a) {
+  for (const char* fwd : {"gemm a=bf16 b=bf16 out=bf16", "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16",
+                          "grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16",
+                          "grouped_gemm[experts=4,layout=masked] a=mxfp8 b=mxfp8 out=f16"}) {
+    auto b = derive_backward(spec_of(fwd));
+    ASSERT_TRUE(b.ok()) << fwd << ": " << b.status().to_string();
+    const KernelSpec f = spec_of(fwd);
+    for (const KernelSpec* s : {&b->dgrad, &b->wgrad}) {
+      EXPECT_EQ(s->op, f.op) << fwd;
+      EXPECT_EQ(s->layout, f.layout) << fwd;
+      EXPECT_EQ(s->experts, f.experts) << fwd;
+      EXPECT_EQ(s->a.format, Format::kBf16) << fwd;
+      EXPECT_EQ(s->b.format, Format::kBf16) << fwd;
+      EXPECT_EQ(backward_mode(*s).value(), BackwardMode::kHighPrecision) << fwd;
+    }
+    EXPECT_EQ(b->dgrad.pass, Pass::kDgrad);
+    EXPECT_EQ(b->dgrad.out.format, Format::kBf16);
+    EXPECT_EQ(b->wgrad.pass, Pass::kWgrad);
+    EXPECT_EQ(b->wgrad.out.format, Format::kF32);
+    EXPECT_TRUE(select_family(b->dgrad, arch_of("sm_90a")).ok()) << print_spec(b->dgrad);
+    // Grouped wgrad has no kernel: the planner says so.
+    EXPECT_EQ(select_family(b->wgrad, arch_of("sm_90a")).ok(), f.op == Op::kGemm) << print_spec(b->wgrad);
+  }
+  BackwardOptions o;
+  o.grad = Format::kF16;
+  o.wgrad_out = Format::kBf16;
+  auto b = derive_backward(spec_of("gemm a=bf16 b=bf16 out=bf16"), o);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(print_spec(b->dgrad), "gemm a=f16 b=f16 out=f16 pass=dgrad");
+  EXPECT_EQ(print_spec(b->wgrad), "gemm a=f16 b=f16 out=bf16 pass=wgrad");
+}
+
+TEST(DeriveBackwardTest, DequantizedReadsTheForwardsStoredOperands) {
+  BackwardOptions o;
+  o.mode = BackwardMode::kDequantized;
+  const char* fwd = "grouped_gemm[experts=8,layout=offsets] a=bf16 b=nvfp4 out=bf16 e4m3_bound=256 nvfp4_global=expert";
+  auto b = derive_backward(spec_of(fwd), o);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(b->dgrad.b, spec_of(fwd).b);
+  EXPECT_EQ(b->dgrad.e4m3_bound, 256);
+  EXPECT_EQ(b->dgrad.nvfp4_global, GlobalScale::kExpert);
+  EXPECT_EQ(backward_mode(b->dgrad).value(), BackwardMode::kDequantized);
+  // wgrad's b is the forward's bf16 X: the nvfp4 attributes do not carry over.
+  EXPECT_EQ(b->wgrad.b.format, Format::kBf16);
+  EXPECT_EQ(b->wgrad.e4m3_bound, 448);
+  auto fp8 = derive_backward(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), o);
+  ASSERT_TRUE(fp8.ok()) << fp8.status().to_string();
+  EXPECT_EQ(print_spec(fp8->dgrad), "gemm a=bf16 b=e4m3:block128x128 out=bf16 pass=dgrad");
+  EXPECT_EQ(print_spec(fp8->wgrad), "gemm a=bf16 b=e4m3:block1x128 out=f32 pass=wgrad");
+  // These have no kernel yet; the planner names the mode.
+  auto f = select_family(fp8->dgrad, arch_of("sm_90a"));
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.status().message(), HasSubstr("mode dequantized"));
+}
+
+TEST(DeriveBackwardTest, RefusesWhatItDoesNotDerive) {
+  BackwardOptions q;
+  q.mode = BackwardMode::kQuantized;
+  EXPECT_EQ(derive_backward(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), q).status().code(),
+            StatusCode::kUnsupported);
+  auto ep = derive_backward(spec_of("gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = silu(acc)\""));
+  EXPECT_EQ(ep.status().code(), StatusCode::kUnsupported);
+  EXPECT_THAT(ep.status().message(), HasSubstr("epilogue"));
+  EXPECT_EQ(derive_backward(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad")).status().code(),
+            StatusCode::kInvalidArgument);
+  BackwardOptions bad;
+  bad.grad = Format::kF32;
+  EXPECT_EQ(derive_backward(spec_of("gemm a=bf16 b=bf16 out=bf16"), bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace kiln
