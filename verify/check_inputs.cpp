@@ -322,9 +322,8 @@ Status group_vector(const KernelSpec& spec, int64_t m, const std::vector<int32_t
 // Backward passes (bf16 / f16 operands; compiler/plan/gemm_view.hpp): a = dY [rows, N] (masked [E, max_m, N]);
 // dgrad: b = W [N, K] (grouped [E, N, K]), out = dX [rows, K] (masked [E, max_m, K]); wgrad: b = X [rows, K],
 // out = dW [N, K].
-StatusOr<HostOperands> random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
-                                                const std::vector<int32_t>& group_rows, uint64_t& s,
-                                                HostOperands& h) {
+Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
+                                const std::vector<int32_t>& group_rows, uint64_t& s, HostOperands& h) {
   if (!format_is_high_precision(spec.a.format) || !format_is_high_precision(spec.b.format))
     return Unsupported(std::string("random_operands: pass=") + pass_name(spec.pass) +
                        " inputs are drawn for bf16 / f16 operands only");
@@ -346,8 +345,8 @@ StatusOr<HostOperands> random_backward_operands(const KernelSpec& spec, int64_t 
   h.out.bytes.assign(static_cast<size_t>(out_rows * k * ob), 0xFF);
   h.out.shape = dgrad && masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{out_rows, k};
   h.out.dtype = dtype_of(spec.out.format);
-  if (grouped) KILN_RETURN_IF_ERROR(group_vector(spec, m, group_rows, s, h));
-  return std::move(h);
+  if (grouped) return group_vector(spec, m, group_rows, s, h);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -364,7 +363,10 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
   const int64_t rows = h.rows;
   const OperandSpec& a = spec.a;
   const OperandSpec& b = spec.b;
-  if (spec.pass != Pass::kFprop) return random_backward_operands(spec, m, n, k, group_rows, s, h);
+  if (spec.pass != Pass::kFprop) {
+    KILN_RETURN_IF_ERROR(random_backward_operands(spec, m, n, k, group_rows, s, h));
+    return h;
+  }
 
   // a: X [rows, K] (masked: [E, max_m, K]).
   std::vector<int64_t> a_shape = masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{rows, k};

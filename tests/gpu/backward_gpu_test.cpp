@@ -20,6 +20,7 @@
 #include "verify/check.hpp"
 #include "verify/check_inputs.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/common/tile_configs.hpp"
 
 namespace kiln {
 namespace {
@@ -87,16 +88,9 @@ TEST(BackwardGpu, GroupedDgrad) {
   }
 }
 
+// A pinned config: one 128-byte atom of K per stage (block_k 64), the rest as named.
 TileConfig cfg(int bm, int bn, int stages, int wm, int wn, int cluster = 1, int split = 1, int tma = 0, int pp = 0) {
-  TileConfig c;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = 64;
-  c.stages = stages;
-  c.warps_m = wm;
-  c.warps_n = wn;
-  c.group_m = 8;
-  c.cluster_m = cluster;
+  TileConfig c = test::tile_config(bm, bn, 64, stages, wm, wn, 8, cluster);
   c.split_k = split;
   c.tma_store = tma;
   c.pingpong = pp;
