@@ -4,6 +4,7 @@ way in one process (anchors.bench_graph):
   dgrad  dX[M, K] = dY[M, N] . W[N, K]      anchor: torch.mm(dY, W)         (cuBLAS, W read as it is stored)
   wgrad  dW[N, K] = dY[M, N]^T . X[M, K]    anchor: torch.mm(dY.t(), X)     (cuBLAS on the transposed view)
   grouped dgrad (offsets)                    anchor: torch._grouped_mm(dY, W, offs)
+  frozen MXFP4 grouped dgrad (LoRA)          anchor: torch._grouped_mm on the bf16 dequantization of W
 
 bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
 layers' dgrad at their largest token count. Each kiln output is checked against the anchor's (relative
@@ -121,6 +122,58 @@ def grouped_rows(rt, layers):
     return rows
 
 
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def mxfp4_weights(e, n, k, g):
+    """Random MXFP4 weights [E, N, K/2] (two E2M1 codes per byte, the even element low) with E8M0 scales
+    [E, N, K/32] near 1, and their exact bf16 dequantization [E, N, K] (the anchor's weights)."""
+    codes = torch.randint(0, 256, (e, n, k // 2), generator=g, dtype=torch.uint8).to(dev)
+    scales = torch.randint(120, 131, (e, n, k // 32), generator=g, dtype=torch.uint8).to(dev)
+    table = torch.tensor(E2M1, device=dev, dtype=torch.float32)
+    lo, hi = table[(codes & 15).long()], table[(codes >> 4).long()]
+    vals = torch.stack([lo, hi], dim=-1).reshape(e, n, k)
+    s = torch.exp2(scales.float() - 127.0).repeat_interleave(32, dim=-1)
+    return codes, scales, (vals * s).to(torch.bfloat16)
+
+
+def frozen_mxfp4_rows(rt, layers, rows_per_expert):
+    """LoRA over frozen MXFP4 experts: grouped dgrad dX = dY . dequant(W) with W read packed (mode
+    dequantized), against torch._grouped_mm on the bf16 dequantization of the same weights."""
+    rows = []
+    for layer in layers:
+        e, n, k = layer["experts"], layer["n"], layer["k"]
+        g = torch.Generator(device="cpu").manual_seed(e * 131 + n)
+        codes, scales, w16 = mxfp4_weights(e, n, k, g)
+        for rpe in rows_per_expert:
+            m = rpe * e
+            spec = f"grouped_gemm[experts={e},layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad"
+            plan = rt.plan(spec, n, k, m)
+            plan.prepare()
+            offs = torch.arange(1, e + 1, device=dev, dtype=torch.int32) * rpe
+            dy = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
+            out = torch.empty(m, k, device=dev, dtype=torch.bfloat16)
+            plan.run(dy, codes, out=out, b_scale=scales, offsets=offs)
+            ref = torch._grouped_mm(dy, w16, offs=offs)
+            torch.cuda.synchronize()
+            err = rel_err(out, ref)
+            wbytes = codes.numel() + scales.numel()
+            make_k = lambda: (torch.randn(m, n, device=dev, dtype=torch.bfloat16), codes, scales,
+                              torch.empty(m, k, device=dev, dtype=torch.bfloat16))
+            t_kiln = timed(lambda a, b, sc, o: plan.run(a, b, out=o, b_scale=sc, offsets=offs), make_k,
+                           wbytes + 2 * (m * n + m * k))
+            make_a = lambda: (torch.randn(m, n, device=dev, dtype=torch.bfloat16), w16)
+            t_anchor = timed(lambda a, b: torch._grouped_mm(a, b, offs=offs), make_a, 2 * (e * n * k + m * n + m * k))
+            flops = 2.0 * m * n * k
+            rows.append({"pass": "grouped dgrad mxfp4 (dequantized)", "layer": layer["name"], "m": m, "n": n, "k": k,
+                         "out": "bf16", "err": err, "kiln_ms": t_kiln, "anchor_ms": t_anchor,
+                         "anchor": "torch._grouped_mm on bf16 W", "kiln_tflops": flops / t_kiln / 1e9,
+                         "anchor_tflops": flops / t_anchor / 1e9, "speedup": t_anchor / t_kiln,
+                         "weight_tbps": wbytes / t_kiln / 1e9, "config": config_for(plan, rpe)})
+            print(fmt_row(rows[-1]) + f" weights {rows[-1]['weight_tbps']:.2f} TB/s", flush=True)
+    return rows
+
+
 HEADER = ("| pass | M x N x K | out | kiln ms | anchor ms | kiln TFLOP/s | anchor TFLOP/s | anchor / kiln | err |\n"
           "|---|---|---|---|---|---|---|---|---|")
 
@@ -137,6 +190,8 @@ def main():
     ap.add_argument("--min-m", type=int, default=4096)
     ap.add_argument("--out-dtype", default="bf16", choices=["bf16", "f32"])
     ap.add_argument("--no-grouped", action="store_true")
+    ap.add_argument("--frozen-only", action="store_true",
+                    help="only the frozen MXFP4 grouped dgrad rows (LoRA over gpt-oss-20b-sized experts)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     shapes = json.load(open(os.path.join(HERE, "shapes.json")))
@@ -144,9 +199,15 @@ def main():
     rt = kiln.Runtime()
     print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     print(HEADER)
-    rows = dense_rows(rt, dense, args.out_dtype)
-    if not args.no_grouped:
-        rows += grouped_rows(rt, shapes["moe"])
+    rows = []
+    if not args.frozen_only:
+        rows += dense_rows(rt, dense, args.out_dtype)
+        if not args.no_grouped:
+            rows += grouped_rows(rt, shapes["moe"])
+    # gpt-oss-20b's experts: gate|up [32, 5760, 2880] and down [32, 2880, 2880].
+    gpt_oss = [{"name": "gpt-oss-20b gate_up", "experts": 32, "n": 5760, "k": 2880},
+               {"name": "gpt-oss-20b down", "experts": 32, "n": 2880, "k": 2880}]
+    rows += frozen_mxfp4_rows(rt, gpt_oss, [8, 16, 32, 64, 1024])
     with open(os.path.join(args.out, "backward.json"), "w") as f:
         json.dump(rows, f, indent=1)
     with open(os.path.join(args.out, "backward.md"), "w") as f:

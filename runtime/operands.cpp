@@ -38,11 +38,13 @@ StatusOr<const int32_t*> check_group_rows(const Who& n, const DLTensor* t, int64
 }
 
 // The scale of operand a or b per its spec. rows: M (a) or N (b); experts: b's leading dimension
-// (-1 for none).
+// (-1 for none). x_as_b: wgrad's b is X, scaled like the forward's a (per token, 1x128 and 1x32 blocks
+// along K over its M rows, masked: E * max_m) and passed in b's fields.
 Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpec& op, bool is_a, int64_t rows,
-                           int64_t k, int64_t experts, int device, CheckedOperands& c) {
+                           int64_t k, int64_t experts, int device, CheckedOperands& c, bool x_as_b = false) {
   const Who n{name};
-  const float** out = is_a ? &c.a_scale : &c.b_scale;
+  const bool into_a = is_a && !x_as_b;
+  const float** out = into_a ? &c.a_scale : &c.b_scale;
   if (op.scale == ScaleGranularity::kNone) {
     if (t != nullptr) {
       return InvalidArgument(n() + ": given, but the operand's format " + string(format_name(op.format)) +
@@ -120,7 +122,7 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
                           return named ? format_name(format) + string(meaning) : string(meaning);
                         }));
   *out = v.data;
-  (is_a ? c.lds_a : c.lds_b) = v.lds;
+  (into_a ? c.lds_a : c.lds_b) = v.lds;
   if (!is_a) c.b_scale_expert_stride = batch >= 0 ? v.batch_stride : 0;
   return Status::Ok();
 }
@@ -170,24 +172,36 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
   c.a = a.data;
   if (c.m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(c.m) + " exceeds 2^31 - 1");
 
-  // b: [N, K]; grouped: [E, N, K]. wgrad: X [M, K], the same rows as a.
-  KILN_ASSIGN_OR_RETURN(Mat b, wgrad ? check_matrix("b", ops.b, spec.b.format, -1, c.m, sizes.k, "M", "K")
-                                     : check_matrix("b", ops.b, spec.b.format, experts, sizes.n, sizes.k, "N", "K"));
+  // b: [N, K]; grouped: [E, N, K]. wgrad: X [M, K], the same rows as a (masked: [E, max_m, K]).
+  KILN_ASSIGN_OR_RETURN(Mat b, !wgrad   ? check_matrix("b", ops.b, spec.b.format, experts, sizes.n, sizes.k, "N", "K")
+                               : masked ? check_matrix("b", ops.b, spec.b.format, experts, a.rows, sizes.k, "max_m", "K")
+                                        : check_matrix("b", ops.b, spec.b.format, -1, c.m, sizes.k, "M", "K"));
+  if (wgrad && masked && a.rows > 0 && b.batch_stride != b.rows * b.ld)
+    return InvalidArgument("operand b: expert stride " + to_string(b.batch_stride) +
+                           " elements; the masked layout needs the experts' rows contiguous (stride(0) = max_m * "
+                           "stride(1) = " +
+                           to_string(b.rows * b.ld) + ")");
   c.ldb = b.ld;
   c.b = b.data;
-  c.b_expert_stride = grouped ? b.batch_stride : 0;
+  c.b_expert_stride = grouped && !wgrad ? b.batch_stride : 0;
 
   // out: [M, N]; masked: [E, max_m, N]; N / 2 columns for a gate|up GLU. dgrad: dX [M, K]; wgrad: dW [N, K].
   const int64_t n_out = fprop ? output_columns(spec, sizes.n) : sizes.k;
-  KILN_ASSIGN_OR_RETURN(Mat o, wgrad ? check_matrix("out", ops.out, spec.out.format, -1, sizes.n, sizes.k, "N", "K",
-                                                    /*vector_rows=*/false)
+  // Grouped wgrad: dW [E, N, K], the experts' rows contiguous.
+  KILN_ASSIGN_OR_RETURN(Mat o, wgrad ? check_matrix("out", ops.out, spec.out.format, grouped ? experts : -1, sizes.n,
+                                                    sizes.k, "N", "K", /*vector_rows=*/false)
                                      : check_matrix("out", ops.out, spec.out.format, masked ? experts : -1,
                                                     masked ? a.rows : c.m, n_out, masked ? "max_m" : "M",
                                                     !fprop                           ? "K"
                                                     : spec.gate_up != GateUp::kNone ? "N/2 (gate_up)"
                                                                                     : "N",
                                                     /*vector_rows=*/false));
-  if (masked && a.rows > 0 && o.batch_stride != o.rows * o.ld)
+  if (wgrad && grouped && o.batch_stride != o.rows * o.ld)
+    return InvalidArgument("operand out: expert stride " + to_string(o.batch_stride) +
+                           " elements; grouped wgrad writes dW [E, N, K] with the experts' rows contiguous "
+                           "(stride(0) = N * stride(1) = " +
+                           to_string(o.rows * o.ld) + ")");
+  if (!wgrad && masked && a.rows > 0 && o.batch_stride != o.rows * o.ld)
     return InvalidArgument("operand out: expert stride " + to_string(o.batch_stride) +
                            " elements; the masked layout needs the experts' rows contiguous (stride(0) = max_m * "
                            "stride(1) = " +
@@ -200,8 +214,13 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
   }
 
   KILN_RETURN_IF_ERROR(check_operand_scale("a_scale", ops.a_scale, spec.a, true, c.m, sizes.k, -1, c.device, c));
-  KILN_RETURN_IF_ERROR(
-      check_operand_scale("b_scale", ops.b_scale, spec.b, false, sizes.n, sizes.k, experts, c.device, c));
+  if (wgrad) {  // X's scales: over its M rows (masked: E * max_m) like the forward's a
+    KILN_RETURN_IF_ERROR(
+        check_operand_scale("b_scale", ops.b_scale, spec.b, true, c.m, sizes.k, -1, c.device, c, /*x_as_b=*/true));
+  } else {
+    KILN_RETURN_IF_ERROR(
+        check_operand_scale("b_scale", ops.b_scale, spec.b, false, sizes.n, sizes.k, experts, c.device, c));
+  }
 
   // The NVFP4 global decode scale.
   const bool nvfp4 = spec.b.format == Format::kNvfp4;

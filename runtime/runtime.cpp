@@ -207,10 +207,11 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
   if (c.m == 0 && p.spec.pass != Pass::kWgrad) return Status::Ok();
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
-  if (c.m == 0) {
+  if (c.m == 0) {  // dW [N, K], grouped [E, N, K] with the experts' rows contiguous (check_operands)
     const size_t eb = static_cast<size_t>(format_bits(p.spec.out.format) / 8);
+    const size_t dw_rows = static_cast<size_t>(p.sizes.n) * static_cast<size_t>(c.experts > 0 ? c.experts : 1);
     return d->check(d->cuMemsetD2D8Async(reinterpret_cast<CUdeviceptr>(c.out), static_cast<size_t>(c.ldc) * eb, 0,
-                                         static_cast<size_t>(p.sizes.k) * eb, static_cast<size_t>(p.sizes.n),
+                                         static_cast<size_t>(p.sizes.k) * eb, dw_rows,
                                          reinterpret_cast<CUstream>(stream)),
                     "cuMemsetD2D8Async(wgrad of no rows)");
   }

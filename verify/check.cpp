@@ -169,10 +169,13 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     const bool fprop = spec.pass == Pass::kFprop;
     const int64_t n_out = fprop ? output_columns(spec, n) : k;
     const int64_t n_ref = fprop ? n : k;
-    const int64_t out_rows = spec.pass == Pass::kWgrad ? n : rows;
+    // wgrad: dW [N, K], grouped [E, N, K] (every expert's rows written, zeros for an empty one).
+    const bool wgrad = spec.pass == Pass::kWgrad;
+    const int64_t out_rows = wgrad ? n * experts : rows;
     const bool masked = spec.layout == GroupLayout::kMasked;
-    std::vector<int64_t> ref_shape =
-        masked ? std::vector<int64_t>{experts, m, n_ref} : std::vector<int64_t>{out_rows, n_ref};
+    std::vector<int64_t> ref_shape = wgrad && spec.op == Op::kGroupedGemm ? std::vector<int64_t>{experts, n, n_ref}
+                                     : masked              ? std::vector<int64_t>{experts, m, n_ref}
+                                                           : std::vector<int64_t>{out_rows, n_ref};
     KILN_ASSIGN_OR_RETURN(LoadedKernel * ref,
                           RuntimeAccess::impl(rt)->load(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, plan.arch()));
     KILN_ASSIGN_OR_RETURN(DeviceBuffer dref, DeviceBuffer::alloc(static_cast<size_t>(std::max<int64_t>(out_rows * n_ref * 4, 16))));
@@ -199,7 +202,8 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     KILN_RETURN_IF_ERROR(dref.download(href.data(), href.size() * 4));
     // Which rows some expert owns (the rest must stay poisoned).
     std::vector<uint8_t> owned(static_cast<size_t>(out_rows), 1);
-    if (spec.layout == GroupLayout::kMasked) {
+    if (wgrad) {
+    } else if (spec.layout == GroupLayout::kMasked) {
       const auto* counts = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
       for (int64_t i = 0; i < rows; ++i) owned[static_cast<size_t>(i)] = (i % m) < counts[i / m];
     } else if (spec.layout == GroupLayout::kOffsets) {
@@ -284,7 +288,7 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     r.tflops = 2.0 * rows * n * k / (r.median_ms * 1e-3) / 1e12;
     double bytes = static_cast<double>(h.a.bytes.size() + h.b.bytes.size() + h.a_scale.bytes.size() +
                                        h.b_scale.bytes.size()) +
-                   static_cast<double>((spec.pass == Pass::kWgrad ? n : rows) *
+                   static_cast<double>((spec.pass == Pass::kWgrad ? n * experts : rows) *
                                        (spec.pass == Pass::kFprop ? output_columns(spec, n) : k) * ob);
     r.gbps = bytes / (r.median_ms * 1e-3) / 1e9;
   }

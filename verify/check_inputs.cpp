@@ -319,33 +319,52 @@ Status group_vector(const KernelSpec& spec, int64_t m, const std::vector<int32_t
   return Status::Ok();
 }
 
-// Backward passes (bf16 / f16 operands; compiler/plan/gemm_view.hpp): a = dY [rows, N] (masked [E, max_m, N]);
-// dgrad: b = W [N, K] (grouped [E, N, K]), out = dX [rows, K] (masked [E, max_m, K]); wgrad: b = X [rows, K],
-// out = dW [N, K].
+// Backward passes (compiler/plan/gemm_view.hpp): a = dY [rows, N] (masked [E, max_m, N]); dgrad: b = W [N, K]
+// (grouped [E, N, K]), out = dX [rows, K] (masked [E, max_m, K]); wgrad: b = X [rows, K] (masked [E, max_m,
+// K]), out = dW [N, K] (grouped [E, N, K]). A quantized b (mode dequantized) is drawn as the forward draws
+// it: W as the forward's b, X as the forward's a, with their scales.
 Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
                                 const std::vector<int32_t>& group_rows, uint64_t& s, HostOperands& h) {
-  if (!format_is_high_precision(spec.a.format) || !format_is_high_precision(spec.b.format))
-    return Unsupported(std::string("random_operands: pass=") + pass_name(spec.pass) +
-                       " inputs are drawn for bf16 / f16 operands only");
+  if (!format_is_high_precision(spec.a.format))
+    return Unsupported(std::string("random_operands: pass=") + pass_name(spec.pass) + " dY is drawn in bf16 / f16");
   const bool grouped = spec.op == Op::kGroupedGemm;
   const bool masked = spec.layout == GroupLayout::kMasked;
   const int64_t experts = grouped ? spec.experts : 1;
   const int64_t rows = h.rows;
   const bool dgrad = spec.pass == Pass::kDgrad;
+  if (!format_is_high_precision(spec.b.format)) {
+    KernelSpec fwd = spec;
+    fwd.pass = Pass::kFprop;
+    fwd.epilogue.clear();
+    fwd.gate_up = GateUp::kNone;
+    const OperandSpec plain{Format::kBf16, ScaleGranularity::kNone, ScaleType::kNone};
+    fwd.out = plain;
+    fwd.a = dgrad ? plain : spec.b;
+    fwd.b = dgrad ? spec.b : plain;
+    KILN_ASSIGN_OR_RETURN(HostOperands q, random_operands(fwd, m, dgrad ? n : 8, k, group_rows, s));
+    h.b = dgrad ? std::move(q.b) : std::move(q.a);
+    h.b_scale = dgrad ? std::move(q.b_scale) : std::move(q.a_scale);
+    h.b_global = std::move(q.b_global);
+    h.group_rows = std::move(q.group_rows);
+  }
   h.a = tensor_of(random_codes(spec.a.format, rows, n, s),
                   masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n}, dtype_of(spec.a.format));
-  if (dgrad) {
+  const int ob = format_bits(spec.out.format) / 8;
+  if (!format_is_high_precision(spec.b.format)) {
+  } else if (dgrad) {
     h.b = tensor_of(random_codes(spec.b.format, experts * n, k, s),
                     grouped ? std::vector<int64_t>{experts, n, k} : std::vector<int64_t>{n, k}, dtype_of(spec.b.format));
   } else {
-    h.b = tensor_of(random_codes(spec.b.format, rows, k, s), {rows, k}, dtype_of(spec.b.format));
+    h.b = tensor_of(random_codes(spec.b.format, rows, k, s),
+                    masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{rows, k}, dtype_of(spec.b.format));
   }
-  const int ob = format_bits(spec.out.format) / 8;
-  const int64_t out_rows = dgrad ? rows : n;
+  // dX [rows, K] (masked [E, max_m, K]); dW [N, K] (grouped [E, N, K]).
+  const int64_t out_rows = dgrad ? rows : n * experts;
   h.out.bytes.assign(static_cast<size_t>(out_rows * k * ob), 0xFF);
-  h.out.shape = dgrad && masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{out_rows, k};
+  h.out.shape = dgrad ? (masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{rows, k})
+                      : (grouped ? std::vector<int64_t>{experts, n, k} : std::vector<int64_t>{n, k});
   h.out.dtype = dtype_of(spec.out.format);
-  if (grouped) return group_vector(spec, m, group_rows, s, h);
+  if (grouped && h.group_rows.bytes.empty()) return group_vector(spec, m, group_rows, s, h);
   return Status::Ok();
 }
 

@@ -142,16 +142,23 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       k.entry = "kiln_sm80_gemm";
       k.threads = cfg.threads();
       k.smem_bytes = smem_bytes(spec, cfg);
+      // Backward passes: kernels/sm80_backward.cuh (compiler/plan/sm80_backward.hpp).
+      const bool backward = spec.pass != Pass::kFprop;
       // bf16 x 4/8-bit weights have their own mainloop (compiler/plan/sm80_formats.hpp).
-      KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
-      const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
+      bool mixed = false;
+      if (!backward) {
+        KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
+        mixed = mainloop == Sm80Mainloop::kMixedInput;
+      }
       // Small M: decode configs run kernels/sm80_decode.cuh (check_config allowed the spec).
       // decode 2: the warpgroup decode kernel (kernels/sm90_decode.cuh, sm_90a).
-      const char* header = cfg.decode == 2 ? "kernels/sm90_decode.cuh"
+      const char* header = backward           ? "kernels/sm80_backward.cuh"
+                           : cfg.decode == 2 ? "kernels/sm90_decode.cuh"
                            : cfg.decode != 0 ? "kernels/sm80_decode.cuh"
                            : mixed         ? "kernels/sm80_mixed_gemm.cuh"
                                            : "kernels/sm80_gemm.cuh";
-      const char* device_fn = cfg.decode == 2 ? "kiln_dev::sm90_decode"
+      const char* device_fn = backward           ? "kiln_dev::sm80_backward"
+                              : cfg.decode == 2 ? "kiln_dev::sm90_decode"
                               : cfg.decode != 0 ? "kiln_dev::sm80_decode"
                               : mixed         ? "kiln_dev::sm80_mixed_gemm"
                                               : "kiln_dev::sm80_gemm";

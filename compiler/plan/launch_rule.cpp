@@ -40,7 +40,16 @@ LaunchRule sm90_internal::tile_grid(const TileConfig& cfg, int64_t n) {
 
 LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t n, int64_t k) {
   LaunchRule r = make_gemm_rule(spec, family, cfg, gemm_view(spec, ProblemSizes{0, n, k}), k);
-  if (spec.pass == Pass::kWgrad) r.fixed_m = std::max<int64_t>(n, 1);
+  if (spec.pass == Pass::kWgrad) {
+    r.fixed_m = std::max<int64_t>(n, 1);
+    // Grouped wgrad (kernels/sm80_backward.cuh, the reference): every expert's N rows tiled on their own, as
+    // the masked layout tiles its max_m rows: E x ceil(N / block_m) tile rows.
+    if (spec.op == Op::kGroupedGemm && spec.experts > 0) {
+      r.fixed_m *= spec.experts;
+      r.experts = spec.experts;
+      r.masked = true;
+    }
+  }
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/plan/gemm_view.hpp"  // backward passes
+#include "compiler/plan/sm80_backward.hpp"
 #include "compiler/plan/sm80_formats.hpp"  // the sm80 family's pairings
 #include "compiler/plan/quantize_plan.hpp"  // quantize specs
 #include "compiler/plan/sm90_plan.hpp"  // the sm90 family's rules
@@ -95,7 +96,9 @@ Status check_backward_rows(const KernelSpec& spec, const ProblemSizes& sizes) {
 }
 
 // Backward specs (docs/backward.md): the families that compute them. The sm90 family reads bf16 / f16
-// operands MN-major (compiler/plan/gemm_view.hpp); nothing else computes a backward pass.
+// operands MN-major with TMA and wgmma (high_precision: dgrad dense or grouped, wgrad dense) on sm_90a;
+// the portable family's backward kernel (compiler/plan/sm80_backward.hpp) takes the rest on sm_80+:
+// grouped wgrad, mode dequantized, other archs, KILN_FAMILY=sm80.
 StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch) {
   const string head = string("pass=") + pass_name(spec.pass) + " " + operand_text("a", spec.a) + " " +
                       operand_text("b", spec.b) + ": ";
@@ -104,23 +107,14 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
                               "(GLU, bias, routing weights) is not a dgrad/wgrad epilogue: drop epilogue and gate_up");
   StatusOr<BackwardMode> mode = backward_mode(spec);
   if (!mode.ok()) return mode.status();
-  if (*mode != BackwardMode::kHighPrecision)
-    return Unsupported(head + "mode " + backward_mode_name(*mode) +
-                       " has no kernel; kiln computes backward passes in mode high_precision (two bf16 or two "
-                       "f16 operands, the saved originals)");
-  if (spec.pass == Pass::kWgrad && spec.op == Op::kGroupedGemm)
-    return Unsupported(head + "grouped wgrad (a reduction over each expert's rows) has no kernel; run one dense "
-                              "wgrad per expert on its rows");
-  if (!(arch.sm() == 90 && arch.arch_specific))
-    return Unsupported(head + "backward kernels run on sm_90a (TMA + wgmma with MN-major operands); " +
-                       arch.name() + " has none");
-  if (sm90_disabled_by_env())
-    return Unsupported(head + "backward kernels belong to the sm90 family, which KILN_FAMILY=sm80 turns off");
-  if (!sm90_supports(spec, arch))
-    return Unsupported(head + "the sm90 family computes bf16/f16 backward passes with bf16, f16 or f32 outputs");
-  return KernelFamily::kSm90Gemm;
+  if (*mode == BackwardMode::kQuantized)
+    return Unsupported(head + "mode quantized has no kernel; kiln computes backward passes in mode high_precision "
+                              "(two bf16 or two f16 operands) or dequantized (bf16 dY, b in its stored format)");
+  if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
+    return KernelFamily::kSm90Gemm;
+  KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
+  return KernelFamily::kSm80Gemm;
 }
-
 }  // namespace
 
 const char* family_name(KernelFamily f) {
@@ -367,11 +361,8 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
   // With an epilogue the reference computes the plain GEMM (all N columns); run_check applies the
   // epilogue to its f32 output on the host (compiler/epilogue evaluate_epilogue).
-  if (spec.pass != Pass::kFprop &&
-      !(format_is_high_precision(spec.a.format) && format_is_high_precision(spec.b.format)))
-    return Unsupported(string("pass=") + pass_name(spec.pass) + " " + operand_text("a", spec.a) + " " +
-                       operand_text("b", spec.b) +
-                       ": the reference kernel reads backward operands as bf16 / f16 only");
+  // Backward: what the portable backward kernel takes, in the same stated math (docs/backward.md).
+  if (spec.pass != Pass::kFprop) KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
   if (has_epilogue(spec))
     return Unsupported(
         "the reference kernel computes the plain GEMM; strip epilogue and gate_up and apply the epilogue to its "
@@ -389,6 +380,7 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
 }
 
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+  if (spec.pass != Pass::kFprop) return sm80_backward_smem_bytes(spec, cfg);  // kernels/sm80_backward.cuh
   // Small M: the decode kernel's cross-warp reduction, f32 [warps][block_n][block_m].
   if (cfg.decode == 1) return cfg.warps_n * cfg.block_n * cfg.block_m * 4;
   // The warpgroup decode kernel (templates/kernels/sm90_decode.cuh): per warpgroup two X buffers of
@@ -572,6 +564,7 @@ Status check_config(const KernelSpec& spec, const Arch& arch, KernelFamily famil
     return InvalidArgument("config " + cfg.to_string() + ": pingpong=" + to_string(cfg.pingpong) +
                            "; ping-pong consumers exist in the sm90 family only (pingpong 0)");
   KILN_RETURN_IF_ERROR(select_family(spec, arch).status());
+  if (spec.pass != Pass::kFprop) return sm80_backward_check_config(spec, arch, cfg);
   if (cfg.decode != 0) return check_decode_config(spec, arch, cfg);  // small M
   KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
   const bool mixed = mainloop == Sm80Mainloop::kMixedInput;
@@ -675,6 +668,7 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
   // ---- The sm90 family's heuristic (compiler/plan/sm90_heuristic.cpp).
   if (family == KernelFamily::kSm90Gemm) return sm90_default_config(spec, arch, sizes);
   if (family == KernelFamily::kQuantize) return quantize_config();
+  if (spec.pass != Pass::kFprop) return sm80_backward_default_config(spec, arch, sizes);
   // Small M: the decode kernel where an sm90 plan runs it.
   if (decode_bucket(spec, arch, sizes.m)) {
     const TileConfig d = decode_default_config(spec, arch, sizes);

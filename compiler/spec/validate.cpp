@@ -31,8 +31,8 @@ bool fp8_granularity_ok(const KernelSpec& s, Role r, ScaleGranularity g) {
   switch (g) {
     case ScaleGranularity::kTensor:
       return true;
-    case ScaleGranularity::kM:
-      return r != Role::kB;
+    case ScaleGranularity::kM:  // wgrad's b is X, scaled per token like the forward's a
+      return r != Role::kB || s.pass == Pass::kWgrad;
     case ScaleGranularity::kBlock1x128:
       return r != Role::kB || s.pass == Pass::kWgrad;
     case ScaleGranularity::kN:
@@ -46,7 +46,7 @@ bool fp8_granularity_ok(const KernelSpec& s, Role r, ScaleGranularity g) {
 
 const char* fp8_granularity_list(const KernelSpec& s, Role r) {
   if (r == Role::kB)
-    return s.pass == Pass::kWgrad ? "tensor, n, block1x128, block128x128" : "tensor, n, block128x128";
+    return s.pass == Pass::kWgrad ? "tensor, m, n, block1x128, block128x128" : "tensor, n, block128x128";
   if (r == Role::kOut && s.op == Op::kQuantize) return "tensor, m, block1x128, block128x128";
   return "tensor, m, block1x128";
 }

@@ -18,9 +18,12 @@
 //   - row_factor(m): a's tensor scale or a_scale[m] (per token); col_factor(n): b's tensor scale or
 //     b_scale[n] (per channel), times the NVFP4 global (b_global[0] or b_global[expert]). The same
 //     two factors in the same order as kernels/sm80_epilogue.cuh.
-// Backward passes (compiler/plan/gemm_view.hpp): m, n, k are the GEMM's; an MN-major operand
-// (Config kTransA / kTransB, common/operand_major.cuh; 16-bit elements, unscaled) is read as element (k, m)
-// of its stored rows instead of (m, k).
+// Backward passes (compiler/plan/gemm_view.hpp; reference_backward below): m, n, k are the GEMM's; an
+// MN-major operand (Config kTransA / kTransB, common/operand_major.cuh) is read as element (k, m) of its
+// stored rows instead of (m, k). A quantized b (mode dequantized) is dequantized per element as
+// bf16_rn(f32(decode(code) * s)) with its scale that varies along the reduction (per row, blocks), a
+// tensor scale and NVFP4's global multiplying the sum (docs/backward.md). Grouped wgrad: output row
+// e * N + m of expert e sums the expert's rows only.
 // Grouped problems: the thread finds its row's expert by a linear scan of the offsets (clamped and
 // made non-decreasing exactly as scheduler/group_tile.cuh does), or by m / max_m against the count
 // (masked). Rows owned by no expert are not written.
@@ -72,6 +75,128 @@ __device__ __forceinline__ float element_scale(const void* srow, int k) {
   return 1.0f;
 }
 
+
+// The expert that owns output row m (dense: 0), or -1 for a row no expert owns: offsets clamped and made
+// non-decreasing exactly as scheduler/group_tile.cuh does; masked rows past the expert's count.
+template <Grouping kGrouping>
+__device__ __forceinline__ int row_expert(const GemmParams& p, i64 m) {
+  if constexpr (kGrouping == Grouping::kOffsets) {
+    int start = 0;
+    for (int e = 0; e < p.experts; ++e) {
+      int end = p.group_rows[e];
+      end = end < 0 ? 0 : end > p.m ? p.m : end;
+      if (end < start) end = start;
+      if (m < end) return e;
+      start = end;
+    }
+    return -1;
+  } else if constexpr (kGrouping == Grouping::kMasked) {
+    const int expert = int(m / p.max_m);
+    int count = p.group_rows[expert];
+    count = count < 0 ? 0 : count > p.max_m ? p.max_m : count;
+    return m - i64(expert) * p.max_m < count ? expert : -1;
+  } else {
+    return 0;
+  }
+}
+
+// Round an f32 to bf16 (nearest even) and back: the dequantized backward's element value.
+__device__ __forceinline__ float round_bf16(float x) { return decode_bf16(cvt_bf16(x)); }
+
+// The rows [begin, end) of expert e of a grouped wgrad, sanitized as kernels/sm80_backward.cuh does.
+template <Grouping kGrouping>
+__device__ __forceinline__ void expert_rows(const GemmParams& p, int e, int& begin, int& end) {
+  if constexpr (kGrouping == Grouping::kMasked) {
+    int count = p.group_rows[e];
+    count = count < 0 ? 0 : count > p.max_m ? p.max_m : count;
+    begin = e * p.max_m;
+    end = begin + count;
+  } else {
+    begin = 0;
+    end = 0;
+    for (int j = 0; j <= e; ++j) {
+      int v = p.group_rows[j];
+      v = v < 0 ? 0 : v > p.k ? p.k : v;
+      if (j < e && v > begin) begin = v;
+      if (v > end) end = v;
+    }
+  }
+}
+
+// Backward passes: C[m, n] = sum_k A(m, k) * B(k, n), B stored [k][n] (MN-major), A stored [m][k] (dgrad)
+// or [k][m] (wgrad).
+template <class Config>
+__device__ __forceinline__ void backward(const GemmParams& p) {
+  constexpr Format kA = Config::kA;
+  constexpr Format kB = Config::kB;
+  constexpr Format kOut = Config::kOut;
+  constexpr Scale kSB = Config::kScaleB;
+  constexpr ScaleType kTB = Config::kScaleTypeB;
+  constexpr Grouping kGrouping = Config::kGrouping;
+  constexpr bool kWgrad = ConfigTransA<Config>::kValue;
+  constexpr bool kKGrouped = kWgrad && kGrouping != Grouping::kDense;
+  static_assert(format_is_16bit(kA) && Config::kScaleA == Scale::kNone, "dY is bf16 / f16 (unscaled)");
+  constexpr bool kFold = kSB != Scale::kNone && kSB != Scale::kTensor;
+
+  const int n = blockIdx.x * kReferenceTile + threadIdx.x % kReferenceTile;
+  if (n >= p.n) return;
+  const i64 rows_total = kKGrouped ? i64(p.m) * p.experts : p.m;
+  for (i64 mm = i64(blockIdx.y) * kReferenceTile + threadIdx.x / kReferenceTile; mm < rows_total;
+       mm += i64(gridDim.y) * kReferenceTile) {
+    int expert = 0, k_begin = 0, k_end = p.k;
+    i64 m = mm;
+    if constexpr (kKGrouped) {
+      expert = int(mm / p.m);
+      m = mm % p.m;
+      expert_rows<kGrouping>(p, expert, k_begin, k_end);
+    } else {  // dgrad: the expert owning row m
+      expert = row_expert<kGrouping>(p, m);
+      if (expert < 0) continue;
+    }
+    // b: W of the expert (grouped dgrad) or X (rows global); its scales likewise.
+    const i64 b_expert = kWgrad ? 0 : expert;
+    const u8* b_base = static_cast<const u8*>(p.b) + format_span_bytes(kB, b_expert * p.b_expert_stride);
+    const u8* s_base = reinterpret_cast<const u8*>(p.b_scale) +
+                       b_expert * p.b_scale_expert_stride * (kTB == ScaleType::kF32 ? 4 : 1);
+    float acc = 0.0f;
+    for (int k = k_begin; k < k_end; ++k) {
+      const float av = kWgrad ? decode_element<kA>(p.a, i64(k) * p.lda + m)
+                              : decode_element<kA>(p.a, m * p.lda + k);
+      float bv = decode_element<kB>(b_base, i64(k) * p.ldb + n);
+      if constexpr (kFold) {
+        float s;
+        if constexpr (kSB == Scale::kRow) {
+          s = reinterpret_cast<const float*>(s_base)[k];
+        } else if constexpr (kSB == Scale::kBlock128x128) {
+          s = scale_at<kTB>(scale_row<kTB>(s_base, k / 128, p.lds_b), n / 128);
+        } else if constexpr (kSB == Scale::kBlock1x128) {
+          s = scale_at<kTB>(scale_row<kTB>(s_base, k, p.lds_b), n / 128);
+        } else if constexpr (kSB == Scale::kBlock1x32) {
+          s = scale_at<kTB>(scale_row<kTB>(s_base, k, p.lds_b), n / 32);
+        } else {
+          s = scale_at<kTB>(scale_row<kTB>(s_base, k, p.lds_b), n / 16);
+        }
+        bv = round_bf16(bv * s);
+      }
+      acc = fma_rn(av, bv, acc);
+    }
+    float f = 1.0f;
+    if constexpr (kSB == Scale::kTensor) f = reinterpret_cast<const float*>(s_base)[0];
+    if constexpr (kB == Format::kNvfp4) {
+      if (p.b_global != nullptr) f *= p.b_global[Config::kGlobalPerExpert ? expert : 0];
+    }
+    const float y = kSB == Scale::kTensor || kB == Format::kNvfp4 ? acc * f : acc;
+    const i64 idx = (kKGrouped ? i64(expert) * p.m + m : m) * p.ldc + n;
+    if constexpr (kOut == Format::kF32) {
+      static_cast<float*>(p.out)[idx] = y;
+    } else if constexpr (kOut == Format::kBf16) {
+      static_cast<u16*>(p.out)[idx] = cvt_bf16(y);
+    } else {
+      static_cast<u16*>(p.out)[idx] = cvt_f16(y);
+    }
+  }
+}
+
 }  // namespace reference
 
 template <class Config>
@@ -91,12 +216,10 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
                 "operands are bf16/f16/e4m3/e5m2/mxfp8/mxfp4/nvfp4 (the planner offers no f32 operand)");
   static_assert(kOut == Format::kBf16 || kOut == Format::kF16 || kOut == Format::kF32,
                 "the output is bf16, f16 or f32");
-  constexpr bool kTransA = ConfigTransA<Config>::kValue;
-  constexpr bool kTransB = ConfigTransB<Config>::kValue;
-  static_assert(!kTransA || (format_is_16bit(kA) && kSA == Scale::kNone),
-                "an MN-major a is bf16 / f16 (unscaled)");
-  static_assert(!kTransB || (format_is_16bit(kB) && kSB == Scale::kNone),
-                "an MN-major b is bf16 / f16 (unscaled)");
+  if constexpr (ConfigTransB<Config>::kValue) {
+    reference::backward<Config>(p);
+    return;
+  }
 
   const int n = blockIdx.x * kReferenceTile + threadIdx.x % kReferenceTile;
   if (n >= p.n) return;
@@ -108,28 +231,9 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
 
   for (i64 m = i64(blockIdx.y) * kReferenceTile + threadIdx.x / kReferenceTile; m < p.m;
        m += i64(gridDim.y) * kReferenceTile) {
-    // The expert that owns row m (dense: 0).
-    int expert = 0;
-    if constexpr (kGrouping == Grouping::kOffsets) {
-      int start = 0;
-      expert = -1;
-      for (int e = 0; e < p.experts; ++e) {
-        int end = p.group_rows[e];
-        end = end < 0 ? 0 : end > p.m ? p.m : end;
-        if (end < start) end = start;
-        if (m < end) {
-          expert = e;
-          break;
-        }
-        start = end;
-      }
-      if (expert < 0) continue;  // past the last expert's rows: not written
-    } else if constexpr (kGrouping == Grouping::kMasked) {
-      expert = int(m / p.max_m);
-      int count = p.group_rows[expert];
-      count = count < 0 ? 0 : count > p.max_m ? p.max_m : count;
-      if (m - i64(expert) * p.max_m >= count) continue;  // past the expert's count: not written
-    }
+    // The expert that owns row m (dense: 0); rows no expert owns are not written.
+    const int expert = reference::row_expert<kGrouping>(p, m);
+    if (expert < 0) continue;
 
     const u8* a_row = static_cast<const u8*>(p.a) + format_span_bytes(kA, m * p.lda);
     const u8* b_row =
@@ -143,18 +247,8 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
     float acc = 0.0f;
     float part = 0.0f;
     for (int k = 0; k < p.k; ++k) {
-      float av, bv;
-      if constexpr (kTransA) {
-        av = decode_element<kA>(p.a, i64(k) * p.lda + m);
-      } else {
-        av = decode_element<kA>(a_row, k) * reference::element_scale<kSA, kTA>(sa_row, k);
-      }
-      if constexpr (kTransB) {
-        bv = decode_element<kB>(static_cast<const u8*>(p.b) + format_span_bytes(kB, i64(expert) * p.b_expert_stride),
-                                i64(k) * p.ldb + n);
-      } else {
-        bv = decode_element<kB>(b_row, k) * reference::element_scale<kSB, kTB>(sb_row, k);
-      }
+      const float av = decode_element<kA>(a_row, k) * reference::element_scale<kSA, kTA>(sa_row, k);
+      const float bv = decode_element<kB>(b_row, k) * reference::element_scale<kSB, kTB>(sb_row, k);
       if constexpr (kPromote) {
         part = fma_rn(av, bv, part);
         if ((k + 1) % 128 == 0) {

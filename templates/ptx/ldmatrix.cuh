@@ -18,4 +18,14 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_addr) {
                : "r"(smem_addr));
 }
 
+// The transposing form: matrix j's stored rows are read as its columns, so lane l holds elements
+// (2 * (l % 4), l / 4) and (2 * (l % 4) + 1, l / 4) of the stored 8x8 matrix. For a matrix stored [k][m]
+// (MN-major) that is the mma fragment of k pair {2t, 2t+1} at row / column g: what the backward
+// kernels read their MN-major operands with (kernels/sm80_backward.cuh).
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr));
+}
+
 }  // namespace kiln_dev

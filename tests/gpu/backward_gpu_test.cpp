@@ -19,6 +19,7 @@
 #include "runtime/driver/driver.hpp"
 #include "verify/check.hpp"
 #include "verify/check_inputs.hpp"
+#include "tests/common/check_passes.hpp"
 #include "tests/common/gpu_env.hpp"
 #include "tests/common/tile_configs.hpp"
 
@@ -43,21 +44,9 @@ KernelSpec spec_of(const std::string& text) {
 // Plans spec for (m, n, k) (pinned to cfg when given) and checks one run; m: rows (masked: per expert).
 void expect_passes(const std::string& text, int64_t m, int64_t n, int64_t k, const TileConfig* cfg = nullptr,
                    std::vector<int32_t> groups = {}) {
-  const KernelSpec s = spec_of(text);
   PlanOptions po;
   if (cfg) po.config = *cfg;
-  const int64_t plan_m = s.layout == GroupLayout::kMasked ? m * s.experts : m;
-  auto plan = runtime().plan(s, {plan_m, n, k}, po);
-  ASSERT_TRUE(plan.ok()) << text << " " << m << "x" << n << "x" << k << ": " << plan.status().to_string();
-  CheckOptions o;
-  o.m = m;
-  o.group_rows = std::move(groups);
-  auto r = run_check(runtime(), *plan, o);
-  ASSERT_TRUE(r.ok()) << text << ": " << r.status().to_string();
-  EXPECT_TRUE(r->passed) << text << " M=" << m << " N=" << n << " K=" << k << " config " << r->config
-                         << ": rel_fro_err " << r->rel_fro_err << " (tol " << r->tolerance << "), unwritten "
-                         << r->unwritten << ", overwritten " << r->overwritten << ", nonfinite " << r->nonfinite
-                         << ", seed " << r->seed;
+  test::expect_check_passes(runtime(), text, m, n, k, po, std::move(groups));
 }
 
 struct Shape {

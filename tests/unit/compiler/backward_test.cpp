@@ -20,6 +20,8 @@
 #include "compiler/plan/gpus.hpp"
 #include "compiler/plan/planner.hpp"
 #include "compiler/spec/spec.hpp"
+#include "compiler/plan/launch_rule.hpp"
+#include "tests/common/tile_configs.hpp"
 
 namespace kiln {
 namespace {
@@ -200,24 +202,78 @@ TEST(BackwardPlanTest, Sm90FamilyTakesSixteenBitBackwardSpecs) {
   }
 }
 
+// The portable family's backward kernel (compiler/plan/sm80_backward.hpp) takes what the sm90 family does
+// not: other archs, KILN_FAMILY=sm80's share, grouped wgrad, and mode dequantized.
+TEST(BackwardPlanTest, PortableFamilyTakesTheRest) {
+  for (const char* arch : {"sm_80", "sm_89", "sm_90"}) {
+    auto f = select_family(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), arch_of(arch));
+    ASSERT_TRUE(f.ok()) << arch << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << arch;
+  }
+  const char* portable[] = {
+      "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad",
+      "grouped_gemm[experts=8,layout=masked] a=f16 b=f16 out=f16 pass=wgrad",
+      "gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad",
+      "gemm a=bf16 b=nvfp4 out=f32 pass=dgrad",
+      "grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad",
+      "gemm a=bf16 b=mxfp8 out=bf16 pass=dgrad",
+      "gemm a=bf16 b=e4m3:tensor out=bf16 pass=dgrad",
+      "gemm a=bf16 b=e5m2:n out=bf16 pass=dgrad",
+      "gemm a=bf16 b=e4m3:block128x128:ue8m0 out=bf16 pass=dgrad",
+      "gemm a=bf16 b=e4m3:m out=f32 pass=wgrad",
+      "gemm a=bf16 b=e4m3:block1x128 out=f32 pass=wgrad",
+      "grouped_gemm[experts=4,layout=masked] a=bf16 b=mxfp8 out=bf16 pass=wgrad",
+  };
+  for (const char* text : portable) {
+    auto f = select_family(spec_of(text), arch_of("sm_90a"));
+    ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << text;
+  }
+}
+
 TEST(BackwardPlanTest, RefusesWithTheReason) {
-  for (const char* arch : {"sm_80", "sm_89", "sm_90"})
-    EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad", arch),
-                AllOf(HasSubstr(arch), HasSubstr("sm_90a")));
-  EXPECT_THAT(unsupported_reason("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad"),
-              HasSubstr("grouped wgrad"));
-  EXPECT_THAT(unsupported_reason("grouped_gemm[experts=8,layout=masked] a=f16 b=f16 out=f16 pass=wgrad"),
-              HasSubstr("grouped wgrad"));
   EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad"),
               HasSubstr("mode quantized"));
   EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=mxfp4 out=bf16 pass=wgrad"), HasSubstr("mode quantized"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad"), HasSubstr("mode dequantized"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=e4m3:block128x128 out=bf16 pass=wgrad"),
-              HasSubstr("mode dequantized"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad epilogue=\"out = silu(acc)\""),
               HasSubstr("plain GEMM"));
-  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16 pass=dgrad"), HasSubstr("sm90 family"));
-  EXPECT_THAT(unsupported_reason("gemm a=f32 b=f32 out=f32 pass=wgrad"), HasSubstr("sm90 family"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16 pass=dgrad"), HasSubstr("same 16-bit format"));
+  EXPECT_THAT(unsupported_reason("gemm a=f16 b=mxfp4 out=bf16 pass=dgrad"), HasSubstr("dY must be bf16"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=e4m3:n out=bf16 pass=wgrad"), HasSubstr("m or block1x128"));
+  EXPECT_THAT(unsupported_reason("gemm a=bf16 b=nvfp4 out=bf16 pass=wgrad"), HasSubstr("4-bit activations"));
+}
+
+// Config rules of the portable backward kernel, and a legal default in every bucket.
+TEST(BackwardPlanTest, PortableConfigRules) {
+  const Arch a = arch_of("sm_90a");
+  const KernelSpec dgrad = spec_of("gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad");
+  const KernelSpec wgrad = spec_of("gemm a=bf16 b=bf16 out=f32 pass=wgrad");
+  auto why = [&](const KernelSpec& s, const TileConfig& c) {
+    const Status st = check_config(s, a, KernelFamily::kSm80Gemm, c);
+    EXPECT_FALSE(st.ok()) << c.to_string();
+    return st.message();
+  };
+  EXPECT_TRUE(check_config(dgrad, a, KernelFamily::kSm80Gemm, test::tile_config(16, 64, 32, 4, 1, 4)).ok());
+  EXPECT_THAT(why(dgrad, test::tile_config(64, 96, 32, 4, 2, 2)), HasSubstr("32 or a multiple of 64"));
+  EXPECT_THAT(why(dgrad, test::tile_config(64, 128, 16, 4, 2, 2)), HasSubstr("block_k"));
+  EXPECT_THAT(why(wgrad, test::tile_config(16, 64, 32, 4, 1, 4)), HasSubstr("block_m is 32 or a multiple of 64"));
+  EXPECT_THAT(why(dgrad, test::tile_config(128, 256, 32, 3, 2, 4)), HasSubstr("accumulators"));
+  TileConfig d = test::tile_config(16, 64, 32, 4, 1, 4);
+  d.decode = 1;
+  EXPECT_THAT(why(dgrad, d), HasSubstr("no decode kernel"));
+  // Shared memory: stages x (A tile + B's stored bytes) + the converted bf16 tile for a quantized b.
+  EXPECT_EQ(smem_bytes(dgrad, test::tile_config(64, 128, 32, 4, 2, 2)), 4 * (64 * 64 + 32 * 64) + 32 * 128 * 2);
+  EXPECT_EQ(smem_bytes(wgrad, test::tile_config(64, 128, 32, 4, 2, 2)), 4 * (64 * 64 + 32 * 256));
+  for (const char* text : {"gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad", "gemm a=bf16 b=e4m3:n out=f32 pass=dgrad",
+                           "grouped_gemm[experts=32,layout=offsets] a=bf16 b=nvfp4 out=bf16 pass=dgrad",
+                           "gemm a=bf16 b=mxfp8 out=f32 pass=wgrad",
+                           "grouped_gemm[experts=8,layout=masked] a=f16 b=f16 out=f16 pass=wgrad"}) {
+    const KernelSpec s = spec_of(text);
+    for (int64_t m : kMBuckets) {
+      const TileConfig c = default_config(s, a, KernelFamily::kSm80Gemm, {m, 2880, 5760});
+      EXPECT_TRUE(check_config(s, a, KernelFamily::kSm80Gemm, c).ok()) << text << " m=" << m << " " << c.to_string();
+    }
+  }
 }
 
 TEST(BackwardPlanTest, RowsOfDyWAndXMustBeWholeSixteenBytes) {
@@ -320,10 +376,15 @@ TEST(BackwardEmitTest, MnMajorOperandsAreNamedInTheConfig) {
         EXPECT_THAT(*src, Not(HasSubstr("kTransB"))) << c.text;
     }
   }
+  // Mode dequantized: the reference reads b in its stored format; f16 dY with a quantized b has no math.
   auto q = emit_kernel(spec_of("gemm a=bf16 b=e4m3:tensor out=bf16 pass=dgrad"), KernelFamily::kReferenceGemm,
                        TileConfig{}, a);
-  ASSERT_FALSE(q.ok());
-  EXPECT_EQ(q.status().code(), StatusCode::kUnsupported);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_THAT(q->source, HasSubstr("kTransB = true"));
+  auto f16 = emit_kernel(spec_of("gemm a=f16 b=e4m3:tensor out=bf16 pass=dgrad"), KernelFamily::kReferenceGemm,
+                         TileConfig{}, a);
+  ASSERT_FALSE(f16.ok());
+  EXPECT_EQ(f16.status().code(), StatusCode::kUnsupported);
 }
 
 // ---- the CPU reference ---------------------------------------------------------------------------
@@ -394,8 +455,10 @@ TEST(DeriveBackwardTest, HighPrecisionGivesBf16PassesThatPlanOnSm90a) {
     EXPECT_EQ(b->wgrad.pass, Pass::kWgrad);
     EXPECT_EQ(b->wgrad.out.format, Format::kF32);
     EXPECT_TRUE(select_family(b->dgrad, arch_of("sm_90a")).ok()) << print_spec(b->dgrad);
-    // Grouped wgrad has no kernel: the planner says so.
-    EXPECT_EQ(select_family(b->wgrad, arch_of("sm_90a")).ok(), f.op == Op::kGemm) << print_spec(b->wgrad);
+    // Grouped wgrad runs on the portable family (a reduction over each expert's rows).
+    auto wf = select_family(b->wgrad, arch_of("sm_90a"));
+    ASSERT_TRUE(wf.ok()) << print_spec(b->wgrad) << ": " << wf.status().to_string();
+    EXPECT_EQ(*wf, f.op == Op::kGemm ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << print_spec(b->wgrad);
   }
   BackwardOptions o;
   o.grad = Format::kF16;
@@ -423,10 +486,17 @@ TEST(DeriveBackwardTest, DequantizedReadsTheForwardsStoredOperands) {
   ASSERT_TRUE(fp8.ok()) << fp8.status().to_string();
   EXPECT_EQ(print_spec(fp8->dgrad), "gemm a=bf16 b=e4m3:block128x128 out=bf16 pass=dgrad");
   EXPECT_EQ(print_spec(fp8->wgrad), "gemm a=bf16 b=e4m3:block1x128 out=f32 pass=wgrad");
-  // These have no kernel yet; the planner names the mode.
-  auto f = select_family(fp8->dgrad, arch_of("sm_90a"));
-  ASSERT_FALSE(f.ok());
-  EXPECT_THAT(f.status().message(), HasSubstr("mode dequantized"));
+  // Both run on the portable backward kernel, on sm_80 too.
+  for (const KernelSpec* s : {&fp8->dgrad, &fp8->wgrad, &b->dgrad})
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      auto f = select_family(*s, arch_of(arch));
+      ASSERT_TRUE(f.ok()) << print_spec(*s) << " " << arch << ": " << f.status().to_string();
+      EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << print_spec(*s);
+    }
+  // Per-token FP8 X: wgrad's b takes granularity m.
+  auto row = derive_backward(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), o);
+  ASSERT_TRUE(row.ok()) << row.status().to_string();
+  EXPECT_EQ(print_spec(row->wgrad), "gemm a=bf16 b=e4m3:m out=f32 pass=wgrad");
 }
 
 TEST(DeriveBackwardTest, RefusesWhatItDoesNotDerive) {

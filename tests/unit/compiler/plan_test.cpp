@@ -166,7 +166,8 @@ TEST(SelectFamilyTest, ReferenceAcceptsAnyDecodablePairing) {
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=f16 b=bf16 out=bf16"), arch_of("sm_80")).ok());
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=mxfp4 out=bf16"), arch_of("sm_90a")).ok());
   EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=wgrad"), arch_of("sm_90a")).ok());
-  Status s = check_reference_spec(spec_of("gemm a=bf16 b=e4m3:tensor out=bf16 pass=wgrad"), arch_of("sm_90a"));
+  EXPECT_TRUE(check_reference_spec(spec_of("gemm a=bf16 b=e4m3:m out=f32 pass=wgrad"), arch_of("sm_90a")).ok());
+  Status s = check_reference_spec(spec_of("gemm a=bf16 b=e4m3:n out=bf16 pass=wgrad"), arch_of("sm_90a"));
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_THAT(s.message(), HasSubstr("pass=wgrad"));
 }

@@ -1,0 +1,157 @@
+// compiler/plan/sm80_backward.cpp — the portable backward kernel's planning rules (sm80_backward.hpp).
+#include "compiler/plan/sm80_backward.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "compiler/plan/gemm_view.hpp"
+#include "compiler/spec/internal/rules.hpp"  // operand_text
+#include "compiler/spec/names.hpp"
+
+namespace kiln {
+namespace {
+
+using std::string;
+using std::to_string;
+
+constexpr int kBlockK = 32;  // templates/kernels/sm80_backward.cuh: reduction rows per stage
+
+bool is16(Format f) { return f == Format::kBf16 || f == Format::kF16; }
+
+// b's scale: what the kernel folds or applies for each quantized format.
+bool b_scale_ok(const KernelSpec& spec) {
+  const OperandSpec& b = spec.b;
+  switch (b.format) {
+    case Format::kMxfp4:
+    case Format::kMxfp8: return b.scale == ScaleGranularity::kBlock1x32;
+    case Format::kNvfp4: return b.scale == ScaleGranularity::kBlock1x16;
+    case Format::kE4m3:
+    case Format::kE5m2: {
+      // W (dgrad) carries the forward's b scales, X (wgrad) the forward's a scales.
+      const bool dgrad = spec.pass == Pass::kDgrad;
+      const ScaleGranularity row = dgrad ? ScaleGranularity::kN : ScaleGranularity::kM;
+      const ScaleGranularity block = dgrad ? ScaleGranularity::kBlock128x128 : ScaleGranularity::kBlock1x128;
+      if (b.scale == ScaleGranularity::kTensor || b.scale == row) return b.scale_type == ScaleType::kF32;
+      if (b.scale == block) return b.scale_type == ScaleType::kF32 || b.scale_type == ScaleType::kUe8m0;
+      return false;
+    }
+    default: return false;
+  }
+}
+
+int bits_b(const KernelSpec& spec) { return format_bits(spec.b.format); }
+
+}  // namespace
+
+Status sm80_backward_supports(const KernelSpec& spec) {
+  const Format a = spec.a.format, b = spec.b.format, o = spec.out.format;
+  const string head = string("pass=") + pass_name(spec.pass) + " a=" + spec_internal::operand_text(spec.a) +
+                      " b=" + spec_internal::operand_text(spec.b) + ": ";
+  if (!(o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) || spec.out.scale != ScaleGranularity::kNone)
+    return Unsupported(head + "backward outputs (dX, dW) are bf16, f16 or f32");
+  if (is16(a) && is16(b)) {
+    if (a != b)
+      return Unsupported(head + "high_precision takes dY and " + (spec.pass == Pass::kDgrad ? "W" : "X") +
+                         " in the same 16-bit format");
+    return Status::Ok();
+  }
+  if (a != Format::kBf16)
+    return Unsupported(head + "mode dequantized computes in bf16: dY must be bf16 (" + format_name(a) +
+                       " given); convert it, or use mode high_precision");
+  if (spec.pass == Pass::kWgrad && format_bits(b) == 4)
+    return Unsupported(head + "wgrad reads X in its forward format; 4-bit activations (X in " + format_name(b) +
+                       ") have no dequantized wgrad: use mode high_precision with the saved bf16 X");
+  if (!b_scale_ok(spec))
+    return Unsupported(head + "mode dequantized reads b as mxfp4:block1x32, nvfp4:block1x16, mxfp8:block1x32, or "
+                              "e4m3 / e5m2 with a tensor, " +
+                       (spec.pass == Pass::kDgrad ? "n or block128x128" : "m or block1x128") +
+                       " scale (f32; blocks also ue8m0)");
+  return Status::Ok();
+}
+
+int sm80_backward_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+  const int raw = kBlockK * cfg.block_n * bits_b(spec) / 8;
+  const int conv = is16(spec.b.format) ? 0 : kBlockK * cfg.block_n * 2;
+  return cfg.stages * (cfg.block_m * kBlockK * 2 + raw) + conv;
+}
+
+Status sm80_backward_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  const string name = "config " + cfg.to_string() + " (backward): ";
+  if (cfg.decode != 0)
+    return InvalidArgument(name + "decode=" + to_string(cfg.decode) + "; backward passes have no decode kernel (decode 0)");
+  if (cfg.block_k != kBlockK)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + "; the backward kernel stages " +
+                           to_string(kBlockK) + " reduction rows (block_k 32)");
+  const struct {
+    const char* field;
+    int v;
+    int lo, hi;
+  } ranges[] = {{"block_m", cfg.block_m, 16, 256}, {"block_n", cfg.block_n, 32, 256},
+                {"warps_m", cfg.warps_m, 1, 8},    {"warps_n", cfg.warps_n, 1, 8},
+                {"stages", cfg.stages, 2, 8},      {"group_m", cfg.group_m, 1, 64}};
+  for (const auto& r : ranges) {
+    if (r.v < r.lo || r.v > r.hi)
+      return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" + to_string(r.lo) + ".." +
+                             to_string(r.hi) + ")");
+  }
+  if (cfg.threads() > 1024)
+    return InvalidArgument(name + to_string(cfg.warps_m * cfg.warps_n) + " warps is more than a block holds (32)");
+  if (cfg.block_m % (16 * cfg.warps_m) != 0)
+    return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " is not a multiple of 16 * warps_m (" +
+                           to_string(16 * cfg.warps_m) + ")");
+  if (cfg.block_n % (16 * cfg.warps_n) != 0)
+    return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) + " is not a multiple of 16 * warps_n (" +
+                           to_string(16 * cfg.warps_n) + ")");
+  // Swizzled rows of 16-bit elements: 64 bytes or a multiple of 128.
+  if (cfg.block_n != 32 && cfg.block_n % 64 != 0)
+    return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) +
+                           "; the MN-major B tile's rows are 32 or a multiple of 64 elements");
+  if (spec.pass == Pass::kWgrad && cfg.block_m != 32 && cfg.block_m % 64 != 0)
+    return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) +
+                           "; wgrad reads dY MN-major: block_m is 32 or a multiple of 64");
+  const int warp_m = cfg.block_m / cfg.warps_m, warp_n = cfg.block_n / cfg.warps_n;
+  const int acc = warp_m * warp_n / 32;
+  if (acc > 64)
+    return InvalidArgument(name + "warp tile " + to_string(warp_m) + "x" + to_string(warp_n) + " needs " +
+                           to_string(acc) + " f32 accumulators per thread; at most 64 (use more warps or smaller blocks)");
+  const int smem = sm80_backward_smem_bytes(spec, cfg);
+  if (smem > arch.max_smem_per_block())
+    return ResourceExhausted(name + to_string(smem) + " bytes of shared memory; " + arch.name() + " allows " +
+                             to_string(arch.max_smem_per_block()) + " per block (fewer stages or smaller tiles)");
+  return Status::Ok();
+}
+
+TileConfig sm80_backward_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  const ProblemSizes v = gemm_sizes(spec, sizes);
+  const int64_t m = std::max<int64_t>(v.m, 1);
+  TileConfig c;
+  c.block_k = kBlockK;
+  c.stages = 4;
+  c.group_m = 8;
+  // Rows per block: the problem's up to 128 (a plan's bucket sizes count rows per expert when grouped);
+  // wgrad's rows are N.
+  const int64_t rows = m;
+  c.block_m = rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
+  if (spec.pass == Pass::kWgrad && c.block_m < 32) c.block_m = 32;
+  c.block_n = 128;
+  // 4 warps up to 64 rows (warp tiles 16..32 x 64..128 / warps_n), 8 warps at 128 rows (64 x 32).
+  if (c.block_m == 128) {
+    c.warps_m = 2;
+    c.warps_n = 4;
+  } else {
+    c.warps_m = c.block_m >= 32 ? 2 : 1;
+    c.warps_n = 4 / c.warps_m;
+  }
+  // Few tiles: narrower columns so more blocks stream the weights.
+  const int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((v.n + c.block_n - 1) / c.block_n) *
+                        (spec.op == Op::kGroupedGemm && spec.pass == Pass::kWgrad ? std::max(spec.experts, 1) : 1);
+  if (tiles < arch.sms() && v.n > 64) {
+    c.block_n = 64;
+    c.warps_n = std::min(c.warps_n, 4);
+    while (c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
+  }
+  while (!sm80_backward_check_config(spec, arch, c).ok() && c.stages > 2) --c.stages;
+  return c;
+}
+
+}  // namespace kiln
