@@ -14,8 +14,6 @@ namespace {
 using std::string;
 using std::to_string;
 
-constexpr int kBlockK = 32;  // templates/kernels/sm80_backward.cuh: reduction rows per stage
-
 bool is16(Format f) { return f == Format::kBf16 || f == Format::kF16; }
 
 // b's scale: what the kernel folds or applies for each quantized format.
@@ -70,18 +68,18 @@ Status sm80_backward_supports(const KernelSpec& spec) {
 }
 
 int sm80_backward_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
-  const int raw = kBlockK * cfg.block_n * bits_b(spec) / 8;
-  const int conv = is16(spec.b.format) ? 0 : kBlockK * cfg.block_n * 2;
-  return cfg.stages * (cfg.block_m * kBlockK * 2 + raw) + conv;
+  const int raw = cfg.block_k * cfg.block_n * bits_b(spec) / 8;
+  const int conv = is16(spec.b.format) ? 0 : cfg.block_k * cfg.block_n * 2;
+  return cfg.stages * (cfg.block_m * cfg.block_k * 2 + raw) + conv;
 }
 
 Status sm80_backward_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (backward): ";
   if (cfg.decode != 0)
     return InvalidArgument(name + "decode=" + to_string(cfg.decode) + "; backward passes have no decode kernel (decode 0)");
-  if (cfg.block_k != kBlockK)
-    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + "; the backward kernel stages " +
-                           to_string(kBlockK) + " reduction rows (block_k 32)");
+  if (cfg.block_k != 32 && cfg.block_k != 64 && cfg.block_k != 128)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
+                           "; the backward kernel stages 32, 64 or 128 reduction rows (block_k)");
   const struct {
     const char* field;
     int v;
@@ -122,34 +120,32 @@ Status sm80_backward_check_config(const KernelSpec& spec, const Arch& arch, cons
 }
 
 TileConfig sm80_backward_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  // Measured on an H200 (kiln run, frozen MXFP4 grouped dgrad of gpt-oss-20b's gate|up, docs/performance.md):
+  // at 8 rows per expert 16 x 64 tiles with 64 reduction rows per stage beat 32 and 128; at 32 rows 32 x 64
+  // with 32; at 1024 rows and on dense 4096-row problems 128 x 256 tiles of 16 warps beat 128 x 128.
   const ProblemSizes v = gemm_sizes(spec, sizes);
-  const int64_t m = std::max<int64_t>(v.m, 1);
-  TileConfig c;
-  c.block_k = kBlockK;
-  c.stages = 4;
-  c.group_m = 8;
-  // Rows per block: the problem's up to 128 (a plan's bucket sizes count rows per expert when grouped);
-  // wgrad's rows are N.
-  const int64_t rows = m;
-  c.block_m = rows <= 16 ? 16 : rows <= 32 ? 32 : rows <= 64 ? 64 : 128;
-  if (spec.pass == Pass::kWgrad && c.block_m < 32) c.block_m = 32;
-  c.block_n = 128;
-  // 4 warps up to 64 rows (warp tiles 16..32 x 64..128 / warps_n), 8 warps at 128 rows (64 x 32).
-  if (c.block_m == 128) {
-    c.warps_m = 2;
-    c.warps_n = 4;
-  } else {
-    c.warps_m = c.block_m >= 32 ? 2 : 1;
-    c.warps_n = 4 / c.warps_m;
-  }
-  // Few tiles: narrower columns so more blocks stream the weights.
-  const int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((v.n + c.block_n - 1) / c.block_n) *
-                        (spec.op == Op::kGroupedGemm && spec.pass == Pass::kWgrad ? std::max(spec.experts, 1) : 1);
-  if (tiles < arch.sms() && v.n > 64) {
-    c.block_n = 64;
-    c.warps_n = std::min(c.warps_n, 4);
-    while (c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
-  }
+  const int64_t m = std::max<int64_t>(v.m, 1);  // a plan's bucket rows: per expert when grouped; wgrad: N
+  const int64_t groups = spec.op == Op::kGroupedGemm && spec.pass == Pass::kWgrad ? std::max(spec.experts, 1) : 1;
+  auto make = [](int bm, int bn, int bk, int stages, int wm, int wn) {
+    TileConfig c;
+    c.block_m = bm;
+    c.block_n = bn;
+    c.block_k = bk;
+    c.stages = stages;
+    c.warps_m = wm;
+    c.warps_n = wn;
+    c.group_m = 8;
+    return c;
+  };
+  auto tiles = [&](const TileConfig& c) {
+    return ((m + c.block_m - 1) / c.block_m) * ((v.n + c.block_n - 1) / c.block_n) * groups;
+  };
+  const bool wgrad = spec.pass == Pass::kWgrad;  // block_m 32 or a multiple of 64
+  TileConfig c = m <= 16 && !wgrad ? make(16, 64, 64, 4, 1, 4)
+                 : m <= 32         ? make(32, 64, 32, 4, 2, 2)
+                 : m <= 64         ? make(64, 64, 32, 4, 2, 2)
+                                   : make(128, 256, 32, 3, 4, 4);
+  if (c.block_m == 128 && tiles(c) < arch.sms()) c = make(128, 128, 32, 4, 2, 4);
   while (!sm80_backward_check_config(spec, arch, c).ok() && c.stages > 2) --c.stages;
   return c;
 }

@@ -7,7 +7,7 @@
 //                   m for X), 1x128 or 128x128 scale (f32 or ue8m0 blocks): W (dgrad) or X (wgrad) in
 //                   their stored format, dequantized to bf16 in shared memory
 // dgrad and wgrad, dense or grouped (offsets, masked; grouped wgrad reduces over each expert's rows).
-// Outputs bf16, f16 or f32. Configs: block_k 32; block_n 32 or a multiple of 64; wgrad block_m 32 or a
+// Outputs bf16, f16 or f32. Configs: block_k 32, 64 or 128; block_n 32 or a multiple of 64; wgrad block_m 32 or a
 // multiple of 64; no cluster, split-K, TMA store, ping-pong or decode fields.
 //
 //   if (sm80_backward_supports(spec).ok()) ...                 // backward_family's portable choice

@@ -20,8 +20,8 @@
 //   global are one factor of the whole sum: applied to the f32 accumulator at the store.
 //
 // Design (one block = one block_m x block_n output tile, warps_m x warps_n warps of m16 x n8 mmas):
-// 1. K tiles of 32 reduction rows. Per stage: A as [block_m][32] (dgrad; 64-byte rows) or [32][block_m]
-//    (wgrad), and B's 32 stored rows of block_n elements (16-bit) or their raw bytes. 16-byte cp.async
+// 1. K tiles of block_k (32, 64 or 128) reduction rows. Per stage: A as [block_m][block_k] (dgrad) or
+//    [block_k][block_m] (wgrad), and B's block_k stored rows of block_n elements (16-bit) or their raw bytes. 16-byte cp.async
 //    chunks, zero-filled past the reduction's end, past M / N and past the tile's columns.
 // 2. Shared tiles of 16-bit elements are swizzled by 16-byte chunk (chunk ^ (row & 7) for rows of a
 //    multiple of 128 bytes, chunk ^ ((row >> 1) & 3) for 64-byte rows: kernels/sm80_smem.cuh), so the
@@ -41,12 +41,12 @@
 //    where the row stride and the base allow it; rows and columns past the output are never written.
 //
 // Preconditions the planner checks (compiler/plan sm80_backward_check_config, check_backward_rows):
-// rows of every operand a whole number of 16 bytes; block_k 32; block_n 32 or a multiple of 64 (and
+// rows of every operand a whole number of 16 bytes; block_k 32, 64 or 128; block_n 32 or a multiple of 64 (and
 // of 16 per warp); wgrad block_m 32 or a multiple of 64; dequantized b with bf16 dY.
 //
 // Instantiated by generated code (compiler/emit) like sm80_gemm, entry kiln_sm80_gemm, with
-// stages * (block_m * 64 + 32 * block_n * bits(b) / 8) bytes of dynamic shared memory, plus 64 *
-// block_n for the converted tile when b is quantized (compiler/plan smem_bytes).
+// stages * block_k * (2 * block_m + block_n * bits(b) / 8) bytes of dynamic shared memory, plus 2 *
+// block_k * block_n for the converted tile when b is quantized (compiler/plan smem_bytes).
 #pragma once
 
 #include "common/decode.cuh"
@@ -77,7 +77,7 @@ struct Backward {
   static constexpr bool kKGrouped = kWgrad && Config::kGrouping != Grouping::kDense;
   static constexpr int kBlockM = Config::kBlockM;
   static constexpr int kBlockN = Config::kBlockN;
-  static constexpr int kBlockK = 32;  // reduction rows per stage
+  static constexpr int kBlockK = Config::kBlockK;  // reduction rows per stage: 32, 64 or 128
   static constexpr int kStages = Config::kStages;
   static constexpr int kWarpsM = Config::kWarpsM;
   static constexpr int kWarpsN = Config::kWarpsN;
@@ -130,7 +130,7 @@ struct Backward {
                 "b is dY's 16-bit format (high_precision), or a quantized format with bf16 dY (dequantized)");
   static_assert(kOut == Format::kBf16 || kOut == Format::kF16 || kOut == Format::kF32,
                 "the output is bf16, f16 or f32");
-  static_assert(Config::kBlockK == kBlockK, "block_k is 32 reduction rows");
+  static_assert(kBlockK == 32 || kBlockK == 64 || kBlockK == 128, "block_k is 32, 64 or 128 reduction rows");
   static_assert(kBlockM % (16 * kWarpsM) == 0, "each warp owns a whole number of m16 fragments");
   static_assert(kBlockN % (16 * kWarpsN) == 0, "each warp owns an even number of n8 fragments (ldmatrix.x4)");
   static_assert(kRowBytesB16 == 64 || kRowBytesB16 % 128 == 0, "block_n is 32 or a multiple of 64");
