@@ -120,12 +120,14 @@ Status sm80_backward_check_config(const KernelSpec& spec, const Arch& arch, cons
 }
 
 TileConfig sm80_backward_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
-  // Measured on an H200 (kiln run, frozen MXFP4 grouped dgrad of gpt-oss-20b's gate|up, docs/performance.md):
-  // at 8 rows per expert 16 x 64 tiles with 64 reduction rows per stage beat 32 and 128; at 32 rows 32 x 64
-  // with 32; at 1024 rows and on dense 4096-row problems 128 x 256 tiles of 16 warps beat 128 x 128.
+  // Measured on an H200 (frozen MXFP4 grouped dgrad of gpt-oss-20b's experts, graph replay,
+  // docs/performance.md): at 8-16 rows per expert 16 x 64 tiles with 32 reduction rows per stage (64 rows
+  // took 1.25x longer); at 32 rows 32 x 64; at 1024 rows per expert and on dense 4096-row problems 128 x 256
+  // tiles of 16 warps (1.35-1.5x faster than 128 x 128).
   const ProblemSizes v = gemm_sizes(spec, sizes);
   const int64_t m = std::max<int64_t>(v.m, 1);  // a plan's bucket rows: per expert when grouped; wgrad: N
-  const int64_t groups = spec.op == Op::kGroupedGemm && spec.pass == Pass::kWgrad ? std::max(spec.experts, 1) : 1;
+  // Tiles of all experts: a grouped plan's bucket rows are per expert (dgrad), and grouped wgrad tiles N x K per expert.
+  const int64_t groups = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
   auto make = [](int bm, int bn, int bk, int stages, int wm, int wn) {
     TileConfig c;
     c.block_m = bm;
@@ -141,7 +143,7 @@ TileConfig sm80_backward_default_config(const KernelSpec& spec, const Arch& arch
     return ((m + c.block_m - 1) / c.block_m) * ((v.n + c.block_n - 1) / c.block_n) * groups;
   };
   const bool wgrad = spec.pass == Pass::kWgrad;  // block_m 32 or a multiple of 64
-  TileConfig c = m <= 16 && !wgrad ? make(16, 64, 64, 4, 1, 4)
+  TileConfig c = m <= 16 && !wgrad ? make(16, 64, 32, 4, 1, 4)
                  : m <= 32         ? make(32, 64, 32, 4, 2, 2)
                  : m <= 64         ? make(64, 64, 32, 4, 2, 2)
                                    : make(128, 256, 32, 3, 4, 4);
