@@ -3,7 +3,8 @@
 // default plan picks for a large and a small M bucket of dense bf16 dgrad, dense f16 wgrad, grouped offsets
 // bf16 dgrad and grouped masked f16 dgrad at M x N x K = 4096 x 7168 x 2048, a spread of the tuner's space
 // for the dense specs (at most 12 configs each), and the reference kernel of each spec: at most 36
-// compiles, on every core. Needs the CUDA toolkit's NVRTC, no GPU.
+// compiles, on every core; and the portable backward kernel for sm_80 and sm_90a (high_precision, grouped
+// wgrad, mode dequantized). Needs the CUDA toolkit's NVRTC, no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -49,12 +50,14 @@ struct Job {
   KernelFamily family;
   TileConfig cfg;
   std::string what;
+  std::optional<Arch> arch;  // default: the H200's sm_90a
 };
 
 StatusOr<CompiledKernel> emit_and_compile(const Job& j) {
-  auto k = emit_kernel(j.spec, j.family, j.cfg, h200());
+  const Arch a = j.arch.value_or(h200());
+  auto k = emit_kernel(j.spec, j.family, j.cfg, a);
   if (!k.ok()) return k.status();
-  return compile_cuda(k->source, h200(), CompileOptions{});
+  return compile_cuda(k->source, a, CompileOptions{});
 }
 
 // Compiles every job on every core (NVRTC compiles independent programs concurrently), then checks each
@@ -118,6 +121,40 @@ TEST(BackwardNvrtcTest, PlannedTunedAndReferenceKernelsCompileWithoutSpills) {
             {s, KernelFamily::kSm90Gemm, space[i], std::string(text) + " pinned " + space[i].to_string()});
     }
     jobs.push_back({s, KernelFamily::kReferenceGemm, TileConfig{}, std::string("reference ") + text});
+  }
+  EXPECT_LE(jobs.size(), 40u);
+  compile_all_clean(jobs);
+}
+
+// The portable backward kernel (kernels/sm80_backward.cuh) for sm_80 and sm_90a: high_precision, grouped
+// wgrad and mode dequantized, at the default configs of a large and a small M bucket, and the reference
+// kernel of each dequantized spec.
+TEST(BackwardNvrtcTest, PortableKernelsCompileForSm80AndSm90aWithoutSpills) {
+  const char* const specs[] = {
+      "gemm a=bf16 b=bf16 out=bf16 pass=dgrad",
+      "grouped_gemm[experts=8,layout=offsets] a=f16 b=f16 out=f32 pass=wgrad",
+      "grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad",
+      "grouped_gemm[experts=8,layout=masked] a=bf16 b=nvfp4 out=f32 pass=dgrad nvfp4_global=expert",
+      "gemm a=bf16 b=e4m3:block128x128 out=bf16 pass=dgrad",
+      "gemm a=bf16 b=mxfp8 out=f32 pass=wgrad",
+      "gemm a=bf16 b=e4m3:m out=bf16 pass=wgrad",
+  };
+  std::vector<Job> jobs;
+  for (const char* text : specs) {
+    const KernelSpec s = spec_of(text);
+    for (const char* arch_name : {"sm_80", "sm_90a"}) {
+      const Arch a = arch_with_gpu(*parse_arch(arch_name), *find_gpu(std::string(arch_name) == "sm_80" ? "a100" : "h200"));
+      std::vector<TileConfig> seen;
+      for (int64_t m : {int64_t{8192}, int64_t{8}}) {
+        const TileConfig c = default_config(s, a, KernelFamily::kSm80Gemm, {m, kSizes.n, kSizes.k});
+        if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+        seen.push_back(c);
+        jobs.push_back({s, KernelFamily::kSm80Gemm, c,
+                        std::string(text) + " " + arch_name + " bucket " + std::to_string(m) + " " + c.to_string(), a});
+      }
+    }
+    if (s.b.format != s.a.format)
+      jobs.push_back({s, KernelFamily::kReferenceGemm, TileConfig{}, std::string("reference ") + text});
   }
   EXPECT_LE(jobs.size(), 40u);
   compile_all_clean(jobs);
