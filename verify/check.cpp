@@ -202,11 +202,10 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     KILN_RETURN_IF_ERROR(dref.download(href.data(), href.size() * 4));
     // Which rows some expert owns (the rest must stay poisoned).
     std::vector<uint8_t> owned(static_cast<size_t>(out_rows), 1);
-    if (wgrad) {
-    } else if (spec.layout == GroupLayout::kMasked) {
+    if (!wgrad && spec.layout == GroupLayout::kMasked) {
       const auto* counts = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
       for (int64_t i = 0; i < rows; ++i) owned[static_cast<size_t>(i)] = (i % m) < counts[i / m];
-    } else if (spec.layout == GroupLayout::kOffsets) {
+    } else if (!wgrad && spec.layout == GroupLayout::kOffsets) {
       const auto* ends = reinterpret_cast<const int32_t*>(h.group_rows.bytes.data());
       for (int64_t i = 0; i < rows; ++i) owned[static_cast<size_t>(i)] = i < ends[experts - 1];
     }

@@ -350,11 +350,10 @@ Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, in
   h.a = tensor_of(random_codes(spec.a.format, rows, n, s),
                   masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n}, dtype_of(spec.a.format));
   const int ob = format_bits(spec.out.format) / 8;
-  if (!format_is_high_precision(spec.b.format)) {
-  } else if (dgrad) {
+  if (format_is_high_precision(spec.b.format) && dgrad) {
     h.b = tensor_of(random_codes(spec.b.format, experts * n, k, s),
                     grouped ? std::vector<int64_t>{experts, n, k} : std::vector<int64_t>{n, k}, dtype_of(spec.b.format));
-  } else {
+  } else if (format_is_high_precision(spec.b.format)) {
     h.b = tensor_of(random_codes(spec.b.format, rows, k, s),
                     masked ? std::vector<int64_t>{experts, m, k} : std::vector<int64_t>{rows, k}, dtype_of(spec.b.format));
   }

@@ -128,26 +128,16 @@ TileConfig sm80_backward_default_config(const KernelSpec& spec, const Arch& arch
   const int64_t m = std::max<int64_t>(v.m, 1);  // a plan's bucket rows: per expert when grouped; wgrad: N
   // Tiles of all experts: a grouped plan's bucket rows are per expert (dgrad), and grouped wgrad tiles N x K per expert.
   const int64_t groups = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
-  auto make = [](int bm, int bn, int bk, int stages, int wm, int wn) {
-    TileConfig c;
-    c.block_m = bm;
-    c.block_n = bn;
-    c.block_k = bk;
-    c.stages = stages;
-    c.warps_m = wm;
-    c.warps_n = wn;
-    c.group_m = 8;
-    return c;
-  };
   auto tiles = [&](const TileConfig& c) {
     return ((m + c.block_m - 1) / c.block_m) * ((v.n + c.block_n - 1) / c.block_n) * groups;
   };
   const bool wgrad = spec.pass == Pass::kWgrad;  // block_m 32 or a multiple of 64
-  TileConfig c = m <= 16 && !wgrad ? make(16, 64, 32, 4, 1, 4)
-                 : m <= 32         ? make(32, 64, 32, 4, 2, 2)
-                 : m <= 64         ? make(64, 64, 32, 4, 2, 2)
-                                   : make(128, 256, 32, 3, 4, 4);
-  if (c.block_m == 128 && tiles(c) < arch.sms()) c = make(128, 128, 32, 4, 2, 4);
+  // {block_m, block_n, block_k, stages, warps_m, warps_n}; group_m 8, the rest at their defaults.
+  TileConfig c = m <= 16 && !wgrad ? TileConfig{16, 64, 32, 4, 1, 4}
+                 : m <= 32         ? TileConfig{32, 64, 32, 4, 2, 2}
+                 : m <= 64         ? TileConfig{64, 64, 32, 4, 2, 2}
+                                   : TileConfig{128, 256, 32, 3, 4, 4};
+  if (c.block_m == 128 && tiles(c) < arch.sms()) c = TileConfig{128, 128, 32, 4, 2, 4};
   while (!sm80_backward_check_config(spec, arch, c).ok() && c.stages > 2) --c.stages;
   return c;
 }

@@ -113,28 +113,9 @@ TEST(BackwardGpu, PinnedConfigs) {
 // Runs one plan twice on the same inputs; the outputs must be bitwise equal (no atomics on these paths).
 TEST(BackwardGpu, RepeatRunsAreBitwiseEqual) {
   KILN_REQUIRE_SM90();
-  for (const char* pass : {"dgrad", "wgrad"}) {
-    const std::string text = std::string("gemm a=bf16 b=bf16 out=f32 pass=") + pass;
-    const int64_t m = 1000, n = 768, k = 520;
-    ScopedContext ctx;
-    ASSERT_TRUE(ctx.enter(*Driver::get(), 0).ok());
-    auto plan = runtime().plan(spec_of(text), {m, n, k});
-    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-    uint64_t seed = 7;
-    auto h = random_operands(plan->spec(), m, n, k, {}, seed);
-    ASSERT_TRUE(h.ok()) << h.status().to_string();
-    auto dev = DeviceOperands::upload(*h);
-    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
-    std::vector<std::vector<uint8_t>> outs;
-    for (int rep = 0; rep < 2; ++rep) {
-      ASSERT_TRUE(dev->out().fill_bytes(0xFF).ok());
-      ASSERT_TRUE(plan->run(dev->operands(), nullptr, 0, nullptr).ok());
-      std::vector<uint8_t> o(h->out.bytes.size());
-      ASSERT_TRUE(dev->out().download(o.data(), o.size()).ok());
-      outs.push_back(std::move(o));
-    }
-    EXPECT_EQ(outs[0], outs[1]) << text;
-  }
+  for (const char* pass : {"dgrad", "wgrad"})
+    test::expect_repeat_runs_bitwise_equal(runtime(), std::string("gemm a=bf16 b=bf16 out=f32 pass=") + pass, 1000,
+                                           768, 520);
 }
 
 // wgrad over no rows: dW = 0 (the kernel runs with an empty reduction and writes zeros).

@@ -133,27 +133,10 @@ TEST(BackwardPortableGpu, RepeatRunsAreBitwiseEqual) {
   for (const char* text : {"gemm a=bf16 b=mxfp4 out=f32 pass=dgrad",
                            "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad"}) {
     const int64_t m = 1000, n = 768, k = 512;
-    ScopedContext ctx;
-    ASSERT_TRUE(ctx.enter(*Driver::get(), 0).ok());
     PlanOptions po;
     po.family = KernelFamily::kSm80Gemm;
     po.config = default_config(spec_of(text), Arch{9, 0, true}, KernelFamily::kSm80Gemm, {m, n, k});
-    auto plan = runtime().plan(spec_of(text), {m, n, k}, po);
-    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-    uint64_t seed = 7;
-    auto h = random_operands(plan->spec(), m, n, k, {}, seed);
-    ASSERT_TRUE(h.ok()) << h.status().to_string();
-    auto dev = DeviceOperands::upload(*h);
-    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
-    std::vector<std::vector<uint8_t>> outs;
-    for (int rep = 0; rep < 2; ++rep) {
-      ASSERT_TRUE(dev->out().fill_bytes(0xFF).ok());
-      ASSERT_TRUE(plan->run(dev->operands(), nullptr, 0, nullptr).ok());
-      std::vector<uint8_t> o(h->out.bytes.size());
-      ASSERT_TRUE(dev->out().download(o.data(), o.size()).ok());
-      outs.push_back(std::move(o));
-    }
-    EXPECT_EQ(outs[0], outs[1]) << text;
+    test::expect_repeat_runs_bitwise_equal(runtime(), text, m, n, k, po);
   }
 }
 
