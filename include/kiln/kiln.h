@@ -149,6 +149,17 @@ kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size,
  * "wgrad", mode "high_precision" or "dequantized" (NULL: high_precision); gradients bf16, dW f32. */
 kiln_status kiln_derive_backward(const char* fprop_spec, const char* mode, const char* pass, char* buf,
                                  size_t buf_size, size_t* needed);
+/* The same with the gradient formats chosen: options->grad names dY's and dX's format ("bf16" or "f16";
+ * NULL: bf16), options->wgrad_out dW's ("bf16", "f16" or "f32"; NULL: f32), options->mode as above. A
+ * framework that writes dW straight into a bf16 parameter's .grad asks for wgrad_out "bf16". */
+typedef struct kiln_backward_options {
+  size_t struct_size;     /* sizeof(kiln_backward_options) */
+  const char* mode;       /* "high_precision" (NULL), "dequantized" or "quantized" */
+  const char* grad;       /* dY and dX: "bf16" (NULL) or "f16" */
+  const char* wgrad_out;  /* dW: "f32" (NULL), "bf16" or "f16" */
+} kiln_backward_options;
+kiln_status kiln_derive_backward_with(const char* fprop_spec, const kiln_backward_options* options,
+                                      const char* pass, char* buf, size_t buf_size, size_t* needed);
 
 #ifdef __cplusplus
 }

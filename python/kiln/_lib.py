@@ -45,6 +45,15 @@ class PlanOptions(ctypes.Structure):
     ]
 
 
+class BackwardOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("mode", ctypes.c_char_p),
+        ("grad", ctypes.c_char_p),
+        ("wgrad_out", ctypes.c_char_p),
+    ]
+
+
 class Operands(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -100,7 +109,7 @@ def _candidates():
 
 
 # Entry points newer than the first release: the binding still loads a library without them.
-_OPTIONAL = {"kiln_plan_compile", "kiln_plan_mx_prepass_workspace_size"}
+_OPTIONAL = {"kiln_plan_compile", "kiln_plan_mx_prepass_workspace_size", "kiln_derive_backward_with"}
 
 
 def _declare(lib):
@@ -132,6 +141,11 @@ def _declare(lib):
         "kiln_derive_backward": (
             c_status,
             [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, size_p],
+        ),
+        "kiln_derive_backward_with": (
+            c_status,
+            [ctypes.c_char_p, ctypes.POINTER(BackwardOptions), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+             size_p],
         ),
     }
     for name, (restype, argtypes) in sigs.items():

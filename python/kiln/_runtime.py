@@ -23,13 +23,27 @@ def canonicalize(spec: str) -> str:
     return _lib.call_with_buffer(lib.kiln_spec_canonicalize, spec.encode("utf-8"))
 
 
-def derive_backward(spec: str, mode: str = "high_precision") -> tuple:
+def derive_backward(spec: str, mode: str = "high_precision", grad: str = "bf16", wgrad_out: str = "f32") -> tuple:
     """The (dgrad, wgrad) specs of a forward GEMM spec in mode "high_precision" or "dequantized"
-    (docs/backward.md): canonical texts, with bf16 gradients and an f32 dW."""
+    (docs/backward.md), as canonical texts: dY and dX in grad ("bf16" or "f16"), dW in wgrad_out
+    ("f32", "bf16" or "f16")."""
     lib = _lib.lib()
+    if (grad, wgrad_out) == ("bf16", "f32"):
+        return tuple(
+            _lib.call_with_buffer(lib.kiln_derive_backward, spec.encode("utf-8"), mode.encode("utf-8"), p)
+            for p in (b"dgrad", b"wgrad")
+        )
+    fn = getattr(lib, "kiln_derive_backward_with", None)
+    if fn is None:
+        raise KilnError(Status.UNSUPPORTED,
+                        f"kiln.derive_backward: {_lib.loaded_name()} predates the grad / wgrad_out options")
+    opts = _lib.BackwardOptions()
+    opts.struct_size = ctypes.sizeof(_lib.BackwardOptions)
+    opts.mode = mode.encode("utf-8")
+    opts.grad = grad.encode("utf-8")
+    opts.wgrad_out = wgrad_out.encode("utf-8")
     return tuple(
-        _lib.call_with_buffer(lib.kiln_derive_backward, spec.encode("utf-8"), mode.encode("utf-8"), p)
-        for p in (b"dgrad", b"wgrad")
+        _lib.call_with_buffer(fn, spec.encode("utf-8"), ctypes.byref(opts), p) for p in (b"dgrad", b"wgrad")
     )
 
 

@@ -41,6 +41,16 @@ def test_derive_backward_gives_both_passes():
     assert info.value.status == kiln.Status.UNSUPPORTED
 
 
+def test_derive_backward_takes_the_gradient_formats():
+    dgrad, wgrad = kiln.derive_backward("gemm a=f16 b=f16 out=f16", grad="f16", wgrad_out="bf16")
+    assert dgrad == "gemm a=f16 b=f16 out=f16 pass=dgrad"
+    assert wgrad == "gemm a=f16 b=f16 out=bf16 pass=wgrad"
+    with pytest.raises(kiln.KilnError) as info:
+        kiln.derive_backward("gemm a=bf16 b=bf16 out=bf16", wgrad_out="e4m3")
+    assert info.value.status == kiln.Status.INVALID_ARGUMENT
+    assert "wgrad_out 'e4m3'" in str(info.value)
+
+
 def test_canonicalize_error_names_the_position():
     with pytest.raises(kiln.KilnError) as info:
         kiln.canonicalize("gemm a=e4m4:tensor b=e4m3:tensor out=bf16")

@@ -393,6 +393,40 @@ TEST(CApiSpecTest, DeriveBackwardWritesEachPass) {
             KILN_ERROR_INVALID_ARGUMENT);
 }
 
+TEST(CApiSpecTest, DeriveBackwardWithChoosesTheGradientFormats) {
+  char buf[512];
+  kiln_backward_options o = {sizeof(o)};
+  o.wgrad_out = "bf16";
+  ASSERT_EQ(kiln_derive_backward_with("gemm a=bf16 b=bf16 out=bf16", &o, "wgrad", buf, sizeof(buf), nullptr), KILN_OK)
+      << last_error();
+  EXPECT_EQ(std::string(buf), "gemm a=bf16 b=bf16 out=bf16 pass=wgrad");
+  o.grad = "f16";
+  o.wgrad_out = nullptr;
+  ASSERT_EQ(kiln_derive_backward_with("gemm a=f16 b=f16 out=f16", &o, "dgrad", buf, sizeof(buf), nullptr), KILN_OK)
+      << last_error();
+  EXPECT_EQ(std::string(buf), "gemm a=f16 b=f16 out=f16 pass=dgrad");
+  o = {sizeof(o)};
+  o.mode = "dequantized";
+  ASSERT_EQ(kiln_derive_backward_with("gemm a=bf16 b=nvfp4 out=bf16", &o, "dgrad", buf, sizeof(buf), nullptr), KILN_OK)
+      << last_error();
+  EXPECT_EQ(std::string(buf), "gemm a=bf16 b=nvfp4 out=bf16 pass=dgrad");
+  o.grad = "f32";  // dY is never f32
+  EXPECT_EQ(kiln_derive_backward_with("gemm a=bf16 b=bf16 out=bf16", &o, "dgrad", buf, sizeof(buf), nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("grad 'f32'; expected bf16, f16"), std::string::npos) << last_error();
+  o = {sizeof(o)};
+  o.wgrad_out = "e4m3";
+  EXPECT_EQ(kiln_derive_backward_with("gemm a=bf16 b=bf16 out=bf16", &o, "wgrad", buf, sizeof(buf), nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("wgrad_out 'e4m3'"), std::string::npos) << last_error();
+  EXPECT_EQ(kiln_derive_backward_with("gemm a=bf16 b=bf16 out=bf16", nullptr, "wgrad", buf, sizeof(buf), nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  o.struct_size = 4;
+  EXPECT_EQ(kiln_derive_backward_with("gemm a=bf16 b=bf16 out=bf16", &o, "wgrad", buf, sizeof(buf), nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("struct_size"), std::string::npos) << last_error();
+}
+
 TEST(CApiErrorTest, LastErrorIsPerThread) {
   EXPECT_EQ(kiln_runtime_create(nullptr, nullptr), KILN_ERROR_INVALID_ARGUMENT);
   const std::string mine = last_error();
