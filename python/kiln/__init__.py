@@ -7,24 +7,29 @@
 
     kiln.canonicalize("gemm a=e4m3 b=e4m3 out=bf16")   # no GPU, no torch needed
 
-torch is imported only by Plan.run; parsing, canonicalizing and planning need neither torch nor a GPU.
+Training layers (autograd, recipes, frozen packed weights): kiln.torch (docs/training.md).
+torch is imported only by Plan.run and kiln.torch; parsing, canonicalizing and planning need neither torch nor a GPU.
 Failures raise kiln.KilnError carrying kiln's status and message. Where libkiln.so is found:
 kiln._lib (KILN_LIBRARY, then the checkout's build tree, then the system loader); kiln.library_path().
 """
 
 from ._errors import KilnError, LibraryNotFoundError, Status
+from ._recipes import LayerSpecs, Recipe, recipe
 from ._runtime import Plan, Runtime, canonicalize, derive_backward, library_path, version
 
 __version__ = "0.1.0"
 
 __all__ = [
     "KilnError",
+    "LayerSpecs",
     "LibraryNotFoundError",
     "Plan",
+    "Recipe",
     "Runtime",
     "Status",
     "canonicalize",
     "derive_backward",
     "library_path",
+    "recipe",
     "version",
 ]

@@ -1,0 +1,97 @@
+"""Training recipes: which kiln specs a layer's forward, dgrad and wgrad run (no torch, no GPU).
+
+A recipe names the weight's format, whether the weight trains, and the backward mode
+(docs/training.md). kiln.torch builds its autograd functions from these specs; they are plain
+spec texts, so they can be planned, compiled or tuned like any other (`kiln tune`, kiln.Runtime).
+
+    r = kiln.recipe("mxfp4_frozen")
+    specs = r.specs(experts=32, bias=True)
+    specs.forward   # 'grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 epilogue="out = acc + bias[e,n]"'
+    specs.dgrad     # 'grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad'
+    specs.wgrad     # None: a frozen weight has no gradient
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ._errors import KilnError, Status
+from ._runtime import canonicalize, derive_backward
+
+
+@dataclass(frozen=True)
+class LayerSpecs:
+    """The canonical specs of one layer: forward (with the bias epilogue when the layer has a bias),
+    dgrad, and wgrad (None for a frozen weight)."""
+
+    forward: str
+    dgrad: str
+    wgrad: Optional[str]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """name: the recipe's name. weight: the format the forward GEMM reads W in ("bf16", "mxfp4",
+    "nvfp4"). frozen: W has no gradient (its packed codes are buffers, not parameters). backward:
+    the backward mode of dgrad ("high_precision" or "dequantized")."""
+
+    name: str
+    weight: str
+    frozen: bool
+    backward: str
+    activation: str = "bf16"
+
+    def specs(self, experts: int = 0, bias: bool = False, wgrad_out: str = "f32",
+              nvfp4_global: str = "tensor") -> LayerSpecs:
+        """The layer's specs: dense for experts == 0, else grouped over `experts` with the offsets
+        layout. bias: the forward adds a bias (per expert when grouped) in its epilogue. wgrad_out: dW's
+        format ("f32", "bf16" or "f16"). nvfp4_global: "tensor" or "expert" (NVFP4 weights' global
+        decode scale, grouped only)."""
+        if experts < 0:
+            raise KilnError(Status.INVALID_ARGUMENT, f"recipe {self.name}: experts={experts}; expected >= 0")
+        if nvfp4_global not in ("tensor", "expert"):
+            raise KilnError(Status.INVALID_ARGUMENT,
+                            f"recipe {self.name}: nvfp4_global={nvfp4_global!r}; expected 'tensor' or 'expert'")
+        op = f"grouped_gemm[experts={experts},layout=offsets]" if experts else "gemm"
+        plain = f"{op} a={self.activation} b={self.weight} out={self.activation}"
+        if self.weight == "nvfp4" and nvfp4_global == "expert":
+            if not experts:
+                raise KilnError(Status.INVALID_ARGUMENT,
+                                f"recipe {self.name}: nvfp4_global='expert' needs a grouped layer (experts > 0)")
+            plain += " nvfp4_global=expert"
+        plain = canonicalize(plain)
+        forward = plain
+        if bias:
+            index = "e,n" if experts else "n"
+            forward = canonicalize(f'{plain} epilogue="out = acc + bias[{index}]"')
+        dgrad, wgrad = derive_backward(plain, self.backward, grad=self.activation, wgrad_out=wgrad_out)
+        return LayerSpecs(forward=forward, dgrad=dgrad, wgrad=None if self.frozen else wgrad)
+
+
+RECIPES = {
+    "bf16": Recipe("bf16", weight="bf16", frozen=False, backward="high_precision"),
+    "mxfp4_frozen": Recipe("mxfp4_frozen", weight="mxfp4", frozen=True, backward="dequantized"),
+    "nvfp4_frozen": Recipe("nvfp4_frozen", weight="nvfp4", frozen=True, backward="dequantized"),
+}
+
+# Recipes of the training design that kiln does not run yet, with what is missing.
+_NOT_YET = {
+    "fp8_tensor": "trainable FP8 weights (per-tensor current scaling) need the fused row + column quantize pass",
+    "fp8_block": "trainable FP8 weights (1x128 / 128x128 blocks) need the fused row + column quantize pass",
+    "mxfp8": "trainable MXFP8 weights need the fused row + column quantize pass",
+    "nvfp4": "trainable NVFP4 weights need the fused row + column quantize pass",
+}
+
+
+def recipe(name) -> Recipe:
+    """The Recipe named `name` (a Recipe passes through). Unknown names are INVALID_ARGUMENT listing the
+    known ones; recipes kiln does not run yet are UNSUPPORTED with the reason."""
+    if isinstance(name, Recipe):
+        return name
+    if not isinstance(name, str):
+        raise KilnError(Status.INVALID_ARGUMENT, f"recipe must be a name or a kiln.Recipe, got {type(name).__name__}")
+    found = RECIPES.get(name)
+    if found is not None:
+        return found
+    if name in _NOT_YET:
+        raise KilnError(Status.UNSUPPORTED, f"recipe {name!r}: {_NOT_YET[name]}; available: {', '.join(RECIPES)}")
+    raise KilnError(Status.INVALID_ARGUMENT, f"unknown recipe {name!r}; available: {', '.join(RECIPES)}")

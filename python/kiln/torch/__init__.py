@@ -1,0 +1,34 @@
+"""kiln.torch: PyTorch training layers whose forward, dgrad and wgrad are kiln plans (docs/training.md).
+
+    import torch, kiln.torch as kt
+    layer = kt.Linear(4096, 14336, recipe="bf16", device="cuda")          # trainable bf16 weight
+    y = layer(x)                                                          # x [..., 4096] bfloat16
+    y.sum().backward()                                                    # dX, dW, db through kiln
+
+    base = kt.GroupedLinear.from_float(w_bf16, recipe="mxfp4_frozen")     # packed MXFP4 experts, frozen
+    y = base(x_sorted, offsets)                                           # gradients still reach x
+
+Recipes (kiln.recipe): "bf16", "mxfp4_frozen", "nvfp4_frozen". The operator torch.ops.kiln.gemm has
+a fake implementation, so torch.compile traces the layers; call prepare(model) before CUDA-graph capture.
+Importing this module imports torch; `import kiln` alone does not.
+"""
+
+from .._recipes import RECIPES, LayerSpecs, Recipe, recipe
+from ._functional import grouped_linear, linear
+from ._modules import GroupedLinear, Linear, PackedWeight, prepare, quantize_weight
+from ._ops import runtime
+
+__all__ = [
+    "RECIPES",
+    "GroupedLinear",
+    "LayerSpecs",
+    "Linear",
+    "PackedWeight",
+    "Recipe",
+    "grouped_linear",
+    "linear",
+    "prepare",
+    "quantize_weight",
+    "recipe",
+    "runtime",
+]

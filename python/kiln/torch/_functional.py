@@ -1,0 +1,166 @@
+"""linear / grouped_linear: autograd functions whose forward, dgrad and wgrad are kiln plans."""
+
+import functools
+from typing import NamedTuple, Optional
+
+import torch
+
+from .._errors import KilnError, Status
+from .._recipes import Recipe, recipe as _recipe
+from ._ops import gemm
+
+_TORCH_FORMAT = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
+
+
+class _Layer(NamedTuple):
+    """What one call needs besides its tensors (hashable: the plans are cached by these texts)."""
+
+    forward: str
+    dgrad: str
+    wgrad: Optional[str]
+    n: int
+    k: int
+    experts: int
+
+
+@functools.lru_cache(maxsize=None)
+def _layer(rec: Recipe, experts: int, bias: bool, wgrad_out: str, nvfp4_global: str, n: int, k: int) -> _Layer:
+    specs = rec.specs(experts=experts, bias=bias, wgrad_out=wgrad_out, nvfp4_global=nvfp4_global)
+    return _Layer(specs.forward, specs.dgrad, specs.wgrad, n, k, experts)
+
+
+def _fail(message: str):
+    raise KilnError(Status.INVALID_ARGUMENT, message)
+
+
+def _check_activation(where: str, rec: Recipe, x: torch.Tensor, k: int):
+    if not isinstance(x, torch.Tensor):
+        _fail(f"{where}: x must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_cuda:
+        _fail(f"{where}: x is on {x.device}; kiln runs on CUDA devices")
+    if x.dtype != torch.bfloat16:
+        _fail(f"{where}: recipe {rec.name} takes bfloat16 x, got {x.dtype} (cast with x.to(torch.bfloat16))")
+    if x.dim() < 1 or x.shape[-1] != k:
+        _fail(f"{where}: x has shape {list(x.shape)}; its last dimension must be the weight's in_features {k}")
+
+
+def _weight_dims(rec: Recipe, w: torch.Tensor, experts: int):
+    """(N, K) from the weight tensor: bf16 [.., N, K]; packed FP4 uint8 [.., N, K/2], or gpt-oss's
+    [.., N, K/32, 16] (one more dimension)."""
+    lead = 1 if experts else 0
+    if rec.weight == "bf16":
+        return w.shape[-2], w.shape[-1]
+    if w.dtype != torch.uint8:
+        _fail(f"recipe {rec.name}: the packed weight must be uint8 (two E2M1 codes per byte), got {w.dtype}")
+    if w.dim() == lead + 3 and w.shape[-1] == 16:
+        return w.shape[-3], w.shape[-2] * 32
+    return w.shape[-2], w.shape[-1] * 2
+
+
+def _bias_grad(dy: torch.Tensor, offsets: Optional[torch.Tensor], experts: int) -> torch.Tensor:
+    """Column sums of dY in fp32: per expert over its rows when grouped. Deterministic: no atomics."""
+    if not experts:
+        return dy.sum(dim=0, dtype=torch.float32)
+    # One more segment for the rows past offsets[-1] (none when offsets[-1] == M), so the lengths sum to
+    # M without reading offsets on the host.
+    ends = offsets.to(torch.int64)
+    bounds = torch.cat([ends.new_zeros(1), ends, ends.new_full((1,), dy.shape[0])])
+    sums = torch.segment_reduce(dy.float(), "sum", lengths=torch.diff(bounds), axis=0, unsafe=True)
+    return sums[:experts]
+
+
+class _KilnLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, w_scale, w_global, bias, offsets, main_grad, layer: _Layer):
+        spec = layer.forward if bias is not None else layer.forward.split(' epilogue="', 1)[0]
+        y = gemm(spec, layer.n, layer.k, x, w, w_scale, w_global, offsets, bias)
+        ctx.layer = layer
+        ctx.has_bias = bias is not None
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        ctx.save_for_backward(x if layer.wgrad is not None else None, w, w_scale, w_global, offsets, main_grad)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w, w_scale, w_global, offsets, main_grad = ctx.saved_tensors
+        layer = ctx.layer
+        dy = dy.contiguous()
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dx = gemm(layer.dgrad, layer.n, layer.k, dy, w, w_scale, w_global, offsets, None)
+        if layer.wgrad is not None and ctx.needs_input_grad[1]:
+            dw = gemm(layer.wgrad, layer.n, layer.k, dy, x, None, None, offsets, None)
+            if main_grad is not None:
+                main_grad.add_(dw)
+                dw = None
+        if ctx.has_bias and ctx.needs_input_grad[4]:
+            db = _bias_grad(dy, offsets, layer.experts).to(ctx.bias_dtype)
+        return dx, dw, None, None, db, None, None, None
+
+
+def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts, nvfp4_global):
+    n, k = _weight_dims(rec, w, experts)
+    _check_activation(where, rec, x2d, k)
+    if rec.weight == "bf16":
+        if w.dtype != torch.bfloat16:
+            _fail(f"{where}: recipe {rec.name} takes a bfloat16 weight, got {w.dtype}")
+    elif w_scale is None:
+        _fail(f"{where}: recipe {rec.name} needs the weight's block scales (weight_scale)")
+    if rec.weight == "nvfp4" and w_global is None:
+        _fail(f"{where}: recipe {rec.name} needs the weight's global decode scale (weight_global, f32)")
+    if main_grad is not None and (main_grad.dtype != torch.float32 or main_grad.shape != w.shape):
+        _fail(f"{where}: main_grad must be float32 with the weight's shape {list(w.shape)}, "
+              f"got {main_grad.dtype} {list(main_grad.shape)}")
+    wgrad_out = "f32" if main_grad is not None else _TORCH_FORMAT.get(w.dtype, "f32")
+    layer = _layer(rec, experts, bias is not None, wgrad_out, nvfp4_global, int(n), int(k))
+    return _KilnLinear.apply(x2d, w, w_scale, w_global, bias, offsets, main_grad, layer)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, recipe="bf16", *,
+           weight_scale: Optional[torch.Tensor] = None, weight_global: Optional[torch.Tensor] = None,
+           main_grad: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """y = x . weightᵀ (+ bias), like torch.nn.functional.linear, through kiln plans in the forward and
+    the backward (docs/training.md).
+
+    x: [..., K] bfloat16 on a CUDA device. weight: [N, K] bfloat16 for recipe "bf16"; the packed codes
+    for the frozen recipes (uint8 [N, K/2], or gpt-oss's [N, K/32, 16]) with weight_scale (uint8 E8M0
+    [N, K/32] for mxfp4, UE4M3 [N, K/16] for nvfp4) and, for nvfp4, weight_global (f32 [1]).
+    bias: [N] (any float dtype; its gradient comes back in its dtype).
+    main_grad: an fp32 tensor shaped like weight: dW is added to it and weight.grad stays None
+    (Megatron-style gradient accumulation across micro-batches)."""
+    rec = _recipe(recipe)
+    if not isinstance(weight, torch.Tensor) or weight.dim() < 2:
+        _fail("kiln.torch.linear: weight must be a 2-D tensor [N, K] (or gpt-oss's packed [N, K/32, 16])")
+    lead = x.shape[:-1] if isinstance(x, torch.Tensor) else ()
+    x2d = x.reshape(-1, x.shape[-1]) if isinstance(x, torch.Tensor) and x.dim() != 2 else x
+    if isinstance(x2d, torch.Tensor):
+        x2d = x2d.contiguous()
+    y = _run("kiln.torch.linear", rec, x2d, weight, weight_scale, weight_global, bias, None, main_grad, 0, "tensor")
+    return y.reshape(*lead, y.shape[-1])
+
+
+def grouped_linear(x: torch.Tensor, weight: torch.Tensor, offsets: torch.Tensor,
+                   bias: Optional[torch.Tensor] = None, recipe="bf16", *,
+                   weight_scale: Optional[torch.Tensor] = None, weight_global: Optional[torch.Tensor] = None,
+                   main_grad: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """y[rows of expert e] = x[rows of e] . weight[e]ᵀ (+ bias[e]) for tokens sorted by expert.
+
+    x: [M, K] bfloat16, the rows of expert e at offsets[e-1]:offsets[e]. offsets: int32 [E] cumulative
+    row ends on x's device (offsets[-1] <= M; rows past it are not written). weight: [E, N, K] bfloat16,
+    or packed as in linear() with a leading E (weight_scale [E, ...]; nvfp4 weight_global [1], or [E] for
+    one global per expert). bias: [E, N]. main_grad: as in linear(), [E, N, K] fp32."""
+    rec = _recipe(recipe)
+    where = "kiln.torch.grouped_linear"
+    if not isinstance(weight, torch.Tensor) or weight.dim() < 3:
+        _fail(f"{where}: weight must be [E, N, K] (or gpt-oss's packed [E, N, K/32, 16])")
+    experts = weight.shape[0]
+    if not isinstance(offsets, torch.Tensor) or offsets.dtype != torch.int32 or offsets.shape != (experts,):
+        got = f"{offsets.dtype} {list(offsets.shape)}" if isinstance(offsets, torch.Tensor) else type(offsets).__name__
+        _fail(f"{where}: offsets must be an int32 tensor [{experts}] (cumulative row ends per expert), got {got}")
+    if isinstance(x, torch.Tensor) and x.dim() != 2:
+        _fail(f"{where}: x must be [M, K] (tokens sorted by expert), got shape {list(x.shape)}")
+    if isinstance(x, torch.Tensor) and offsets.device != x.device:
+        _fail(f"{where}: offsets is on {offsets.device} but x on {x.device}; both must be on one GPU")
+    nvfp4_global = "expert" if weight_global is not None and weight_global.numel() == experts > 1 else "tensor"
+    x2d = x.contiguous() if isinstance(x, torch.Tensor) else x
+    return _run(where, rec, x2d, weight, weight_scale, weight_global, bias, offsets, main_grad, experts, nvfp4_global)

@@ -1,0 +1,101 @@
+"""kiln's GEMMs as torch operators (torch.library), with the plans they run cached per (spec, n, k).
+
+`torch.ops.kiln.gemm(spec, n, k, a, b, ...)` runs any kiln GEMM spec (fprop, dgrad, wgrad; dense or
+grouped) and returns a new output tensor. Its fake implementation gives the output's shape and dtype
+from the spec alone, so torch.compile traces through it without running kiln.
+"""
+
+import re
+import threading
+from typing import Optional
+
+import torch
+
+from .. import _runtime
+from .._errors import KilnError, Status
+
+_lock = threading.Lock()
+_runtime_obj = None
+_plans = {}
+_prepared = set()
+
+_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+
+def runtime() -> _runtime.Runtime:
+    """The process-wide kiln.Runtime kiln.torch plans on (the default kernel cache)."""
+    global _runtime_obj
+    with _lock:
+        if _runtime_obj is None:
+            _runtime_obj = _runtime.Runtime()
+        return _runtime_obj
+
+
+def plan(spec: str, n: int, k: int) -> _runtime.Plan:
+    """The cached plan of (spec, n, k); planned on first use (no GPU work until it runs)."""
+    key = (spec, int(n), int(k))
+    found = _plans.get(key)
+    if found is not None:
+        return found
+    made = runtime().plan(spec, n=n, k=k)
+    with _lock:
+        return _plans.setdefault(key, made)
+
+
+def prepare_plan(spec: str, n: int, k: int) -> None:
+    """Compiles and loads every kernel of (spec, n, k) and its workspace: required before CUDA-graph
+    capture (nothing may compile, load or allocate inside a capture)."""
+    key = (spec, int(n), int(k))
+    if key in _prepared:
+        return
+    plan(spec, n, k).prepare()
+    with _lock:
+        _prepared.add(key)
+
+
+def _head(spec: str) -> str:
+    return spec.split(' epilogue="', 1)[0]
+
+
+def output_dtype(spec: str) -> torch.dtype:
+    match = re.search(r"\bout=([a-z0-9]+)", _head(spec))
+    dtype = _DTYPES.get(match.group(1)) if match else None
+    if dtype is None:
+        raise KilnError(Status.UNSUPPORTED, f"kiln.torch: '{spec}' does not write a bf16, f16 or f32 output")
+    return dtype
+
+
+def output_shape(spec: str, n: int, k: int, a_shape) -> tuple:
+    """The output's shape: fprop a's leading dims x N (N / 2 with gate_up); dgrad a's leading dims x K;
+    wgrad [N, K], grouped [E, N, K]."""
+    head = _head(spec)
+    pass_ = re.search(r"\bpass=(dgrad|wgrad)\b", head)
+    if pass_ and pass_.group(1) == "wgrad":
+        experts = re.search(r"experts=(\d+)", head)
+        return (int(experts.group(1)), n, k) if experts else (n, k)
+    if pass_:
+        return (*a_shape[:-1], k)
+    glu = re.search(r"\bgate_up=(interleaved|stacked)\b", head)
+    return (*a_shape[:-1], n // 2 if glu else n)
+
+
+@torch.library.custom_op("kiln::gemm", mutates_args=())
+def gemm(spec: str, n: int, k: int, a: torch.Tensor, b: torch.Tensor, b_scale: Optional[torch.Tensor] = None,
+         b_global: Optional[torch.Tensor] = None, offsets: Optional[torch.Tensor] = None,
+         bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Runs spec (planned for n, k) on a and b on torch's current stream; returns the new output."""
+    p = plan(spec, n, k)
+    if torch.cuda.is_current_stream_capturing() and (spec, int(n), int(k)) not in _prepared:
+        raise KilnError(
+            Status.INVALID_ARGUMENT,
+            f"kiln.torch: '{spec}' (n={n}, k={k}) runs inside a CUDA-graph capture but was not prepared: "
+            "call kiln.torch.prepare(model) before capturing (kernels cannot be compiled or loaded in a capture)",
+        )
+    out = torch.empty(output_shape(spec, n, k, a.shape), dtype=output_dtype(spec), device=a.device)
+    p.run(a, b, out=out, b_scale=b_scale, b_global=b_global, offsets=offsets, bias=bias)
+    return out
+
+
+@gemm.register_fake
+def _gemm_fake(spec, n, k, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
+    return a.new_empty(output_shape(spec, n, k, a.shape), dtype=output_dtype(spec))

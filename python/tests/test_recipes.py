@@ -1,0 +1,33 @@
+"""Training recipes (kiln.recipe): the specs each recipe runs. No torch, no GPU."""
+
+import pytest
+
+import kiln
+
+
+
+def test_recipe_specs_dense_and_grouped():
+    s = kiln.recipe("bf16").specs(bias=True, wgrad_out="bf16")
+    assert s.forward == 'gemm a=bf16 b=bf16 out=bf16 epilogue="out = acc + bias[n]"'
+    assert s.dgrad == "gemm a=bf16 b=bf16 out=bf16 pass=dgrad"
+    assert s.wgrad == "gemm a=bf16 b=bf16 out=bf16 pass=wgrad"
+    g = kiln.recipe("mxfp4_frozen").specs(experts=8, bias=True)
+    assert g.forward.startswith("grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16")
+    assert "bias[e,n]" in g.forward
+    assert g.dgrad == "grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad"
+    assert g.wgrad is None
+    e = kiln.recipe("nvfp4_frozen").specs(experts=4, nvfp4_global="expert")
+    assert "nvfp4_global=expert" in e.forward and "nvfp4_global=expert" in e.dgrad
+
+
+def test_recipe_errors_name_what_is_wrong():
+    with pytest.raises(kiln.KilnError) as info:
+        kiln.recipe("fp9")
+    assert info.value.status == kiln.Status.INVALID_ARGUMENT
+    assert "unknown recipe 'fp9'" in str(info.value) and "mxfp4_frozen" in str(info.value)
+    with pytest.raises(kiln.KilnError) as info:
+        kiln.recipe("fp8_block")
+    assert info.value.status == kiln.Status.UNSUPPORTED
+    with pytest.raises(kiln.KilnError) as info:
+        kiln.recipe("nvfp4_frozen").specs(nvfp4_global="expert")
+    assert "grouped" in str(info.value)

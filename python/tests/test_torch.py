@@ -1,0 +1,294 @@
+"""kiln.torch: shapes and argument checks through fake tensors (torch, no GPU), and the layers' forward
+and backward against float64 autograd on the GPU."""
+
+import pytest
+
+import kiln
+
+torch = pytest.importorskip("torch")
+kt = pytest.importorskip("kiln.torch")
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+# ---- shapes and argument checks without a GPU (fake tensors) -------------------------------------------
+
+
+def _fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return FakeTensorMode()
+
+
+def test_forward_shapes_through_fake_tensors():
+    # Fake tensors give shapes without a GPU; the autograd engine needs a device, so the backward's
+    # shapes are checked by the GPU tests below.
+    with _fake_mode():
+        x = torch.empty(3, 5, 64, dtype=torch.bfloat16, device="cuda")
+        w = torch.empty(96, 64, dtype=torch.bfloat16, device="cuda")
+        b = torch.empty(96, dtype=torch.float32, device="cuda")
+        y = kt.linear(x, w, b)
+        assert y.shape == (3, 5, 96) and y.dtype == torch.bfloat16
+        xg = torch.empty(40, 64, dtype=torch.bfloat16, device="cuda")
+        codes = torch.empty(4, 96, 32, dtype=torch.uint8, device="cuda")
+        scales = torch.empty(4, 96, 2, dtype=torch.uint8, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        y = kt.grouped_linear(xg, codes, offsets, recipe="mxfp4_frozen", weight_scale=scales)
+        assert y.shape == (40, 96)
+        # gpt-oss's blocks layout [E, N, K/32, 16] is the same bytes
+        y = kt.grouped_linear(xg, codes.view(4, 96, 2, 16), offsets, recipe="mxfp4_frozen", weight_scale=scales)
+        assert y.shape == (40, 96)
+        dx = torch.ops.kiln.gemm("grouped_gemm[experts=4,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad",
+                                 96, 64, torch.empty(40, 96, dtype=torch.bfloat16, device="cuda"), codes, scales)
+        assert dx.shape == (40, 64)
+        dw = torch.ops.kiln.gemm("grouped_gemm[experts=4,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad",
+                                 96, 64, torch.empty(40, 96, dtype=torch.bfloat16, device="cuda"), xg)
+        assert dw.shape == (4, 96, 64) and dw.dtype == torch.float32
+
+
+def test_grouped_bias_grad_sums_each_experts_rows():
+    from kiln.torch._functional import _bias_grad
+
+    dy = torch.randn(30, 6, dtype=torch.bfloat16)
+    counts = [4, 0, 20, 3]  # 3 rows past offsets[-1] belong to no expert
+    offsets = torch.tensor(counts).cumsum(0).to(torch.int32)
+    got = _bias_grad(dy, offsets, 4)
+    starts = [0, 4, 4, 24]
+    ref = torch.stack([dy[s:s + c].float().sum(0) for s, c in zip(starts, counts)])
+    assert got.shape == (4, 6)
+    torch.testing.assert_close(got, ref)
+
+
+def test_argument_errors_name_the_argument():
+    x = torch.empty(4, 64, dtype=torch.bfloat16)
+    w = torch.empty(32, 64, dtype=torch.bfloat16)
+    with pytest.raises(kiln.KilnError, match="kiln runs on CUDA devices"):
+        kt.linear(x, w)
+    with _fake_mode():
+        xc = torch.empty(4, 64, dtype=torch.float32, device="cuda")
+        wc = torch.empty(32, 64, dtype=torch.bfloat16, device="cuda")
+        with pytest.raises(kiln.KilnError, match="takes bfloat16 x, got torch.float32"):
+            kt.linear(xc, wc)
+        with pytest.raises(kiln.KilnError, match=r"last dimension must be the weight's in_features 48"):
+            kt.linear(xc.to(torch.bfloat16), wc[:, :48])
+        with pytest.raises(kiln.KilnError, match=r"offsets must be an int32 tensor \[2\]"):
+            kt.grouped_linear(xc.to(torch.bfloat16), wc.view(2, 16, 64), torch.empty(2, dtype=torch.int64,
+                                                                                       device="cuda"))
+        with pytest.raises(kiln.KilnError, match="needs the weight's block scales"):
+            kt.linear(xc.to(torch.bfloat16), torch.empty(32, 32, dtype=torch.uint8, device="cuda"),
+                      recipe="mxfp4_frozen")
+
+
+def test_modules_hold_what_the_recipe_says():
+    layer = kt.Linear(64, 32, recipe="bf16", device="cpu")
+    assert isinstance(layer.weight, torch.nn.Parameter) and layer.weight.dtype == torch.bfloat16
+    frozen = kt.GroupedLinear(4, 64, 32, recipe="nvfp4_frozen", device="cpu")
+    assert [n for n, _ in frozen.named_parameters()] == []
+    assert frozen.weight.shape == (4, 32, 32) and frozen.weight_scale.shape == (4, 32, 4)
+    assert "recipe=nvfp4_frozen" in repr(frozen)
+    with pytest.raises(kiln.KilnError, match="not a multiple of 32"):
+        kt.Linear(48, 32, recipe="mxfp4_frozen")
+    with pytest.raises(kiln.KilnError, match="no weight gradient"):
+        kt.Linear(64, 32, recipe="mxfp4_frozen", fuse_wgrad_accumulation=True)
+
+
+# ---- GPU: against float64 autograd -------------------------------------------------------------------
+
+_E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def _dequantize(packed, fmt):
+    """float64 decode of kiln's packed FP4 weight (docs/numerics.md): E2M1 x E8M0 or E2M1 x UE4M3 x global."""
+    codes, scale = packed.codes, packed.scale
+    lut = torch.tensor(_E2M1, dtype=torch.float64, device=codes.device)
+    vals = torch.stack([lut[(codes & 0xF).long()], lut[(codes >> 4).long()]], dim=-1).flatten(-2)
+    if fmt == "mxfp4":
+        s = torch.exp2(scale.double() - 127.0)
+        return vals * s.repeat_interleave(32, dim=-1)
+    s = scale.view(torch.float8_e4m3fn).double().repeat_interleave(16, dim=-1)
+    g = packed.global_scale.double()
+    g = g.view(-1, 1, 1) if vals.dim() == 3 and g.numel() > 1 else g
+    return vals * s * g
+
+
+def _close(got, ref, tol=1e-2):
+    got, ref = got.double(), ref.double()
+    err = (got - ref).norm() / ref.norm().clamp_min(1e-30)
+    assert err < tol, f"relative error {err:.3g} >= {tol}"
+
+
+def _offsets(counts, device):
+    return torch.tensor(counts, dtype=torch.int32, device=device).cumsum(0).to(torch.int32)
+
+
+@cuda
+@pytest.mark.parametrize("m", [1, 37, 256])
+def test_bf16_linear_matches_float64_autograd(m):
+    torch.manual_seed(m)
+    layer = kt.Linear(256, 192, recipe="bf16", device="cuda")
+    x = torch.randn(m, 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    y = layer(x)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    x64 = x.detach().double().requires_grad_()
+    w64 = layer.weight.detach().double().requires_grad_()
+    b64 = layer.bias.detach().double().requires_grad_()
+    y64 = torch.nn.functional.linear(x64, w64, b64)
+    y64.backward(dy.double())
+    _close(y, y64)
+    _close(x.grad, x64.grad)
+    _close(layer.weight.grad, w64.grad)
+    _close(layer.bias.grad, b64.grad)
+
+
+@cuda
+def test_bf16_grouped_linear_with_an_empty_expert():
+    torch.manual_seed(1)
+    counts = [5, 0, 64, 1]
+    layer = kt.GroupedLinear(4, 128, 96, recipe="bf16", device="cuda")
+    offsets = _offsets(counts, "cuda")
+    x = torch.randn(sum(counts), 128, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    y = layer(x, offsets)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    x64 = x.detach().double().requires_grad_()
+    w64 = layer.weight.detach().double().requires_grad_()
+    b64 = layer.bias.detach().double().requires_grad_()
+    outs, start = [], 0
+    for e, c in enumerate(counts):
+        outs.append(x64[start:start + c] @ w64[e].T + b64[e])
+        start += c
+    y64 = torch.cat(outs)
+    y64.backward(dy.double())
+    _close(y, y64)
+    _close(x.grad, x64.grad)
+    _close(layer.weight.grad, w64.grad)
+    assert torch.all(layer.weight.grad[1] == 0)  # the empty expert
+    _close(layer.bias.grad, b64.grad)
+
+
+@cuda
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_frozen_fp4_passes_true_gradients_to_the_input(fmt, grouped):
+    torch.manual_seed(7)
+    n, k = 160, 256
+    counts = [3, 17, 0, 44]
+    if grouped:
+        w = torch.randn(len(counts), n, k, dtype=torch.bfloat16, device="cuda")
+        layer = kt.GroupedLinear.from_float(w, torch.randn(len(counts), n, device="cuda", dtype=torch.bfloat16),
+                                            recipe=f"{fmt}_frozen")
+        offsets = _offsets(counts, "cuda")
+        m = sum(counts)
+    else:
+        w = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+        layer = kt.Linear.from_float(w, torch.randn(n, device="cuda", dtype=torch.bfloat16), recipe=f"{fmt}_frozen")
+        m = 33
+    x = torch.randn(m, k, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    y = layer(x, offsets) if grouped else layer(x)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    wd = _dequantize(kt.PackedWeight(layer.weight, layer.weight_scale, layer.weight_global), fmt)
+    x64 = x.detach().double().requires_grad_()
+    if grouped:
+        outs, start = [], 0
+        for e, c in enumerate(counts):
+            outs.append(x64[start:start + c] @ wd[e].T + layer.bias[e].double())
+            start += c
+        y64 = torch.cat(outs)
+    else:
+        y64 = x64 @ wd.T + layer.bias.double()
+    y64.backward(dy.double())
+    _close(y, y64)
+    _close(x.grad, x64.grad)
+    assert not any(p.requires_grad for p in layer.parameters())
+
+
+@cuda
+def test_lora_over_a_frozen_mxfp4_base_trains_the_adapters():
+    torch.manual_seed(3)
+    n, k, r = 128, 256, 8
+    w = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    base = kt.Linear.from_float(w, recipe="mxfp4_frozen")
+    a = torch.randn(r, k, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    b = torch.randn(n, r, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    x = torch.randn(64, k, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    y = base(x) + (x @ a.T) @ b.T
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    wd = _dequantize(kt.PackedWeight(base.weight, base.weight_scale), "mxfp4")
+    x64, a64, b64 = (t.detach().double().requires_grad_() for t in (x, a, b))
+    y64 = x64 @ wd.T + (x64 @ a64.T) @ b64.T
+    y64.backward(dy.double())
+    _close(x.grad, x64.grad)
+    _close(a.grad, a64.grad)
+    _close(b.grad, b64.grad)
+
+
+@cuda
+def test_main_grad_accumulates_across_micro_batches():
+    torch.manual_seed(5)
+    layer = kt.Linear(128, 64, bias=False, recipe="bf16", fuse_wgrad_accumulation=True, device="cuda")
+    layer.weight.main_grad = torch.zeros(64, 128, dtype=torch.float32, device="cuda")
+    xs = [torch.randn(32, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3)]
+    ref = torch.zeros(64, 128, dtype=torch.float64, device="cuda")
+    for x in xs:
+        dy = torch.randn(32, 64, dtype=torch.bfloat16, device="cuda")
+        layer(x).backward(dy)
+        ref += dy.double().T @ x.double()
+    assert layer.weight.grad is None
+    _close(layer.weight.main_grad, ref, tol=1e-5)
+
+
+@cuda
+def test_repeat_backward_is_bitwise_equal():
+    torch.manual_seed(11)
+    counts = [40, 0, 9, 300]
+    layer = kt.GroupedLinear(4, 256, 128, recipe="bf16", device="cuda")
+    offsets = _offsets(counts, "cuda")
+    x = torch.randn(sum(counts), 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    dy = torch.randn(sum(counts), 128, dtype=torch.bfloat16, device="cuda")
+    grads = []
+    for _ in range(2):
+        x.grad = None
+        layer.zero_grad(set_to_none=True)
+        layer(x, offsets).backward(dy)
+        grads.append((x.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone()))
+    for g0, g1 in zip(*grads):
+        assert torch.equal(g0, g1)
+
+
+@cuda
+def test_cuda_graph_capture_after_prepare():
+    torch.manual_seed(2)
+    layer = kt.Linear(128, 64, recipe="bf16", device="cuda")
+    assert kt.prepare(layer) == 3
+    x = torch.randn(16, 128, dtype=torch.bfloat16, device="cuda")
+    ref = layer(x).detach().clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        layer(x)  # warm up on the capture stream
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        y = layer(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, ref)
+
+
+@cuda
+def test_torch_compile_matches_eager():
+    torch.manual_seed(4)
+    layer = kt.Linear(128, 96, recipe="bf16", device="cuda")
+    x = torch.randn(24, 128, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    eager = layer(x)
+    eager.sum().backward()
+    dx_eager = x.grad.clone()
+    x.grad = None
+    compiled = torch.compile(layer, fullgraph=True)
+    y = compiled(x)
+    y.sum().backward()
+    assert torch.equal(y, eager)
+    assert torch.equal(x.grad, dx_eager)
