@@ -91,9 +91,13 @@ kiln_status kiln_plan_create(kiln_runtime rt, const char* spec, const kiln_plan_
     KILN_RETURN_IF_ERROR(require(options, "options"));
     KILN_RETURN_IF_ERROR(
         check_struct_size(options->struct_size, kPlanOptionsV1, "kiln_plan_options", "options"));
-    if (options->n <= 0) {
+    KILN_ASSIGN_OR_RETURN(kiln::KernelSpec parsed, kiln::parse_spec(spec));
+    // A quantize spec has no W: its n is unused (0 is fine).
+    const bool quantize = parsed.op == kiln::Op::kQuantize;
+    if (options->n < 0 || (options->n == 0 && !quantize)) {
       return InvalidArgument("options->n is " + std::to_string(options->n) +
-                             "; it must be the (positive) number of output columns, the rows of W");
+                             "; it must be the (positive) number of output columns, the rows of W" +
+                             (quantize ? "" : " (0 only for quantize specs)"));
     }
     if (options->k <= 0) {
       return InvalidArgument("options->k is " + std::to_string(options->k) +
@@ -103,7 +107,6 @@ kiln_status kiln_plan_create(kiln_runtime rt, const char* spec, const kiln_plan_
       return InvalidArgument("options->m_hint is " + std::to_string(options->m_hint) +
                              "; it must be 0 (no hint) or a typical row count M");
     }
-    KILN_ASSIGN_OR_RETURN(kiln::KernelSpec parsed, kiln::parse_spec(spec));
     kiln::ProblemSizes sizes;
     sizes.m = options->m_hint;
     sizes.n = options->n;

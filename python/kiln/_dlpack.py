@@ -39,7 +39,13 @@ class DLTensor(ctypes.Structure):
     ]
 
 
+_DTYPES = None  # torch dtype -> (DLPack code, bits), built on first use (torch imported lazily)
+
+
 def _dtype_table(torch):
+    global _DTYPES
+    if _DTYPES is not None:
+        return _DTYPES
     table = {
         torch.bfloat16: (kDLBfloat, 16),
         torch.float16: (kDLFloat, 16),
@@ -54,6 +60,7 @@ def _dtype_table(torch):
         dt = getattr(torch, name, None)
         if dt is not None:
             table[dt] = (kDLUInt, 8)
+    _DTYPES = table
     return table
 
 
@@ -89,15 +96,10 @@ class TensorView:
         # Length >= 1 so the pointers are valid even for 0-d tensors (scalars).
         self.shape = (ctypes.c_int64 * max(ndim, 1))(*t.shape)
         self.strides = (ctypes.c_int64 * max(ndim, 1))(*t.stride())
-        dev_type, dev_id = _device(t)
-        self.dl = DLTensor()
-        self.dl.data = ctypes.c_void_p(t.data_ptr())
-        self.dl.device = DLDevice(dev_type, dev_id)
-        self.dl.ndim = ndim
-        self.dl.dtype = DLDataType(code_bits[0], code_bits[1], 1)
-        self.dl.shape = ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64))
-        self.dl.strides = ctypes.cast(self.strides, ctypes.POINTER(ctypes.c_int64))
-        self.dl.byte_offset = 0  # data_ptr() already includes the storage offset
+        # data_ptr() already includes the storage offset: byte_offset 0. One constructor call fills the
+        # struct (this runs for every operand of every launch, so it is kept short).
+        self.dl = DLTensor(t.data_ptr(), _device(t), ndim, (code_bits[0], code_bits[1], 1),
+                           self.shape, self.strides, 0)
 
     def pointer(self):
         return ctypes.pointer(self.dl)

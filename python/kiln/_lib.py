@@ -15,9 +15,11 @@ place tried.
 
 import ctypes
 import os
+import struct
 import threading
 from pathlib import Path
 
+from . import _dlpack
 from ._dlpack import DLTensor
 from ._errors import KilnError, LibraryNotFoundError, Status
 
@@ -84,6 +86,64 @@ class Operands(ctypes.Structure):
 
 # The epilogue vector fields of Operands, in their C order (kiln.h kiln_operands).
 EPILOGUE_OPERANDS = ("bias", "scale", "colscale", "expert_scale", "residual", "gate_bias", "up_bias")
+
+
+# ---- filling kiln_operands for a launch ----------------------------------------------------------------
+# Plan.run runs for every launch, so its operands are written with struct.pack_into into one buffer per
+# thread (a DLTensor, its shape and its strides per operand) instead of building ctypes objects: about a
+# microsecond per operand. kiln_plan_run reads them before it returns, so the buffer is reused at once.
+
+OPERAND_NAMES = tuple(name for name, _ in Operands._fields_[1:])
+_MAX_DIMS = 8
+_DL_TENSOR = struct.Struct("=QiiiBBHQQQ")  # data, device (type, id), ndim, dtype (code, bits, lanes),
+                                           # shape, strides, byte_offset: DLPack 0.6's DLTensor, 48 bytes
+_SLOT = _DL_TENSOR.size + 2 * 8 * _MAX_DIMS
+_POINTERS = struct.Struct(f"=Q{len(OPERAND_NAMES)}Q")
+assert _DL_TENSOR.size == ctypes.sizeof(DLTensor) and _POINTERS.size == ctypes.sizeof(Operands)
+
+
+class _OperandBuffer(threading.local):
+    def __init__(self):
+        self.ops = Operands()
+        self.ops_bytes = memoryview(self.ops).cast("B")
+        self.buf = ctypes.create_string_buffer(_SLOT * len(OPERAND_NAMES))
+        self.base = ctypes.addressof(self.buf)
+
+
+_buffers = _OperandBuffer()
+
+
+def pack_operands(tensors):
+    """ctypes.byref of a kiln_operands filled from {name: tensor or None} (names of OPERAND_NAMES; torch
+    tensors or DLPack producers). Valid until the next call on this thread."""
+    import torch
+
+    table = _dlpack._dtype_table(torch)
+    b = _buffers
+    pointers = [0] * len(OPERAND_NAMES)
+    for i, name in enumerate(OPERAND_NAMES):
+        t = tensors.get(name)
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            t = _dlpack.as_torch(t, name)
+        code_bits = table.get(t.dtype)
+        if code_bits is None:
+            _dlpack.TensorView(t, name)  # raises the dtype error naming the operand
+        ndim = t.dim()
+        if ndim > _MAX_DIMS:
+            raise KilnError(Status.INVALID_ARGUMENT, f"operand {name}: {ndim} dimensions; kiln takes at most {_MAX_DIMS}")
+        off = i * _SLOT
+        addr = b.base + off
+        dev_type, dev_id = _dlpack._device(t)
+        _DL_TENSOR.pack_into(b.buf, off, t.data_ptr(), dev_type, dev_id, ndim, code_bits[0], code_bits[1], 1,
+                             addr + 48, addr + 48 + 8 * _MAX_DIMS, 0)
+        if ndim:
+            struct.pack_into(f"={ndim}q", b.buf, off + 48, *t.shape)
+            struct.pack_into(f"={ndim}q", b.buf, off + 48 + 8 * _MAX_DIMS, *t.stride())
+        pointers[i] = addr
+    _POINTERS.pack_into(b.ops_bytes, 0, ctypes.sizeof(Operands), *pointers)
+    return ctypes.byref(b.ops)
 
 
 def _repo_root():

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ._errors import KilnError, Status
-from ._runtime import canonicalize, derive_backward
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class Recipe:
     weight: str
     frozen: bool
     backward: str
-    activation: str = "bf16"
+    activation: str = "bf16"  # x, dY and dX
 
     def specs(self, experts: int = 0, bias: bool = False, wgrad_out: str = "f32",
               nvfp4_global: str = "tensor") -> LayerSpecs:
@@ -51,20 +50,24 @@ class Recipe:
         if nvfp4_global not in ("tensor", "expert"):
             raise KilnError(Status.INVALID_ARGUMENT,
                             f"recipe {self.name}: nvfp4_global={nvfp4_global!r}; expected 'tensor' or 'expert'")
+        if self.weight == "nvfp4" and nvfp4_global == "expert" and not experts:
+            raise KilnError(Status.INVALID_ARGUMENT,
+                            f"recipe {self.name}: nvfp4_global='expert' needs a grouped layer (experts > 0)")
+        if wgrad_out not in ("f32", "bf16", "f16"):
+            raise KilnError(Status.INVALID_ARGUMENT,
+                            f"recipe {self.name}: wgrad_out={wgrad_out!r}; expected 'f32', 'bf16' or 'f16'")
+        # The canonical texts are written here directly, with no call into libkiln, so that torch.compile
+        # traces through them; tests/test_recipes.py checks each against canonicalize and derive_backward.
         op = f"grouped_gemm[experts={experts},layout=offsets]" if experts else "gemm"
-        plain = f"{op} a={self.activation} b={self.weight} out={self.activation}"
-        if self.weight == "nvfp4" and nvfp4_global == "expert":
-            if not experts:
-                raise KilnError(Status.INVALID_ARGUMENT,
-                                f"recipe {self.name}: nvfp4_global='expert' needs a grouped layer (experts > 0)")
-            plain += " nvfp4_global=expert"
-        plain = canonicalize(plain)
-        forward = plain
+        act = self.activation
+        glob = " nvfp4_global=expert" if self.weight == "nvfp4" and nvfp4_global == "expert" else ""
+        plain = f"{op} a={act} b={self.weight} out={act}"
+        forward = plain + glob
         if bias:
-            index = "e,n" if experts else "n"
-            forward = canonicalize(f'{plain} epilogue="out = acc + bias[{index}]"')
-        dgrad, wgrad = derive_backward(plain, self.backward, grad=self.activation, wgrad_out=wgrad_out)
-        return LayerSpecs(forward=forward, dgrad=dgrad, wgrad=None if self.frozen else wgrad)
+            forward += f' epilogue="out = acc + bias[{"e,n" if experts else "n"}]"'
+        dgrad = f"{plain} pass=dgrad{glob}"
+        wgrad = None if self.frozen else f"{op} a={act} b={act} out={wgrad_out} pass=wgrad"
+        return LayerSpecs(forward=forward, dgrad=dgrad, wgrad=wgrad)
 
 
 RECIPES = {

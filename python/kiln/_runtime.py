@@ -242,27 +242,12 @@ class Plan:
             else:
                 shape = (*a.shape[:-1], self._out_columns())
             out = torch.empty(shape, dtype=self._out_dtype(torch), device=a.device)
-        views = {
-            "a": _dlpack.view(a, "a"),
-            "b": _dlpack.view(b, "b"),
-            "out": _dlpack.view(out, "out"),
-            "a_scale": _dlpack.view(a_scale, "a_scale"),
-            "b_scale": _dlpack.view(b_scale, "b_scale"),
-            "offsets": _dlpack.view(offsets, "offsets"),
-            "counts": _dlpack.view(counts, "counts"),
-            "b_global": _dlpack.view(b_global, "b_global"),
-            "out_scale": _dlpack.view(out_scale, "out_scale"),
-            "out_global": _dlpack.view(out_global, "out_global"),
-        }
-        epilogue = {"bias": bias, "scale": scale, "colscale": colscale, "expert_scale": expert_scale,
-                    "residual": residual, "gate_bias": gate_bias, "up_bias": up_bias}
-        for name in _lib.EPILOGUE_OPERANDS:
-            views[name] = _dlpack.view(epilogue[name], name)
-        ops = _lib.Operands()
-        ops.struct_size = ctypes.sizeof(_lib.Operands)
-        for name, v in views.items():
-            if v is not None:
-                setattr(ops, name, v.pointer())
+        ops = _lib.pack_operands({
+            "a": a, "b": b, "out": out, "a_scale": a_scale, "b_scale": b_scale, "offsets": offsets,
+            "counts": counts, "b_global": b_global, "out_scale": out_scale, "out_global": out_global,
+            "bias": bias, "scale": scale, "colscale": colscale, "expert_scale": expert_scale,
+            "residual": residual, "gate_bias": gate_bias, "up_bias": up_bias,
+        })
         stream_ptr = _stream_handle(stream, a, torch)
         ws_ptr, ws_bytes = None, 0
         if workspace is not None:
@@ -270,7 +255,7 @@ class Plan:
             ws_ptr, ws_bytes = workspace.data_ptr(), workspace.numel() * workspace.element_size()
         _lib.check(
             self._lib.kiln_plan_run(
-                self._live(), ctypes.byref(ops), ws_ptr, ws_bytes, ctypes.c_void_p(stream_ptr)
+                self._live(), ops, ws_ptr, ws_bytes, ctypes.c_void_p(stream_ptr)
             )
         )
         return out

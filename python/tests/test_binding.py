@@ -8,6 +8,7 @@ imports it from the checkout):  python3 -m pytest python/tests -v
 (the binding finds build/capi/libkiln.so; set KILN_LIBRARY to use another build).
 """
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -395,3 +396,25 @@ def test_dlpack_producers_are_accepted():
     out = plan.run(Producer(a), Producer(b))
     torch.cuda.synchronize()
     assert torch.equal(out, plan.run(a, b))
+
+
+def test_packed_operands_describe_the_tensors():
+    torch = pytest.importorskip("torch")
+    from kiln import _lib
+
+    a = torch.empty(6, 40, dtype=torch.bfloat16)[:, 8:]
+    s = torch.empty((), dtype=torch.float32)
+    codes = torch.empty(3, 5, 4, 16, dtype=torch.uint8)
+    ref = _lib.pack_operands({"a": a, "b_scale": s, "b": codes})._obj
+    assert ref.struct_size == ctypes.sizeof(_lib.Operands)
+    assert not ref.out and not ref.offsets and not ref.up_bias
+    for field, t, code_bits in (("a", a, (4, 16)), ("b_scale", s, (2, 32)), ("b", codes, (1, 8))):
+        dl = getattr(ref, field).contents
+        assert dl.data == t.data_ptr() and dl.byte_offset == 0
+        assert (dl.device.device_type, dl.device.device_id) == (1, 0)
+        assert (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes) == (*code_bits, 1)
+        assert dl.ndim == t.dim()
+        assert [dl.shape[i] for i in range(t.dim())] == list(t.shape)
+        assert [dl.strides[i] for i in range(t.dim())] == list(t.stride())
+    with pytest.raises(kiln.KilnError, match="operand b: torch dtype torch.float64"):
+        _lib.pack_operands({"b": torch.empty(2, dtype=torch.float64)})

@@ -3,6 +3,7 @@
 import pytest
 
 import kiln
+import kiln._recipes
 
 
 
@@ -31,3 +32,18 @@ def test_recipe_errors_name_what_is_wrong():
     with pytest.raises(kiln.KilnError) as info:
         kiln.recipe("nvfp4_frozen").specs(nvfp4_global="expert")
     assert "grouped" in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(kiln._recipes.RECIPES))
+@pytest.mark.parametrize("experts", [0, 8])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("wgrad_out", ["f32", "bf16"])
+def test_recipe_specs_are_what_libkiln_derives(name, experts, bias, wgrad_out):
+    rec = kiln.recipe(name)
+    for glob in ("tensor", "expert") if rec.weight == "nvfp4" and experts else ("tensor",):
+        s = rec.specs(experts=experts, bias=bias, wgrad_out=wgrad_out, nvfp4_global=glob)
+        plain = s.forward.split(' epilogue="', 1)[0]
+        assert kiln.canonicalize(s.forward) == s.forward
+        dgrad, wgrad = kiln.derive_backward(plain, rec.backward, grad=rec.activation, wgrad_out=wgrad_out)
+        assert s.dgrad == dgrad
+        assert s.wgrad == (None if rec.frozen else wgrad)

@@ -43,7 +43,7 @@ def quantize_weight(weight: torch.Tensor, fmt: str = "mxfp4", per_expert_global:
         raise KilnError(Status.INVALID_ARGUMENT, "quantize_weight: per_expert_global needs fmt='nvfp4' and [E, N, K]")
     lead = weight.shape[:-1]
     rows = math.prod(lead)
-    p = plan(f"quantize a=bf16 out={fmt}", 0, k)
+    p = plan(f"quantize a=bf16 out={fmt}", 0, k)  # n: unused by quantize specs
     w2 = weight.detach().contiguous().reshape(rows, k)
     codes = torch.empty(rows, k // 2, dtype=torch.uint8, device=weight.device)
     scale = torch.empty(rows, k // block, dtype=torch.uint8, device=weight.device)

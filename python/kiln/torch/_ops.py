@@ -5,6 +5,7 @@ grouped) and returns a new output tensor. Its fake implementation gives the outp
 from the spec alone, so torch.compile traces through it without running kiln.
 """
 
+import functools
 import re
 import threading
 from typing import Optional
@@ -53,36 +54,36 @@ def prepare_plan(spec: str, n: int, k: int) -> None:
         _prepared.add(key)
 
 
-def _head(spec: str) -> str:
-    return spec.split(' epilogue="', 1)[0]
-
-
-def output_dtype(spec: str) -> torch.dtype:
-    match = re.search(r"\bout=([a-z0-9]+)", _head(spec))
+@functools.lru_cache(maxsize=None)
+def _output_rule(spec: str):
+    """(pass, experts, glu, dtype) of a spec's output, parsed once per spec text."""
+    head = spec.split(' epilogue="', 1)[0]
+    match = re.search(r"\bout=([a-z0-9]+)", head)
     dtype = _DTYPES.get(match.group(1)) if match else None
     if dtype is None:
         raise KilnError(Status.UNSUPPORTED, f"kiln.torch: '{spec}' does not write a bf16, f16 or f32 output")
-    return dtype
+    pass_ = re.search(r"\bpass=(dgrad|wgrad)\b", head)
+    experts = re.search(r"experts=(\d+)", head)
+    glu = re.search(r"\bgate_up=(interleaved|stacked)\b", head) is not None
+    return (pass_.group(1) if pass_ else "fprop", int(experts.group(1)) if experts else 0, glu, dtype)
+
+
+def output_dtype(spec: str) -> torch.dtype:
+    return _output_rule(spec)[3]
 
 
 def output_shape(spec: str, n: int, k: int, a_shape) -> tuple:
     """The output's shape: fprop a's leading dims x N (N / 2 with gate_up); dgrad a's leading dims x K;
     wgrad [N, K], grouped [E, N, K]."""
-    head = _head(spec)
-    pass_ = re.search(r"\bpass=(dgrad|wgrad)\b", head)
-    if pass_ and pass_.group(1) == "wgrad":
-        experts = re.search(r"experts=(\d+)", head)
-        return (int(experts.group(1)), n, k) if experts else (n, k)
-    if pass_:
+    pass_, experts, glu, _ = _output_rule(spec)
+    if pass_ == "wgrad":
+        return (experts, n, k) if experts else (n, k)
+    if pass_ == "dgrad":
         return (*a_shape[:-1], k)
-    glu = re.search(r"\bgate_up=(interleaved|stacked)\b", head)
     return (*a_shape[:-1], n // 2 if glu else n)
 
 
-@torch.library.custom_op("kiln::gemm", mutates_args=())
-def gemm(spec: str, n: int, k: int, a: torch.Tensor, b: torch.Tensor, b_scale: Optional[torch.Tensor] = None,
-         b_global: Optional[torch.Tensor] = None, offsets: Optional[torch.Tensor] = None,
-         bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+def run_gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
     """Runs spec (planned for n, k) on a and b on torch's current stream; returns the new output."""
     p = plan(spec, n, k)
     if torch.cuda.is_current_stream_capturing() and (spec, int(n), int(k)) not in _prepared:
@@ -96,6 +97,26 @@ def gemm(spec: str, n: int, k: int, a: torch.Tensor, b: torch.Tensor, b_scale: O
     return out
 
 
-@gemm.register_fake
+@torch.library.custom_op("kiln::gemm", mutates_args=())
+def gemm_op(spec: str, n: int, k: int, a: torch.Tensor, b: torch.Tensor, b_scale: Optional[torch.Tensor] = None,
+            b_global: Optional[torch.Tensor] = None, offsets: Optional[torch.Tensor] = None,
+            bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """torch.ops.kiln.gemm: run_gemm as a torch operator (what torch.compile sees)."""
+    return run_gemm(spec, n, k, a, b, b_scale, b_global, offsets, bias)
+
+
+@gemm_op.register_fake
 def _gemm_fake(spec, n, k, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
     return a.new_empty(output_shape(spec, n, k, a.shape), dtype=output_dtype(spec))
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
+    """The layers' entry: the operator while torch.compile traces or for tensor subclasses (fake tensors,
+    functional tensors), the plain call otherwise (the operator's dispatch costs more host time than the
+    launch itself)."""
+    if torch.compiler.is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN:
+        return gemm_op(spec, n, k, a, b, b_scale, b_global, offsets, bias)
+    return run_gemm(spec, n, k, a, b, b_scale, b_global, offsets, bias)

@@ -177,6 +177,10 @@ TEST(CApiPlanTest, CreateRejectsSmallStructSizeAndBadSizes) {
   po.n = 0;
   EXPECT_EQ(kiln_plan_create(rt, "gemm a=bf16 b=bf16 out=bf16", &po, &plan), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("options->n is 0"), std::string::npos) << last_error();
+  po.k = 256;  // a quantize spec has no W: n = 0 plans
+  ASSERT_EQ(kiln_plan_create(rt, "quantize a=bf16 out=mxfp4", &po, &plan), KILN_OK) << last_error();
+  kiln_plan_destroy(plan);
+  plan = nullptr;
   po.n = 4096;
   po.k = -8;
   EXPECT_EQ(kiln_plan_create(rt, "gemm a=bf16 b=bf16 out=bf16", &po, &plan), KILN_ERROR_INVALID_ARGUMENT);
