@@ -292,3 +292,104 @@ def test_torch_compile_matches_eager():
     y.sum().backward()
     assert torch.equal(y, eager)
     assert torch.equal(x.grad, dx_eager)
+
+
+# ---- MoEExperts: the gpt-oss expert block ------------------------------------------------------------
+
+
+def test_moe_experts_argument_errors():
+    block = kt.MoEExperts(4, 64, 32, device="cpu")
+    with pytest.raises(kiln.KilnError, match=r"hidden_states must be \[T, 64\]"):
+        block(torch.empty(3, 32, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int64), torch.ones(3, 2))
+    with pytest.raises(kiln.KilnError, match=r"routing_weights must be \[T, k\]"):
+        block(torch.empty(3, 64, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int64), torch.ones(3, 3))
+    with pytest.raises(kiln.KilnError, match="multiple of 8"):
+        kt.MoEExperts(4, 64, 32, lora_rank=4)
+
+
+def _gpt_oss_tensors(experts, hidden, inter, device):
+    """Random gpt-oss expert tensors in the checkpoint's layout, with small scales (2^-9 .. 2^-7) so that
+    the pre-activations stay far inside the SwiGLU clamps (no mask flips between bf16 and float64)."""
+    g = torch.Generator(device=device).manual_seed(0)
+
+    def mx(n, k):
+        blocks = torch.randint(0, 256, (experts, n, k // 32, 16), generator=g, device=device, dtype=torch.uint8)
+        scales = torch.randint(118, 121, (experts, n, k // 32), generator=g, device=device, dtype=torch.uint8)
+        return blocks, scales
+
+    gu_b, gu_s = mx(2 * inter, hidden)
+    dn_b, dn_s = mx(hidden, inter)
+    b1 = (torch.randn(experts, 2 * inter, generator=g, device=device) * 0.05).to(torch.bfloat16)
+    b2 = (torch.randn(experts, hidden, generator=g, device=device) * 0.05).to(torch.bfloat16)
+    return gu_b, gu_s, b1, dn_b, dn_s, b2
+
+
+def _moe_reference(block, x, idx, rw):
+    """float64 gpt-oss block: per expert, the slots routed to it, index_add back to tokens."""
+    def dq(layer):
+        return _dequantize(kt.PackedWeight(layer.weight, layer.weight_scale), "mxfp4")
+
+    w1, w2 = dq(block.gate_up), dq(block.down)
+    b1, b2 = block.gate_up.bias.double(), block.down.bias.double()
+    lora = block.lora_rank > 0
+    if lora:
+        la1, lb1, la2, lb2 = (getattr(block, n).double() for n in
+                              ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b"))
+    out = torch.zeros_like(x)
+    for e in range(block.num_experts):
+        tok, slot = torch.where(idx == e)
+        if tok.numel() == 0:
+            continue
+        rows = x[tok]
+        h = rows @ w1[e].T + b1[e]
+        if lora:
+            h = h + (rows @ la1[e].T) @ lb1[e].T * block.lora_scale
+        gate, up = h[:, 0::2].clamp(max=block.limit), h[:, 1::2].clamp(-block.limit, block.limit)
+        act = gate * torch.sigmoid(block.alpha * gate) * (up + 1)
+        y = act @ w2[e].T + b2[e]
+        if lora:
+            y = y + (act @ la2[e].T) @ lb2[e].T * block.lora_scale
+        out = out.index_add(0, tok, y * rw[tok, slot, None])
+    return out
+
+
+@cuda
+def test_moe_experts_match_float64_and_train_lora_deterministically():
+    experts, hidden, inter, tokens, top_k = 4, 256, 128, 64, 2
+    block = kt.MoEExperts.from_gpt_oss(*_gpt_oss_tensors(experts, hidden, inter, "cuda"), lora_rank=8)
+    with torch.no_grad():  # nonzero B so the adapters contribute and every gradient path is exercised
+        block.gate_up_lora_b.normal_(0, 0.05)
+        block.down_lora_b.normal_(0, 0.05)
+    torch.manual_seed(9)
+    x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    scores = torch.randn(tokens, experts, device="cuda")
+    top, idx = scores.topk(top_k, dim=1)
+    idx[0] = torch.tensor([3, 1])  # an expert that few tokens pick
+    rw = torch.softmax(top, dim=1).to(torch.bfloat16).requires_grad_()
+    dout = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
+    lora = [block.gate_up_lora_a, block.gate_up_lora_b, block.down_lora_a, block.down_lora_b]
+
+    grads = []
+    for _ in range(2):
+        for t in [x, rw, *lora]:
+            t.grad = None
+        y = block(x, idx, rw)
+        y.backward(dout)
+        grads.append([y.detach().clone()] + [t.grad.clone() for t in [x, rw, *lora]])
+    for g0, g1 in zip(*grads):
+        assert torch.equal(g0, g1)
+
+    x64 = x.detach().double().requires_grad_()
+    rw64 = rw.detach().double().requires_grad_()
+    ref_params = {n: getattr(block, n) for n in ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b")}
+    for n, p in ref_params.items():  # float64 copies of the adapters, for their reference gradients
+        setattr(block, n, torch.nn.Parameter(p.detach().double()))
+    y64 = _moe_reference(block, x64, idx, rw64)
+    y64.backward(dout.double())
+    got = grads[0]
+    _close(got[0], y64)
+    _close(got[1], x64.grad)
+    _close(got[2], rw64.grad)
+    for g, n in zip(got[3:], ref_params):
+        _close(g, getattr(block, n).grad, tol=2e-2)
+    assert not any(p.requires_grad for p in (block.gate_up.weight, block.down.weight))

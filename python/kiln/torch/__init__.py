@@ -8,6 +8,9 @@
     base = kt.GroupedLinear.from_float(w_bf16, recipe="mxfp4_frozen")     # packed MXFP4 experts, frozen
     y = base(x_sorted, offsets)                                           # gradients still reach x
 
+    experts = kt.MoEExperts.from_gpt_oss(*checkpoint_tensors, lora_rank=16)  # gpt-oss block, packed
+    y = experts(hidden, router_indices, routing_weights)
+
 Recipes (kiln.recipe): "bf16", "mxfp4_frozen", "nvfp4_frozen". The operator torch.ops.kiln.gemm has
 a fake implementation, so torch.compile traces the layers; call prepare(model) before CUDA-graph capture.
 Importing this module imports torch; `import kiln` alone does not.
@@ -15,6 +18,7 @@ Importing this module imports torch; `import kiln` alone does not.
 
 from .._recipes import RECIPES, LayerSpecs, Recipe, recipe
 from ._functional import grouped_linear, linear
+from ._moe import MoEExperts
 from ._modules import GroupedLinear, Linear, PackedWeight, prepare, quantize_weight
 from ._ops import runtime
 
@@ -23,6 +27,7 @@ __all__ = [
     "GroupedLinear",
     "LayerSpecs",
     "Linear",
+    "MoEExperts",
     "PackedWeight",
     "Recipe",
     "grouped_linear",
