@@ -14,7 +14,9 @@ steps) and checks the gradients (relative Frobenius error):
                 sensitive to one-ulp differences in the pre-activations (a clamp mask flips), so every
                 bf16 implementation is a few percent from float64; kiln's error should match the anchors'.
 The MoE block around the GEMMs (gather, GLU, routing weights, scatter) is the same PyTorch code for
-kiln and the grouped anchor; the scatter-reduce is a deterministic sum over each token's top-k slots.
+kiln and the grouped anchor, with the routing (sort by expert) made before the timed steps; the
+scatter-reduce is a deterministic sum over each token's top-k slots. A last kiln row times
+kiln.torch.MoEExperts, which sorts the routing inside every step.
 
     KILN_LIBRARY=build/capi/libkiln.so python3 bench/bench_training.py [--cases dense,grouped,moe] [--out DIR]
 """
@@ -140,16 +142,16 @@ def routing(tokens):
     """Slots sorted by expert: (source token of each sorted slot, offsets, the routing weight of each
     sorted slot, the inverse order that puts the sorted slots back as [tokens, TOPK])."""
     top, ids = torch.randn(tokens, E, device=DEV).topk(TOPK, dim=1)
-    weights = torch.softmax(top, dim=1).to(torch.bfloat16).flatten()
+    weights = torch.softmax(top, dim=1).to(torch.bfloat16)
     flat = ids.flatten()
     order = torch.argsort(flat, stable=True)
     offsets = torch.bincount(flat, minlength=E).cumsum(0).to(torch.int32)
-    return order // TOPK, offsets, weights[order], torch.argsort(order), ids
+    return order // TOPK, offsets, weights.flatten()[order], torch.argsort(order), ids, weights
 
 
 def block(x, r, gate_up, down):
     """gate_up / down: callables (rows sorted by expert, offsets) -> rows; the rest is shared."""
-    src, offsets, slot_w, inverse, _ = r
+    src, offsets, slot_w, inverse = r[:4]
     h = swiglu(gate_up(x[src], offsets))
     y = down(h, offsets) * slot_w[:, None]
     return y[inverse].unflatten(0, (-1, TOPK)).sum(dim=1)
@@ -170,6 +172,9 @@ def moe_cases(reps, token_counts):
         kt.PackedWeight(dn_codes, dn_scales), b2)
     kt.prepare(gu)
     kt.prepare(dn)
+    # The same weights as kiln.torch.MoEExperts takes them from a checkpoint ([E, N, K/32, 16] blocks).
+    experts = kt.MoEExperts.from_gpt_oss(gu_codes.view(E, 2 * I, H // 32, 16), gu_scales, b1,
+                                         dn_codes.view(E, H, I // 32, 16), dn_scales, b2)
     packed_mb = sum(t.numel() * t.element_size() for t in (gu_codes, gu_scales, dn_codes, dn_scales, b1, b2)) / 1e6
     for tokens in token_counts:
         torch.manual_seed(tokens)
@@ -193,6 +198,12 @@ def moe_cases(reps, token_counts):
             results[name] = (ms, peak, grad, extra_mb)
 
         measure("kiln mxfp4_frozen", kiln_step)
+
+        def experts_step():
+            x.grad = None
+            experts(x, r[4], r[5]).backward(dout)
+
+        measure("kiln MoEExperts (routing inside)", experts_step)
         w1, w2 = to_bf16(gu_codes, gu_scales), to_bf16(dn_codes, dn_scales)
         copy_mb = (w1.numel() + w2.numel()) * 2 / 1e6
 
@@ -207,7 +218,7 @@ def moe_cases(reps, token_counts):
 
         def eager_step():
             x.grad = None
-            src, offsets, slot_w, inverse, _ = r
+            src, offsets, slot_w, inverse = r[:4]
             xs = x[src]
             ends = offsets.tolist()
             outs, start = [], 0
