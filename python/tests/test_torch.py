@@ -299,7 +299,7 @@ def test_torch_compile_matches_eager():
 
 def test_moe_experts_argument_errors():
     block = kt.MoEExperts(4, 64, 32, device="cpu")
-    with pytest.raises(kiln.KilnError, match=r"hidden_states must be \[T, 64\]"):
+    with pytest.raises(kiln.KilnError, match=r"hidden_states must be \[..., 64\]"):
         block(torch.empty(3, 32, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int64), torch.ones(3, 2))
     with pytest.raises(kiln.KilnError, match=r"routing_weights must be \[T, k\]"):
         block(torch.empty(3, 64, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int64), torch.ones(3, 3))
@@ -393,3 +393,43 @@ def test_moe_experts_match_float64_and_train_lora_deterministically():
     for g, n in zip(got[3:], ref_params):
         _close(g, getattr(block, n).grad, tol=2e-2)
     assert not any(p.requires_grad for p in (block.gate_up.weight, block.down.weight))
+
+
+@cuda
+def test_swap_experts_in_a_transformers_gpt_oss_model():
+    transformers = pytest.importorskip("transformers")
+    from kiln.torch import gpt_oss
+
+    torch.manual_seed(0)
+    config = transformers.GptOssConfig(
+        vocab_size=512, hidden_size=256, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=64, num_local_experts=4, num_experts_per_tok=2,
+        layer_types=["sliding_attention", "full_attention"], sliding_window=16)
+    model = transformers.GptOssForCausalLM(config).to("cuda", torch.bfloat16)
+    experts = [m for m in model.modules() if gpt_oss._is_gpt_oss_experts(m)]
+    assert len(experts) == 2
+    with torch.no_grad():  # make every expert weight the dequantization of an MXFP4 checkpoint
+        for m in experts:
+            for name in ("gate_up_proj", "down_proj"):
+                w = getattr(m, name)
+                nk = w.transpose(1, 2).contiguous() * 0.02 / w.float().std()
+                packed = kt.quantize_weight(nk.to(torch.bfloat16), "mxfp4")
+                w.copy_(_dequantize(packed, "mxfp4").transpose(1, 2).to(torch.bfloat16))
+    ids = torch.randint(0, 512, (2, 24), device="cuda")
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        out = model(input_ids=ids, labels=ids)
+        out.loss.backward()
+        return out.logits.detach().float(), model.model.embed_tokens.weight.grad.detach().float().clone()
+
+    logits_ref, grad_ref = step()
+    assert gpt_oss.swap_experts(model) == 2
+    assert not any(gpt_oss._is_gpt_oss_experts(m) for m in model.modules())
+    assert sum(isinstance(m, kt.MoEExperts) for m in model.modules()) == 2
+    logits, grad = step()
+    _close(logits, logits_ref, tol=2e-2)
+    _close(grad, grad_ref, tol=5e-2)
+    with pytest.raises(kiln.KilnError, match="not exactly representable"):
+        bad = transformers.GptOssForCausalLM(config).to("cuda", torch.bfloat16)
+        gpt_oss.swap_experts(bad)

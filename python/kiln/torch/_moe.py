@@ -42,8 +42,9 @@ class MoEExperts(torch.nn.Module):
     lora_rank > 0 adds trainable low-rank adapters to both projections, run as kiln grouped GEMMs around the
     frozen ones (y += B_e (A_e x) · lora_scale), never as W + ΔW.
 
-    forward(hidden_states [T, H] bfloat16, router_indices int [T, k], routing_weights [T, k] (or [T, E],
-    gpt-oss's scattered scores)) -> [T, H]. The tokens' rows are gathered by expert (a stable sort, so
+    forward(hidden_states [..., H] bfloat16, router_indices int [T, k], routing_weights [T, k] (or [T, E],
+    gpt-oss's scattered scores)) -> hidden_states' shape, T the number of tokens (the product of the leading
+    dimensions); top_k_index / top_k_weights are accepted as the names of the last two. The tokens' rows are gathered by expert (a stable sort, so
     the order is fixed), and each token's k outputs are summed in slot order: gradients are
     deterministic."""
 
@@ -94,15 +95,24 @@ class MoEExperts(torch.nn.Module):
             y = y + grouped_linear(low, getattr(self, name + "_lora_b"), offsets, recipe="bf16") * self.lora_scale
         return y
 
-    def forward(self, hidden_states: torch.Tensor, router_indices: torch.Tensor,
-                routing_weights: torch.Tensor) -> torch.Tensor:
+    def forward(self, hidden_states: torch.Tensor, router_indices: Optional[torch.Tensor] = None,
+                routing_weights: Optional[torch.Tensor] = None, *, top_k_index: Optional[torch.Tensor] = None,
+                top_k_weights: Optional[torch.Tensor] = None) -> torch.Tensor:
+        # transformers' MoE blocks call their experts with either pair of names.
+        router_indices = router_indices if router_indices is not None else top_k_index
+        routing_weights = routing_weights if routing_weights is not None else top_k_weights
+        if router_indices is None or routing_weights is None:
+            _fail("MoEExperts: pass router_indices and routing_weights (or top_k_index and top_k_weights)")
         x = hidden_states
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.hidden_size:
-            _fail(f"MoEExperts: hidden_states must be [T, {self.hidden_size}], got "
+        if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != self.hidden_size:
+            _fail(f"MoEExperts: hidden_states must be [..., {self.hidden_size}], got "
                   f"{list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+        lead = x.shape[:-1]
+        x = x.reshape(-1, self.hidden_size)
         tokens, top_k = router_indices.shape if router_indices.dim() == 2 else (-1, -1)
         if tokens != x.shape[0]:
-            _fail(f"MoEExperts: router_indices must be [T, k] with T = {x.shape[0]}, got {list(router_indices.shape)}")
+            _fail(f"MoEExperts: router_indices must be [T, k] with T = {x.shape[0]} tokens, got "
+                  f"{list(router_indices.shape)}")
         if routing_weights.shape == (tokens, self.num_experts) and top_k != self.num_experts:
             routing_weights = routing_weights.gather(1, router_indices.long())  # gpt-oss's scattered scores
         if routing_weights.shape != (tokens, top_k):
@@ -119,7 +129,7 @@ class MoEExperts(torch.nn.Module):
         act = (gate * torch.sigmoid(self.alpha * gate) * (up + 1)).contiguous()
         y = self._project(self.down, "down", act, offsets)
         y = y * routing_weights.reshape(-1)[order, None].to(y.dtype)
-        return y[inverse].unflatten(0, (tokens, top_k)).sum(dim=1)
+        return y[inverse].unflatten(0, (tokens, top_k)).sum(dim=1).reshape(*lead, self.hidden_size)
 
     def extra_repr(self):
         lora = f", lora_rank={self.lora_rank}" if self.lora_rank else ""
