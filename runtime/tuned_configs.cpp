@@ -91,6 +91,23 @@ std::optional<std::pair<TileConfig, KernelFamily>> usable_tuned_config(const Tun
   return std::make_pair(*cfg, rf);
 }
 
+std::vector<KernelSpec> tuning_kin(const KernelSpec& spec) {
+  std::vector<KernelSpec> kin;
+  if (spec.op == Op::kQuantize || !format_is_high_precision(spec.out.format)) return kin;
+  KernelSpec base = spec;
+  if (!base.epilogue.empty() && base.gate_up == GateUp::kNone) {
+    base.epilogue.clear();
+    kin.push_back(base);
+  }
+  for (Format f : {Format::kBf16, Format::kF16, Format::kF32}) {
+    if (f == base.out.format) continue;
+    KernelSpec other = base;
+    other.out.format = f;
+    kin.push_back(other);
+  }
+  return kin;
+}
+
 TuningProblem tuning_problem(const KernelSpec& spec, const ProblemSizes& sizes) {
   KernelSpec stripped = spec;
   stripped.experts = 0;
@@ -262,6 +279,20 @@ void StoreTunings::apply(const KernelSpec& spec, KernelFamily family, const Prob
     if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch))
       buckets[b] = BucketChoice{cfg->first, cfg->second, source_of((*hit)->source)};
   }
+  // Buckets the spec itself has no row for take the row of a kindred spec (tuning_kin), after online
+  // tuning has had its chance at the spec's own row.
+  auto fill_from_kin = [&] {
+    for (const KernelSpec& kin : tuning_kin(spec)) {
+      const TuningProblem kp = tuning_problem(kin, sizes);
+      for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
+        if (buckets[b].source != ConfigSource::kHeuristic) continue;
+        StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, kp, kTuningMBuckets[b]);
+        if (!hit.ok() || !hit->has_value()) continue;
+        if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch))
+          buckets[b] = BucketChoice{cfg->first, cfg->second, ConfigSource::kBorrowed};
+      }
+    }
+  };
 
   // The bucket the caller said it will run (sizes.m), or 0 when it gave no hint.
   const int64_t hint_bucket = sizes.m > 0 ? tuning_m_bucket(rows_per_expert(spec, sizes.m)) : 0;
@@ -274,7 +305,7 @@ void StoreTunings::apply(const KernelSpec& spec, KernelFamily family, const Prob
                                 ? std::all_of(buckets.begin(), buckets.end(),
                                               [](const BucketChoice& c) { return c.source == ConfigSource::kHeuristic; })
                                 : buckets[hint_index].source == ConfigSource::kHeuristic;
-  if (!hint_untuned) return;
+  if (!hint_untuned) return fill_from_kin();
 
   if (hint_index < kTuningMBuckets.size() && online_tuning_enabled() && !t_in_online_tuning) {
     auto installed = [] {
@@ -302,6 +333,7 @@ void StoreTunings::apply(const KernelSpec& spec, KernelFamily family, const Prob
   if (env::flag(env::kRecordUntuned) && first_untuned_sighting(*device, problem, hint_bucket)) {
     (void)store->record_untuned(*device, problem, hint_bucket);  // best effort, like the kernel cache
   }
+  fill_from_kin();
 }
 
 void set_online_tuner(OnlineTuner tuner) {

@@ -37,6 +37,11 @@ namespace kiln {
 
 class Runtime;
 
+// Specs whose tuned rows a spec without its own row borrows, nearest first: the same GEMM without its
+// epilogue (when it has no gate|up: a per-column bias or scale changes the stores, not the mainloop), then
+// with each other 16- or 32-bit output format (a training layer's forward with a bias, a wgrad writing bf16
+// instead of f32). A borrowed row still passes check_config for the spec itself before it is used.
+std::vector<KernelSpec> tuning_kin(const KernelSpec& spec);
 // The problem part of a tuning key: canonical spec text with sizes stripped (experts=0), N, K,
 // experts. sizes.m is not part of it (that is the bucket).
 TuningProblem tuning_problem(const KernelSpec& spec, const ProblemSizes& sizes);

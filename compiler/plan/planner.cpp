@@ -16,6 +16,7 @@ const char* config_source_name(ConfigSource s) {
     case ConfigSource::kUserDb: return "user database";
     case ConfigSource::kPretuned: return "pre-tuned";
     case ConfigSource::kOnline: return "online tuning";
+    case ConfigSource::kBorrowed: return "borrowed tuning";
   }
   return "unknown";
 }

@@ -31,7 +31,9 @@
 namespace kiln {
 
 // Where a bucket's config came from.
-enum class ConfigSource { kHeuristic, kOverride, kMemory, kUserDb, kPretuned, kOnline };
+// kBorrowed: a tuned row of a kindred spec (the same GEMM without its epilogue, or with another output
+// format; runtime/tuned_configs.hpp, tuning_kin) for a spec with no row of its own.
+enum class ConfigSource { kHeuristic, kOverride, kMemory, kUserDb, kPretuned, kOnline, kBorrowed };
 const char* config_source_name(ConfigSource s);  // "heuristic", "override", "memory", ...
 
 struct BucketChoice {

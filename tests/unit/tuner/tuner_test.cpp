@@ -810,6 +810,40 @@ TEST_F(TunedConfigsTest, PlanUsesTheUserDatabaseAndTheHeuristicElsewhere) {
   EXPECT_EQ(other->config_for(4096), default_config(kBf16, sm80_, {4096, 2048, 4096}));
 }
 
+TEST_F(TunedConfigsTest, ASpecWithoutARowBorrowsTheRowOfItsPlainForm) {
+  const TileConfig mine = cfg(64, 128, 64, 3, 2, 2);
+  ASSERT_TRUE(shared_tuning_store(dir_)->record(tuned(mine, 4096)).ok());
+  // The forward of a layer with a bias: the same GEMM with an epilogue.
+  const KernelSpec biased = *parse_spec(R"(gemm a=bf16 b=bf16 out=bf16 epilogue="out = acc + bias[n]")");
+  BucketChoices tc;
+  StoreTunings(*rt_).apply(biased, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm80_, tc);
+  EXPECT_EQ(tc[index_of(4096)].source, ConfigSource::kBorrowed);
+  EXPECT_EQ(tc[index_of(4096)].config, mine);
+  EXPECT_EQ(tc[index_of(1)].source, ConfigSource::kHeuristic);
+  EXPECT_STREQ(config_source_name(ConfigSource::kBorrowed), "borrowed tuning");
+  // Another output format borrows too; its own row, once recorded, wins.
+  const KernelSpec f32_out = *parse_spec("gemm a=bf16 b=bf16 out=f32");
+  BucketChoices tf;
+  StoreTunings(*rt_).apply(f32_out, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm80_, tf);
+  EXPECT_EQ(tf[index_of(4096)].source, ConfigSource::kBorrowed);
+  const TileConfig own = cfg(128, 128, 32, 4, 2, 4);
+  TuningRecord r = record_of(device_of("a100"), f32_out, 4096, 4096, 4096, "sm80_gemm", own);
+  r.median_us = 40;
+  r.candidates = 3;
+  ASSERT_TRUE(shared_tuning_store(dir_)->record(r).ok());
+  BucketChoices to;
+  StoreTunings(*rt_).apply(f32_out, KernelFamily::kSm80Gemm, {4096, 4096, 4096}, sm80_, to);
+  EXPECT_EQ(to[index_of(4096)].source, ConfigSource::kUserDb);
+  EXPECT_EQ(to[index_of(4096)].config, own);
+  // A gate|up GLU's epilogue changes N's meaning: no borrowing from the plain spec.
+  EXPECT_TRUE(tuning_kin(*parse_spec(R"(gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue="out = silu(gate) * up")"))
+                  .size() == 2);  // only the other output formats, epilogue kept
+  for (const KernelSpec& k : tuning_kin(*parse_spec(
+           R"(gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue="out = silu(gate) * up")")))
+    EXPECT_FALSE(k.epilogue.empty());
+  EXPECT_TRUE(tuning_kin(*parse_spec("quantize a=bf16 out=mxfp4")).empty());
+}
+
 TEST_F(TunedConfigsTest, ConfigsThePlannerRejectsOrOfAnotherFamilyAreIgnored) {
   auto store = shared_tuning_store(dir_);
   ASSERT_TRUE(store->record(tuned(cfg(48, 64, 32, 3, 2, 2), 64)).ok());                // fails check_config
