@@ -272,26 +272,24 @@ void StoreTunings::apply(const KernelSpec& spec, KernelFamily family, const Prob
   device_ = *device;
   std::shared_ptr<TuningStore> store = tuning_store_for(rt_);
   if (!store) return;
+  // Puts the rows of problem p into the buckets that have none yet (the planner hands over heuristic
+  // choices only), marked with their layer, or as borrowed.
+  auto fill = [&](const TuningProblem& p, bool borrowed) {
+    for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
+      if (buckets[b].source != ConfigSource::kHeuristic) continue;
+      StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, p, kTuningMBuckets[b]);
+      if (!hit.ok() || !hit->has_value()) continue;  // a failing read is a miss: the cache is an optimisation
+      if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch))
+        buckets[b] = BucketChoice{cfg->first, cfg->second,
+                                  borrowed ? ConfigSource::kBorrowed : source_of((*hit)->source)};
+    }
+  };
   const TuningProblem problem = tuning_problem(spec, sizes);
-  for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
-    StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, problem, kTuningMBuckets[b]);
-    if (!hit.ok() || !hit->has_value()) continue;  // a failing read is a miss: the cache is an optimisation
-    if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch))
-      buckets[b] = BucketChoice{cfg->first, cfg->second, source_of((*hit)->source)};
-  }
+  fill(problem, false);
   // Buckets the spec itself has no row for take the row of a kindred spec (tuning_kin), after online
   // tuning has had its chance at the spec's own row.
   auto fill_from_kin = [&] {
-    for (const KernelSpec& kin : tuning_kin(spec)) {
-      const TuningProblem kp = tuning_problem(kin, sizes);
-      for (size_t b = 0; b < kTuningMBuckets.size(); ++b) {
-        if (buckets[b].source != ConfigSource::kHeuristic) continue;
-        StatusOr<std::optional<TuningHit>> hit = store->lookup(device->key, kp, kTuningMBuckets[b]);
-        if (!hit.ok() || !hit->has_value()) continue;
-        if (auto cfg = usable_tuned_config((*hit)->record, spec, family, arch))
-          buckets[b] = BucketChoice{cfg->first, cfg->second, ConfigSource::kBorrowed};
-      }
-    }
+    for (const KernelSpec& kin : tuning_kin(spec)) fill(tuning_problem(kin, sizes), true);
   };
 
   // The bucket the caller said it will run (sizes.m), or 0 when it gave no hint.

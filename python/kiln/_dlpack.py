@@ -1,8 +1,7 @@
-"""DLPack 0.6 structs for ctypes and their construction from torch tensors.
+"""DLPack 0.6 structs for ctypes, and what a torch tensor maps to (dtype code, device).
 
-Only views are built: the DLTensor points at the tensor's memory, shape and strides (in elements)
-live in ctypes arrays that the returned holder keeps alive for the duration of the call.
-FP8 tensors travel as uint8 (kDLUInt, 8 bits): Debian's DLPack 0.6 has no FP8 codes and the spec
+kiln._lib.pack_operands writes the DLTensors of a launch: each points at the tensor's memory, with shape
+and strides in elements. FP8 tensors travel as uint8 (kDLUInt, 8 bits): Debian's DLPack 0.6 has no FP8 codes and the spec
 says what the bytes mean (e4m3 or e5m2).
 """
 
@@ -74,35 +73,15 @@ def _device(t):
     return 0, 0
 
 
-class TensorView:
-    """A DLTensor over a torch tensor; keeps the tensor and the shape/stride arrays alive."""
+def unmapped_dtype(t, name):
+    """The INVALID_ARGUMENT for a tensor whose dtype has no DLPack code kiln takes."""
+    from ._errors import KilnError, Status
 
-    __slots__ = ("tensor", "shape", "strides", "dl")
-
-    def __init__(self, t, name):
-        import torch
-
-        code_bits = _dtype_table(torch).get(t.dtype)
-        if code_bits is None:
-            from ._errors import KilnError, Status
-
-            raise KilnError(
-                Status.INVALID_ARGUMENT,
-                f"operand {name}: torch dtype {t.dtype} has no kiln mapping (use bfloat16, float16, "
-                "float32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn_x2, int32 or uint8)",
-            )
-        ndim = t.dim()
-        self.tensor = t
-        # Length >= 1 so the pointers are valid even for 0-d tensors (scalars).
-        self.shape = (ctypes.c_int64 * max(ndim, 1))(*t.shape)
-        self.strides = (ctypes.c_int64 * max(ndim, 1))(*t.stride())
-        # data_ptr() already includes the storage offset: byte_offset 0. One constructor call fills the
-        # struct (this runs for every operand of every launch, so it is kept short).
-        self.dl = DLTensor(t.data_ptr(), _device(t), ndim, (code_bits[0], code_bits[1], 1),
-                           self.shape, self.strides, 0)
-
-    def pointer(self):
-        return ctypes.pointer(self.dl)
+    return KilnError(
+        Status.INVALID_ARGUMENT,
+        f"operand {name}: torch dtype {t.dtype} has no kiln mapping (use bfloat16, float16, "
+        "float32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn_x2, int32 or uint8)",
+    )
 
 
 def as_torch(t, name):
@@ -122,7 +101,3 @@ def as_torch(t, name):
         f"operand {name}: expected a torch tensor or an object with __dlpack__, got {type(t).__name__}",
     )
 
-
-def view(t, name):
-    """A TensorView for t (a torch tensor or any DLPack producer), or None for None."""
-    return None if t is None else TensorView(as_torch(t, name), name)

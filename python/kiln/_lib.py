@@ -84,9 +84,6 @@ class Operands(ctypes.Structure):
         ("up_bias", ctypes.POINTER(DLTensor)),
     ]
 
-# The epilogue vector fields of Operands, in their C order (kiln.h kiln_operands).
-EPILOGUE_OPERANDS = ("bias", "scale", "colscale", "expert_scale", "residual", "gate_bias", "up_bias")
-
 
 # ---- filling kiln_operands for a launch ----------------------------------------------------------------
 # Plan.run runs for every launch, so its operands are written with struct.pack_into into one buffer per
@@ -129,7 +126,7 @@ def pack_operands(tensors):
             t = _dlpack.as_torch(t, name)
         code_bits = table.get(t.dtype)
         if code_bits is None:
-            _dlpack.TensorView(t, name)  # raises the dtype error naming the operand
+            raise _dlpack.unmapped_dtype(t, name)
         ndim = t.dim()
         if ndim > _MAX_DIMS:
             raise KilnError(Status.INVALID_ARGUMENT, f"operand {name}: {ndim} dimensions; kiln takes at most {_MAX_DIMS}")

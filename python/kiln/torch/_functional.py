@@ -72,8 +72,7 @@ def _bias_grad(dy: torch.Tensor, offsets: Optional[torch.Tensor], experts: int) 
 class _KilnLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, w_scale, w_global, bias, offsets, main_grad, layer: _Layer):
-        spec = layer.forward if bias is not None else layer.forward.split(' epilogue="', 1)[0]
-        y = gemm(spec, layer.n, layer.k, x, w, w_scale, w_global, offsets, bias)
+        y = gemm(layer.forward, layer.n, layer.k, x, w, w_scale, w_global, offsets, bias)
         ctx.layer = layer
         ctx.has_bias = bias is not None
         ctx.bias_dtype = bias.dtype if bias is not None else None
@@ -98,7 +97,18 @@ class _KilnLinear(torch.autograd.Function):
         return dx, dw, None, None, db, None, None, None
 
 
-def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts, nvfp4_global):
+def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has_bias: bool, into_main_grad: bool,
+             experts: int) -> _Layer:
+    """The specs and sizes one call runs, from the weight as it is held: dW in f32 into main_grad, else in
+    the weight's dtype; an NVFP4 weight of a grouped layer with one global per expert gets
+    nvfp4_global=expert."""
+    n, k = _weight_dims(rec, w, experts)
+    wgrad_out = "f32" if into_main_grad else _TORCH_FORMAT.get(w.dtype, "f32")
+    per_expert = w_global is not None and experts > 1 and w_global.numel() == experts
+    return _layer(rec, experts, has_bias, wgrad_out, "expert" if per_expert else "tensor", int(n), int(k))
+
+
+def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts):
     n, k = _weight_dims(rec, w, experts)
     _check_activation(where, rec, x2d, k)
     if rec.weight == "bf16":
@@ -111,8 +121,7 @@ def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, expert
     if main_grad is not None and (main_grad.dtype != torch.float32 or main_grad.shape != w.shape):
         _fail(f"{where}: main_grad must be float32 with the weight's shape {list(w.shape)}, "
               f"got {main_grad.dtype} {list(main_grad.shape)}")
-    wgrad_out = "f32" if main_grad is not None else _TORCH_FORMAT.get(w.dtype, "f32")
-    layer = _layer(rec, experts, bias is not None, wgrad_out, nvfp4_global, int(n), int(k))
+    layer = layer_of(rec, w, w_global, bias is not None, main_grad is not None, experts)
     return _KilnLinear.apply(x2d, w, w_scale, w_global, bias, offsets, main_grad, layer)
 
 
@@ -135,7 +144,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     x2d = x.reshape(-1, x.shape[-1]) if isinstance(x, torch.Tensor) and x.dim() != 2 else x
     if isinstance(x2d, torch.Tensor):
         x2d = x2d.contiguous()
-    y = _run("kiln.torch.linear", rec, x2d, weight, weight_scale, weight_global, bias, None, main_grad, 0, "tensor")
+    y = _run("kiln.torch.linear", rec, x2d, weight, weight_scale, weight_global, bias, None, main_grad, 0)
     return y.reshape(*lead, y.shape[-1])
 
 
@@ -161,6 +170,5 @@ def grouped_linear(x: torch.Tensor, weight: torch.Tensor, offsets: torch.Tensor,
         _fail(f"{where}: x must be [M, K] (tokens sorted by expert), got shape {list(x.shape)}")
     if isinstance(x, torch.Tensor) and offsets.device != x.device:
         _fail(f"{where}: offsets is on {offsets.device} but x on {x.device}; both must be on one GPU")
-    nvfp4_global = "expert" if weight_global is not None and weight_global.numel() == experts > 1 else "tensor"
     x2d = x.contiguous() if isinstance(x, torch.Tensor) else x
-    return _run(where, rec, x2d, weight, weight_scale, weight_global, bias, offsets, main_grad, experts, nvfp4_global)
+    return _run(where, rec, x2d, weight, weight_scale, weight_global, bias, offsets, main_grad, experts)

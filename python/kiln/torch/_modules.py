@@ -146,12 +146,10 @@ class _KilnLayer(torch.nn.Module):
 
     def _plans(self):
         """(spec, n, k) of every plan this layer runs."""
-        specs = self.recipe.specs(experts=self.experts, bias=self.bias is not None,
-                                  wgrad_out="f32" if self.fuse_wgrad_accumulation else "bf16",
-                                  nvfp4_global="expert" if self.weight_global is not None
-                                  and self.weight_global.numel() == self.experts > 1 else "tensor")
-        found = [specs.forward, specs.dgrad] + ([specs.wgrad] if specs.wgrad else [])
-        return [(s, self.out_features, self.in_features) for s in found]
+        layer = _functional.layer_of(self.recipe, self.weight, self.weight_global, self.bias is not None,
+                                     self.fuse_wgrad_accumulation, self.experts)
+        specs = [layer.forward, layer.dgrad] + ([layer.wgrad] if layer.wgrad else [])
+        return [(s, layer.n, layer.k) for s in specs]
 
     def extra_repr(self):
         lead = f"experts={self.experts}, " if self.experts else ""
@@ -227,7 +225,6 @@ def prepare(module: torch.nn.Module) -> int:
     for layer in module.modules():
         if isinstance(layer, _KilnLayer):
             for spec, n, k in layer._plans():
-                plan(spec, n, k)
                 prepare_plan(spec, n, k)
                 count += 1
     return count

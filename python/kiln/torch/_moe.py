@@ -5,13 +5,8 @@ from typing import Optional
 
 import torch
 
-from .._errors import KilnError, Status
-from ._functional import grouped_linear
+from ._functional import _fail, grouped_linear
 from ._modules import GroupedLinear, PackedWeight
-
-
-def _fail(message: str):
-    raise KilnError(Status.INVALID_ARGUMENT, message)
 
 
 class _GatherSlots(torch.autograd.Function):

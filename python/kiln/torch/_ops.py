@@ -86,7 +86,7 @@ def output_shape(spec: str, n: int, k: int, a_shape) -> tuple:
 def run_gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
     """Runs spec (planned for n, k) on a and b on torch's current stream; returns the new output."""
     p = plan(spec, n, k)
-    if torch.cuda.is_current_stream_capturing() and (spec, int(n), int(k)) not in _prepared:
+    if (spec, n, k) not in _prepared and torch.cuda.is_current_stream_capturing():
         raise KilnError(
             Status.INVALID_ARGUMENT,
             f"kiln.torch: '{spec}' (n={n}, k={k}) runs inside a CUDA-graph capture but was not prepared: "
