@@ -4,10 +4,11 @@ way in one process (anchors.bench_graph):
   dgrad  dX[M, K] = dY[M, N] . W[N, K]      anchor: torch.mm(dY, W)         (cuBLAS, W read as it is stored)
   wgrad  dW[N, K] = dY[M, N]^T . X[M, K]    anchor: torch.mm(dY.t(), X)     (cuBLAS on the transposed view)
   grouped dgrad (offsets)                    anchor: torch._grouped_mm(dY, W, offs)
+  grouped wgrad (offsets)                    anchor: torch._grouped_mm(dY.t(), X, offs)  ([E, N, K] bf16)
   frozen MXFP4 grouped dgrad (LoRA)          anchor: torch._grouped_mm on the bf16 dequantization of W
 
 bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
-layers' dgrad at their largest token count. Each kiln output is checked against the anchor's (relative
+layers' dgrad and wgrad at their largest token count. Each kiln output is checked against the anchor's (relative
 Frobenius error) before it is timed. Prints a markdown table and writes it with the raw figures to --out.
 
     python3 bench/bench_backward.py --out out/backward [--min-m 4096] [--out-dtype bf16]
@@ -119,7 +120,36 @@ def grouped_rows(rt, layers):
                      "kiln_tflops": flops / t_kiln / 1e9, "anchor_tflops": flops / t_anchor / 1e9,
                      "speedup": t_anchor / t_kiln, "config": config_for(plan, -(-m // e))})
         print(fmt_row(rows[-1]), flush=True)
+        rows.append(grouped_wgrad_row(rt, layer, m, offs))
+        print(fmt_row(rows[-1]), flush=True)
     return rows
+
+
+def grouped_wgrad_row(rt, layer, m, offs):
+    """Grouped wgrad dW[e] = dY_e^T . X_e over each expert's rows (bf16 dW), against torch._grouped_mm's
+    wgrad form: _grouped_mm(dY.t(), X, offs) (the 2-D x 2-D case, offsets along the reduction)."""
+    e, n, k = layer["experts"], layer["n"], layer["k"]
+    plan = rt.plan(f"grouped_gemm[experts={e},layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad", n, k, m)
+    plan.prepare()
+
+    def make():
+        return (torch.randn(m, n, device=dev, dtype=torch.bfloat16),
+                torch.randn(m, k, device=dev, dtype=torch.bfloat16),
+                torch.empty(e, n, k, device=dev, dtype=torch.bfloat16))
+
+    dy, x, out = make()
+    plan.run(dy, x, out=out, offsets=offs)
+    ref = torch._grouped_mm(dy.t(), x, offs=offs)
+    torch.cuda.synchronize()
+    err = rel_err(out, ref)
+    nbytes = 2 * (m * n + m * k + e * n * k)
+    t_kiln = timed(lambda a, b, o: plan.run(a, b, out=o, offsets=offs), make, nbytes)
+    t_anchor = timed(lambda a, b, o: torch._grouped_mm(a.t(), b, offs=offs), make, nbytes)
+    flops = 2.0 * m * n * k
+    return {"pass": "grouped wgrad", "layer": layer["name"], "m": m, "n": n, "k": k, "out": "bf16", "err": err,
+            "kiln_ms": t_kiln, "anchor_ms": t_anchor, "anchor": "torch._grouped_mm(dY.t(), X)",
+            "kiln_tflops": flops / t_kiln / 1e9, "anchor_tflops": flops / t_anchor / 1e9,
+            "speedup": t_anchor / t_kiln, "config": config_for(plan, -(-m // e))}
 
 
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]

@@ -181,12 +181,15 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
                                                rule.box_k, &cache.map_a));
     }
     // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
-    // Grouped: W [E, N, K] as a 3-D map (templates/kernels/sm90/scheduler.cuh).
+    // Grouped: W [E, N, K] as a 3-D map (templates/kernels/sm90/scheduler.cuh); grouped wgrad's X is every
+    // expert's rows [M, K], a 2-D map like dY's, and its dW [E, N, K] is E x N output rows.
     const bool grouped = spec.layout != GroupLayout::kDense;
+    const bool grouped_w = grouped && spec.pass != Pass::kWgrad;
+    const int64_t out_rows = grouped && spec.pass == Pass::kWgrad ? int64_t{gp.m} * gp.experts : gp.m;
     if (view.b_mn_major) {
       KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.k, gp.n, gp.ldb, rule.box_k,
-                                               kSm90MnChunk, &cache.map_b, grouped ? gp.experts : 0,
-                                               grouped ? gp.b_expert_stride : 0));
+                                               kSm90MnChunk, &cache.map_b, grouped_w ? gp.experts : 0,
+                                               grouped_w ? gp.b_expert_stride : 0));
     } else {
       KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb, rule.box_b_rows,
                                                rule.box_k, &cache.map_b, grouped ? gp.experts : 0,
@@ -199,7 +202,7 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     // instead (out_tma = 0): never an error.
     cache.out_tma = 0;
     if (cfg.tma_store) {
-      cache.out_tma = sm90_encode_operand(d, "out", spec.out.format, gp.out, gp.m, gp.n, gp.ldc, rule.out_box_rows,
+      cache.out_tma = sm90_encode_operand(d, "out", spec.out.format, gp.out, out_rows, gp.n, gp.ldc, rule.out_box_rows,
                                           rule.out_box_cols, &cache.map_out, 0, 0, rule.out_swizzle128())
                               .ok()
                           ? 1

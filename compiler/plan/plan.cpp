@@ -96,9 +96,9 @@ Status check_backward_rows(const KernelSpec& spec, const ProblemSizes& sizes) {
 }
 
 // Backward specs (docs/backward.md): the families that compute them. The sm90 family reads bf16 / f16
-// operands MN-major with TMA and wgmma (high_precision: dgrad dense or grouped, wgrad dense) on sm_90a;
+// operands MN-major with TMA and wgmma (high_precision: dgrad and wgrad, dense or grouped) on sm_90a;
 // the portable family's backward kernel (compiler/plan/sm80_backward.hpp) takes the rest on sm_80+:
-// grouped wgrad, mode dequantized, other archs, KILN_FAMILY=sm80.
+// mode dequantized, other archs, KILN_FAMILY=sm80.
 StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch) {
   const string head = string("pass=") + pass_name(spec.pass) + " " + operand_text("a", spec.a) + " " +
                       operand_text("b", spec.b) + ": ";

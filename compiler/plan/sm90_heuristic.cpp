@@ -285,6 +285,7 @@ namespace {
 // chunks per warpgroup (N tiles of 112, 144, 160, 176 or 208 become 128; 96 becomes 64), its ring as deep as
 // fits; the plain 128 x 128 tile if that still fails.
 TileConfig backward_config(const KernelSpec& spec, const Arch& arch, TileConfig c) {
+  if (spec.pass == Pass::kWgrad && spec.layout != GroupLayout::kDense) c.cluster_m = 1;  // no clusters there
   if (sm90_check_config(spec, arch, c).ok()) return c;
   c.block_k = sm90_atom_k(spec);
   const int wg_n = c.block_n / std::max(1, c.warps_n);

@@ -46,11 +46,10 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b &&
                       spec.a.scale == ScaleGranularity::kNone && spec.b.scale == ScaleGranularity::kNone;
   // Backward passes (compiler/plan/gemm_view.hpp): bf16 / f16 operands read MN-major, the plain GEMM (no
-  // epilogue), dgrad dense or grouped, wgrad dense.
+  // epilogue), dense or grouped (grouped wgrad: the experts' rows are the reduction, sm90/scheduler.cuh).
   if (spec.pass != Pass::kFprop)
     return same16 && (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
-           spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty() &&
-           (spec.pass == Pass::kDgrad || dense);
+           spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty();
   // FP8 scales (sm90/promotion.cuh): tensor or per-row f32 factors in the epilogue, DeepSeek blocks
   // (f32 or ue8m0) promoted per 128-K tile; a: tensor | m | block1x128, b: tensor | n | block128x128.
   auto fp8_scale_ok = [](const OperandSpec& op, bool is_a) {
@@ -325,6 +324,11 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // stage, and B's columns in whole 64-element chunks per CTA of a cluster and per warpgroup.
   if (spec.pass != Pass::kFprop) {
     const GemmView v = gemm_view(spec, ProblemSizes{});
+    // Grouped wgrad: each CTA zeroes the rows past an expert's end in its own stages, which a peer's
+    // multicast also writes (templates/kernels/sm90/scheduler.cuh).
+    if (spec.pass == Pass::kWgrad && spec.layout != GroupLayout::kDense && cfg.cluster_m != 1)
+      return InvalidArgument(name + "cluster_m=" + to_string(cfg.cluster_m) +
+                             ": grouped wgrad runs without clusters (cluster_m 1)");
     if (atoms(spec, cfg) != 1)
       return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + ": pass=" + pass_name(spec.pass) +
                              " reads MN-major operands one 128-byte atom of K per stage (block_k " +

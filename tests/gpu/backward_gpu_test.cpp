@@ -1,12 +1,13 @@
 // gpu tier: the backward passes (docs/backward.md) of the sm90 family against kiln's reference kernel on
 // fresh random inputs (verify/check.hpp: outputs poisoned first, unwritten and overwritten elements counted).
-// bf16 and f16 dgrad (dense, grouped offsets with empty and one-row experts, grouped masked) and wgrad
-// (dense) with every output format at the plans' default configs, from M = 1 through odd tails to
+// bf16 and f16 dgrad and wgrad (dense, grouped offsets with empty and one-row experts, grouped masked)
+// with every output format at the plans' default configs, from M = 1 through odd tails to
 // multi-wave shapes; a set of pinned configs (both warpgroup layouts, clusters of 2, split-K, TMA stores,
-// ping-pong) on a tail shape and a multi-wave shape; repeat runs of one plan bitwise equal; wgrad with no
-// rows writes zeros. Skips without a device or on anything but sm_90.
+// ping-pong) on a tail shape and a multi-wave shape; grouped wgrad ignoring NaN in the rows no expert owns;
+// repeat runs of one plan bitwise equal; wgrad with no rows writes zeros. Skips without a device or on anything but sm_90.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +78,86 @@ TEST(BackwardGpu, GroupedDgrad) {
   }
 }
 
+// Grouped wgrad: each expert's rows are its reduction, ragged (an expert's last 64-row atom is partial),
+// empty (zeros) or a single row.
+TEST(BackwardGpu, GroupedWgrad) {
+  KILN_REQUIRE_SM90();
+  for (const char* ab : {"a=bf16 b=bf16", "a=f16 b=f16"}) {
+    for (const char* out : {"f32", "bf16"}) {
+      const std::string offsets =
+          std::string("grouped_gemm[experts=8,layout=offsets] ") + ab + " out=" + out + " pass=wgrad";
+      expect_passes(offsets, 1000, 512, 1024);                                       // random split, empty experts
+      expect_passes(offsets, 300, 264, 136, nullptr, {0, 1, 0, 150, 1, 0, 148, 0});  // one-row experts, tails
+      expect_passes(offsets, 4096, 2880, 768);
+      const std::string masked =
+          std::string("grouped_gemm[experts=4,layout=masked] ") + ab + " out=" + out + " pass=wgrad";
+      expect_passes(masked, 200, 512, 264);  // max_m 200, random counts
+      expect_passes(masked, 64, 1024, 512, nullptr, {64, 0, 1, 33});
+    }
+  }
+  expect_passes("grouped_gemm[experts=1,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad", 1, 64, 64);
+  expect_passes("grouped_gemm[experts=32,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad", 2048, 384, 320);
+}
+
+// Runs grouped wgrad twice on the same inputs, the second time with NaN (0xFF bytes) in every row of dY and X
+// that no expert owns: the masked layout's padding past counts[e], and with offsets the rows past the last
+// expert's end. The outputs must be bitwise equal and finite: the kernel zeroes what an expert's last atom
+// reads past its rows rather than multiplying it by zero.
+void expect_rows_outside_experts_ignored(const std::string& text, int64_t m, int64_t n, int64_t k,
+                                         const std::vector<int32_t>& groups, int32_t last_end = 0) {
+  const KernelSpec s = spec_of(text);
+  const bool masked = s.layout == GroupLayout::kMasked;
+  ScopedContext ctx;
+  ASSERT_TRUE(ctx.enter(*Driver::get(), 0).ok());
+  auto plan = runtime().plan(s, {masked ? m * s.experts : m, n, k});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  uint64_t seed = 5;
+  auto h = random_operands(plan->spec(), m, n, k, groups, seed);
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  std::vector<int64_t> outside;
+  if (masked) {
+    for (int64_t e = 0; e < s.experts; ++e)
+      for (int64_t r = groups[static_cast<size_t>(e)]; r < m; ++r) outside.push_back(e * m + r);
+  } else {
+    int32_t* ends = reinterpret_cast<int32_t*>(h->group_rows.bytes.data());
+    ends[s.experts - 1] = last_end;  // the last expert ends early: rows last_end .. m - 1 are no one's
+    for (int64_t r = last_end; r < m; ++r) outside.push_back(r);
+  }
+  ASSERT_FALSE(outside.empty());
+  const size_t eb = s.a.format == Format::kF32 ? 4 : 2;
+  std::vector<std::vector<uint8_t>> outs;
+  for (int poison = 0; poison < 2; ++poison) {
+    HostOperands hp = *h;
+    if (poison) {
+      for (int64_t r : outside) {
+        std::memset(hp.a.bytes.data() + static_cast<size_t>(r * n) * eb, 0xFF, static_cast<size_t>(n) * eb);
+        std::memset(hp.b.bytes.data() + static_cast<size_t>(r * k) * eb, 0xFF, static_cast<size_t>(k) * eb);
+      }
+    }
+    auto dev = DeviceOperands::upload(hp);
+    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+    ASSERT_TRUE(dev->out().fill_bytes(0xFF).ok());
+    Status st = plan->run(dev->operands(), nullptr, 0, nullptr);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    std::vector<uint8_t> o(hp.out.bytes.size());
+    ASSERT_TRUE(dev->out().download(o.data(), o.size()).ok());
+    outs.push_back(std::move(o));
+  }
+  EXPECT_EQ(outs[0], outs[1]) << text;
+  const float* f = reinterpret_cast<const float*>(outs[1].data());
+  int64_t nonfinite = 0;
+  for (size_t i = 0; i < outs[1].size() / 4; ++i) nonfinite += !std::isfinite(f[i]);
+  EXPECT_EQ(nonfinite, 0) << text;
+}
+
+TEST(BackwardGpu, GroupedWgradIgnoresRowsOutsideExperts) {
+  KILN_REQUIRE_SM90();
+  expect_rows_outside_experts_ignored("grouped_gemm[experts=4,layout=masked] a=bf16 b=bf16 out=f32 pass=wgrad", 200,
+                                      256, 192, {37, 0, 200, 65});
+  expect_rows_outside_experts_ignored("grouped_gemm[experts=4,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad", 300,
+                                      320, 128, {50, 0, 77, 173}, 250);
+}
+
 // A pinned config: one 128-byte atom of K per stage (block_k 64), the rest as named.
 TileConfig cfg(int bm, int bn, int stages, int wm, int wn, int cluster = 1, int split = 1, int tma = 0, int pp = 0) {
   TileConfig c = test::tile_config(bm, bn, 64, stages, wm, wn, 8, cluster);
@@ -108,6 +189,14 @@ TEST(BackwardGpu, PinnedConfigs) {
   const TileConfig grouped[] = {cfg(128, 256, 4, 8, 1), cfg(128, 128, 6, 8, 1, 2), cfg(64, 128, 8, 4, 1)};
   for (const TileConfig& c : grouped)
     expect_passes("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad", 1000, 512, 1024, &c);
+  // Grouped wgrad: both warpgroup layouts (zeroing split over two consumers), one consumer, TMA stores.
+  const TileConfig grouped_wgrad[] = {cfg(128, 256, 4, 8, 1), cfg(128, 256, 4, 4, 2), cfg(64, 128, 8, 4, 1),
+                                      cfg(256, 128, 4, 8, 1), cfg(128, 128, 5, 8, 1, 1, 1, 1)};
+  for (const TileConfig& c : grouped_wgrad) {
+    expect_passes("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad", 1000, 512, 1024, &c);
+    expect_passes("grouped_gemm[experts=4,layout=masked] a=bf16 b=bf16 out=bf16 pass=wgrad", 100, 384, 256, &c,
+                  {100, 0, 1, 63});
+  }
 }
 
 // Runs one plan twice on the same inputs; the outputs must be bitwise equal (no atomics on these paths).
@@ -116,6 +205,8 @@ TEST(BackwardGpu, RepeatRunsAreBitwiseEqual) {
   for (const char* pass : {"dgrad", "wgrad"})
     test::expect_repeat_runs_bitwise_equal(runtime(), std::string("gemm a=bf16 b=bf16 out=f32 pass=") + pass, 1000,
                                            768, 520);
+  test::expect_repeat_runs_bitwise_equal(
+      runtime(), "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad", 1000, 768, 520);
 }
 
 // wgrad over no rows: dW = 0 (the kernel runs with an empty reduction and writes zeros).

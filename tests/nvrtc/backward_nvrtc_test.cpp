@@ -1,9 +1,9 @@
 // nvrtc tier: the backward kernels (dgrad / wgrad, MN-major operands: compiler/plan/gemm_view.hpp) compile
 // with NVRTC alone for sm_90a with no register spills (and no stack in the sm90 kernels): the kernels a
 // default plan picks for a large and a small M bucket of dense bf16 dgrad, dense f16 wgrad, grouped offsets
-// bf16 dgrad and grouped masked f16 dgrad at M x N x K = 4096 x 7168 x 2048, a spread of the tuner's space
-// for the dense specs (at most 12 configs each), and the reference kernel of each spec: at most 36
-// compiles, on every core; and the portable backward kernel for sm_80 and sm_90a (high_precision, grouped
+// bf16 dgrad, grouped masked f16 dgrad and grouped wgrad (offsets, masked) at M x N x K = 4096 x 7168 x
+// 2048, a spread of the tuner's space for the dense specs (at most 12 configs each), four pinned grouped
+// wgrad configs, and the reference kernel of each spec: at most 48 compiles, on every core; and the portable backward kernel for sm_80 and sm_90a (high_precision, grouped
 // wgrad, mode dequantized). Needs the CUDA toolkit's NVRTC, no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -34,6 +34,8 @@ const char* const kSpecs[] = {
     "gemm a=f16 b=f16 out=f32 pass=wgrad",
     "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad",
     "grouped_gemm[experts=4,layout=masked] a=f16 b=f16 out=f16 pass=dgrad",
+    "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad",
+    "grouped_gemm[experts=4,layout=masked] a=f16 b=f16 out=bf16 pass=wgrad",
 };
 const ProblemSizes kSizes{4096, 7168, 2048};
 
@@ -122,7 +124,16 @@ TEST(BackwardNvrtcTest, PlannedTunedAndReferenceKernelsCompileWithoutSpills) {
     }
     jobs.push_back({s, KernelFamily::kReferenceGemm, TileConfig{}, std::string("reference ") + text});
   }
-  EXPECT_LE(jobs.size(), 40u);
+  // Grouped wgrad (the zeroing of an expert's partial last atom) in both warpgroup layouts, one consumer
+  // and TMA stores.
+  const KernelSpec gw = spec_of("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad");
+  for (const char* name : {"bm128_bn256_bk64_s4_w4x2_g8", "bm64_bn128_bk64_s8_w4x1_g8", "bm256_bn128_bk64_s4_w8x1_g8",
+                           "bm128_bn128_bk64_s5_w8x1_g8_t"}) {
+    const TileConfig c = *config_from_name(name);
+    ASSERT_TRUE(check_config(gw, a, KernelFamily::kSm90Gemm, c).ok()) << name;
+    jobs.push_back({gw, KernelFamily::kSm90Gemm, c, std::string("grouped wgrad pinned ") + name});
+  }
+  EXPECT_LE(jobs.size(), 48u);
   compile_all_clean(jobs);
 }
 

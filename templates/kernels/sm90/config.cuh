@@ -241,6 +241,13 @@ struct Gemm {
   static constexpr bool kGrouped = kGrouping != Grouping::kDense;
   static constexpr int kExperts = kGrouped ? Config::kExperts : 0;
   static constexpr int kGroupTableBytes = 12 * kExperts;  // cluster-tile ends, row bases, rows: int [E] each
+  // Grouped wgrad (sm90/scheduler.cuh, "Grouped wgrad"): the experts' rows are the reduction. Every expert
+  // has the same tiles (its dW [N, K]); a tile's K range is its expert's rows of dY and X, and the stage
+  // holding an expert's last, partial atom of rows has the rows past its end zeroed by the consumers
+  // (zero_k_tail) before any wgmma reads it. (Only wgrad reads A MN-major.)
+  static constexpr bool kGroupedK = kGrouped && kTransA;
+  // The consumers' named barrier for that zeroing (1 + c: consumer c's epilogue; 4, 5: ping-pong order).
+  static constexpr int kTailBarrier = 6;
   // Split-K (sm90/split_k.cuh): kSplitK CTAs share one tile's K range; one "last arriver" flag per
   // warpgroup.
   static constexpr int kSplitK = Config::kSplitK;
@@ -358,6 +365,8 @@ struct Gemm {
                 "accumulation (bf16 / f16, FP8 with tensor or per-row scales), dense, no split-K");
   static_assert(!(kTransA || kTransB) || (format_is_16bit(kA) && !kMx && kAtoms == 1 && !kPromote),
                 "MN-major operands: bf16 / f16, one 128-byte atom of K per stage");
+  static_assert(!kGroupedK || (kCluster == 1 && kTransB),
+                "grouped wgrad: no clusters (each CTA zeroes its own stages' rows past an expert's end)");
   static_assert(!kTransB || (kBoxRowsB % kMnChunk == 0 && kWgTileN % kMnChunk == 0),
                 "an MN-major B: each CTA's B rows and each warpgroup's columns are whole 64-element chunks");
   static_assert((kBoxRowsB * kRowBytes) % 1024 == 0,
@@ -418,6 +427,7 @@ struct Gemm {
   struct Walk;
   static __device__ __forceinline__ int unit_tile(int u);
   static __device__ __forceinline__ KRange k_range(int u, int k_tiles);
+  static __device__ __forceinline__ KRange tile_k_range(int u, const Tile& tile, int k_tiles);
   static __device__ __forceinline__ Walk make_walk(int tiles_m, int tiles_n, const Smem& sm);
   static __device__ __forceinline__ Tile tile_of(const Walk& w, int ct, const GemmParams& p, const Smem& sm);
   static __device__ __forceinline__ void build_groups(const GemmParams& p, const Smem& sm, int tiles_n, int lane);
@@ -483,6 +493,7 @@ struct Gemm {
 
   // ---- wgmma issue and the two-atom mainloop (sm90/mainloop.cuh) ----
   static __device__ __forceinline__ void release(const Smem& sm, int s, int lane);
+  static __device__ __forceinline__ void zero_k_tail(const Smem& sm, int stage, int valid, int consumer_tid);
   template <int kRegs>
   static __device__ __forceinline__ void mma_tile(float (&d)[kMmaM][kRegs], u32 a_base, u32 b_base, bool first);
   template <int kRegs>

@@ -70,6 +70,7 @@ __device__ __forceinline__ void Gemm<Config>::consume(const GemmParams& p, const
   KRange kr_next = k_range(u0, k_tiles);
   if (u0 < w.count) {
     tile_next = tile_of(w, unit_tile(u0), p, sm);
+    kr_next = tile_k_range(u0, tile_next, k_tiles);
     rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
     if constexpr (kBlockScaled && !kStagedScales) {
       if (kr_next.end > kr_next.begin) load_block_scales(p, rows_next, kr_next.begin, bs_next);
@@ -92,7 +93,7 @@ __device__ __forceinline__ void Gemm<Config>::consume(const GemmParams& p, const
     if (more) {
       tile_next = tile_of(w, unit_tile(u + du), p, sm);
       rows_next = scale_rows(p, tile_next, wg_m, wg_n, warp, lane);
-      kr_next = k_range(u + du, k_tiles);
+      kr_next = tile_k_range(u + du, tile_next, k_tiles);
     }
     // Grouped: b's tensor scale is the expert's (b_scale_expert_stride 1), read per tile.
     float b_tile = b_t;
@@ -175,6 +176,11 @@ __device__ __forceinline__ void Gemm<Config>::consume(const GemmParams& p, const
           }
         }
         mbar_wait(sm.full + 8 * stage, phase);
+        // Grouped wgrad: an expert's last atom of rows, when partial, has the rows past its end zeroed.
+        if constexpr (kGroupedK) {
+          if (kt + 1 == kr.end && tile.k_rows < kr.end * kAtomK)
+            zero_k_tail(sm, stage, tile.k_rows - kt * kAtomK, int(threadIdx.x) - 128 * kProducerWgs);
+        }
         if constexpr (kStagedScales)
           bs = staged_block_scales(sm.scales + stage * kScaleSlotBytes, 0, kt, wg_m, wg_n, warp, lane);
         const u32 a_base = sm.a + stage * kTileBytesA + a_off;

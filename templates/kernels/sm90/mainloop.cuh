@@ -36,7 +36,10 @@
 #include "common/types.cuh"
 #include "kernels/sm90/config.cuh"
 #include "ptx/cluster.cuh"
+#include "ptx/ld.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/sync.cuh"
+#include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 
 namespace kiln_dev {
@@ -60,6 +63,27 @@ __device__ __forceinline__ void Gemm<Config>::release(const Smem& sm, int s, int
       for (int r = 0; r < kCluster; ++r) mbar_arrive_cluster(cluster_map_shared(sm.empty + 8 * s, u32(r)));
     }
   }
+}
+
+// Grouped wgrad (sm90/scheduler.cuh): zeroes rows valid .. kAtomK - 1 of stage s, in every 64-element
+// chunk of A and B, so that an expert's partial last atom adds nothing of the rows past its end (the
+// next expert's, the masked layout's padding: zeroing one operand would not do, 0 x Inf being NaN). In
+// the MN-major 128-byte swizzle a K row of a chunk is 128 contiguous bytes (the swizzle permutes 16-byte
+// units within it), so the tail is one contiguous run per chunk. Every consumer thread (consumer_tid of
+// 128 * kConsumers) stores 16 bytes at a time; each makes its stores visible to the async proxy
+// (fence.proxy.async) before the consumers meet at a named barrier, after which wgmma may read the stage.
+template <class Config>
+__device__ __forceinline__ void Gemm<Config>::zero_k_tail(const Smem& sm, int s, int valid, int consumer_tid) {
+  constexpr int kChunksA = kBlockM / kMnChunk, kChunks = kChunksA + kBlockN / kMnChunk;
+  const int tail = (kAtomK - valid) * kRowBytes;  // bytes per chunk
+  for (int i = 16 * consumer_tid; i < kChunks * tail; i += 16 * 128 * kConsumers) {
+    const int c = i / tail;
+    const u32 chunk = c < kChunksA ? sm.a + s * kTileBytesA + c * kMnChunkBytes
+                                   : sm.b + s * kTileBytesB + (c - kChunksA) * kMnChunkBytes;
+    sts_128(chunk + valid * kRowBytes + (i - c * tail), 0u, 0u, 0u, 0u);
+  }
+  fence_proxy_async_shared();
+  named_barrier_sync(kTailBarrier, 128 * kConsumers);
 }
 
 // The wgmmas of one K tile (4 k-steps) into d, reading the stage whose A rows of this warpgroup

@@ -63,8 +63,9 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
   u32 phase = 0;
   for (int u = w.first; u < w.count; u += w.step) {
     const Tile tile = tile_of(w, unit_tile(u), p, sm);
-    const KRange kr = k_range(u, k_tiles);
-    const int first_a = tile.row0;
+    const KRange kr = tile_k_range(u, tile, k_tiles);
+    // Grouped wgrad: the tile's rows are output rows e * N + ...; A's columns are dY's N.
+    const int first_a = kGroupedK ? tile.row0 - tile.e * p.m : tile.row0;
     const int first_b = tile.n * kBlockN + w.rank * kBoxRowsB;
     const int row_a = first_a < p.m ? first_a : p.m - 1;
     const int row_b = first_b < p.n ? first_b : p.n - 1;
@@ -85,7 +86,7 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
 #pragma unroll
         for (int t = 0; t < kAtoms; ++t) {
           if (t < atoms) {
-            const int k0 = (kt + t) * kAtomK;
+            const int k0 = tile.k0 + (kt + t) * kAtomK;  // (k0 is 0 but with grouped wgrad)
             const u32 dst_a = sm.a + stage * kTileBytesA + t * kAtomBytesA;
             if constexpr (kTransA) {
               // MN-major: 64-element chunks of the tile's rows, each kAtomK rows of K (a box past the
@@ -103,7 +104,9 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
               for (int c = 0; c < kBoxRowsB / kMnChunk; ++c) {
                 const u32 dst = dst_b + c * kMnChunkBytes;
                 const int col = first_b + c * kMnChunk;
-                if constexpr (kGrouped && kCluster == 1) {
+                if constexpr (kGroupedK) {
+                  tma_load_2d(dst, tma_b, col, k0, full);  // X: every expert's rows in one 2-D map
+                } else if constexpr (kGrouped && kCluster == 1) {
                   tma_load_3d(dst, tma_b, col, k0, tile.e, full);
                 } else if constexpr (kGrouped) {
                   tma_load_3d_multicast(dst, tma_b, col, k0, tile.e, full, u16((1u << kCluster) - 1));

@@ -27,6 +27,16 @@
 // scales by global row, b's tensor scale one per expert and its per-channel / block scales
 // b_scale_expert_stride elements apart. The launch covers the worst case, (ceil(M / block_m) + E) *
 // tiles_n cluster tiles, capped at the SMs.
+//
+// Grouped wgrad (kGroupedK: dW[e] = dY_eᵀ · X_e, the kernel's m = N, n = K, and its reduction k runs over
+// the tokens). The experts' rows are the reduction, so every expert has the same ceil(N / kBlockM) x
+// tiles_n tiles of its dW [N, K] (output rows e * N + ...), and the table's row base and count give a
+// tile's K range instead: the expert's first row of dY and X and its row count (offsets sanitized against
+// the total rows, masked counts against max_m). dY and X are 2-D maps over all rows; the producer loads
+// atoms from the expert's first row on, so only the expert's last atom can reach past its rows (into the
+// next expert's, the masked layout's padding, or TMA's zeros), and the consumers zero those rows of that
+// stage before reading it (sm90/mainloop.cuh zero_k_tail). An expert without rows gets zero tiles. The
+// launch covers E x tiles cluster tiles, capped at the SMs.
 #pragma once
 
 #include "common/gemm_params.cuh"
@@ -50,6 +60,8 @@ struct Gemm<Config>::Tile {
   int row_end;
   int n;
   int e;
+  int k0;      // grouped wgrad: the expert's first row of dY and X (the reduction's start)
+  int k_rows;  // grouped wgrad: its rows (the reduction's length)
 };
 
 // The persistent walk: cluster tiles (kCluster tile rows x 1 tile column) in grouped order, taken
@@ -90,7 +102,19 @@ template <class Config>
 __device__ __forceinline__ typename Gemm<Config>::Tile Gemm<Config>::tile_of(const Walk& w, int ct,
                                                                              const GemmParams& p, const Smem& sm) {
   Tile r;
-  if constexpr (kGrouped) {
+  r.k0 = r.k_rows = 0;
+  if constexpr (kGroupedK) {
+    // Every expert has ctiles_m x tiles_n tiles (its dW [N, K]): the expert is a division away.
+    const int per = w.ctiles_m * w.tiles_n;
+    const int e = ct / per;
+    const TileCoord t = grouped_tile(ct - e * per, w.ctiles_m, w.tiles_n, Config::kGroupM);
+    r.row0 = e * p.m + t.m * kBlockM;
+    r.row_end = e * p.m + p.m;
+    r.n = t.n;
+    r.e = e;
+    r.k0 = int(lds_u32(sm.groups + 4 * (kExperts + e)));
+    r.k_rows = int(lds_u32(sm.groups + 4 * (2 * kExperts + e)));
+  } else if constexpr (kGrouped) {
     // The expert: the first whose cluster-tile end exceeds ct (binary search of the shared table).
     int lo = 0, hi = kExperts - 1;
     while (lo < hi) {
@@ -133,7 +157,8 @@ __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, 
     const int e = e0 + lane;
     int start = 0, rows = 0;
     if constexpr (kGrouping == Grouping::kOffsets) {
-      int end = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, p.m) : 0;
+      // (Grouped wgrad: the rows are the reduction's, p.k of them.)
+      int end = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, kGroupedK ? p.k : p.m) : 0;
       if (end < end_before) end = end_before;
 #pragma unroll
       for (int d = 1; d < 32; d <<= 1) {
@@ -148,7 +173,9 @@ __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, 
       start = e * p.max_m;
       rows = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, p.max_m) : 0;
     }
-    const int ctiles = ((rows + kBlockM - 1) / kBlockM + kCluster - 1) / kCluster * tiles_n;
+    // Grouped wgrad: the expert's tiles cover its dW [N, K] (p.m = N rows) whatever its row count.
+    const int tile_rows = ((kGroupedK ? p.m : rows) + kBlockM - 1) / kBlockM;
+    const int ctiles = (tile_rows + kCluster - 1) / kCluster * tiles_n;
     int incl = ctiles;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {

@@ -44,6 +44,18 @@ __device__ __forceinline__ typename Gemm<Config>::KRange Gemm<Config>::k_range(i
   }
 }
 
+// The K range of walk unit u whose tile is `tile`: k_range, or with grouped wgrad the atoms of the tile's
+// expert's rows (sm90/scheduler.cuh), counted from the expert's first row.
+template <class Config>
+__device__ __forceinline__ typename Gemm<Config>::KRange Gemm<Config>::tile_k_range(int u, const Tile& tile,
+                                                                                   int k_tiles) {
+  if constexpr (kGroupedK) {
+    return KRange{0, (tile.k_rows + kAtomK - 1) / kAtomK};
+  } else {
+    return k_range(u, k_tiles);
+  }
+}
+
 // This warpgroup's part of split s of tile ct. Writes its accumulators to the workspace, takes a ticket
 // on the (tile, warpgroup) counter, and returns false unless it was the last of the kSplitK splits to
 // arrive; the last one resets the counter for the next launch and sums all kSplitK partials IN SPLIT

@@ -171,8 +171,8 @@ TEST(GemmViewTest, EachPassNamesItsGemmAndTensorShapes) {
 
 // ---- planning ------------------------------------------------------------------------------------
 
-// Every backward spec the sm90 family takes: two equal 16-bit operands, 16-bit or f32 out; dgrad dense
-// and grouped, wgrad dense.
+// Every backward spec the sm90 family takes: two equal 16-bit operands, 16-bit or f32 out; dgrad and
+// wgrad, dense and grouped.
 std::vector<std::string> accepted_specs() {
   std::vector<std::string> out;
   for (const char* ab : {"a=bf16 b=bf16", "a=f16 b=f16"})
@@ -182,6 +182,8 @@ std::vector<std::string> accepted_specs() {
       out.push_back("gemm" + tail + " pass=wgrad");
       out.push_back("grouped_gemm[experts=8,layout=offsets]" + tail + " pass=dgrad");
       out.push_back("grouped_gemm[experts=4,layout=masked]" + tail + " pass=dgrad");
+      out.push_back("grouped_gemm[experts=8,layout=offsets]" + tail + " pass=wgrad");
+      out.push_back("grouped_gemm[experts=4,layout=masked]" + tail + " pass=wgrad");
     }
   return out;
 }
@@ -203,7 +205,7 @@ TEST(BackwardPlanTest, Sm90FamilyTakesSixteenBitBackwardSpecs) {
 }
 
 // The portable family's backward kernel (compiler/plan/sm80_backward.hpp) takes what the sm90 family does
-// not: other archs, KILN_FAMILY=sm80's share, grouped wgrad, and mode dequantized.
+// not: other archs, KILN_FAMILY=sm80's share, and mode dequantized.
 TEST(BackwardPlanTest, PortableFamilyTakesTheRest) {
   for (const char* arch : {"sm_80", "sm_89", "sm_90"}) {
     auto f = select_family(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), arch_of(arch));
@@ -211,8 +213,6 @@ TEST(BackwardPlanTest, PortableFamilyTakesTheRest) {
     EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << arch;
   }
   const char* portable[] = {
-      "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad",
-      "grouped_gemm[experts=8,layout=masked] a=f16 b=f16 out=f16 pass=wgrad",
       "gemm a=bf16 b=mxfp4 out=bf16 pass=dgrad",
       "gemm a=bf16 b=nvfp4 out=f32 pass=dgrad",
       "grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad",
@@ -307,6 +307,12 @@ TEST(BackwardPlanTest, ConfigsReadOneAtomPerStageAndWholeColumnChunks) {
     o.config = two_atoms;
     EXPECT_EQ(make_plan(s, {4096, 7168, 2048}, a, o, nullptr).status().code(), StatusCode::kInvalidArgument);
   }
+  // Grouped wgrad zeroes the rows past an expert's end in its own stages: no clusters.
+  const TileConfig clustered = *config_from_name("bm128_bn256_bk64_s4_w8x1_g8_c2");
+  const KernelSpec gw = spec_of("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad");
+  EXPECT_THAT(invalid(check_config(gw, a, clustered), "grouped wgrad"), HasSubstr("without clusters"));
+  const KernelSpec gd = spec_of("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad");
+  EXPECT_TRUE(check_config(gd, a, clustered).ok()) << check_config(gd, a, clustered).to_string();
   const KernelSpec fprop = spec_of("gemm a=bf16 b=bf16 out=bf16");  // the forward takes both
   EXPECT_TRUE(check_config(fprop, a, two_atoms).ok()) << check_config(fprop, a, two_atoms).to_string();
   EXPECT_TRUE(check_config(fprop, a, n176).ok()) << check_config(fprop, a, n176).to_string();
@@ -336,7 +342,9 @@ TEST(BackwardPlanTest, EveryBucketPassesCheckConfigAndWgradGridsDoNotDependOnM) 
       EXPECT_TRUE(same_shape(r.shape(m), launch_shape(s, p->families[b], p->configs[b], {m, sz.n, sz.k})))
           << what;
       if (wgrad) {
-        EXPECT_EQ(r.fixed_m, sz.n) << what;
+        // Grouped: every expert's N rows of dW tiled on their own, whatever M; no clusters.
+        EXPECT_EQ(r.fixed_m, sz.n * (s.experts > 0 ? s.experts : 1)) << what;
+        if (s.op == Op::kGroupedGemm) EXPECT_EQ(p->configs[b].cluster_m, 1) << what;
         EXPECT_TRUE(same_shape(r.shape(1), r.shape(8192))) << what;
       } else {
         EXPECT_EQ(r.fixed_m, 0) << what;
@@ -455,10 +463,9 @@ TEST(DeriveBackwardTest, HighPrecisionGivesBf16PassesThatPlanOnSm90a) {
     EXPECT_EQ(b->wgrad.pass, Pass::kWgrad);
     EXPECT_EQ(b->wgrad.out.format, Format::kF32);
     EXPECT_TRUE(select_family(b->dgrad, arch_of("sm_90a")).ok()) << print_spec(b->dgrad);
-    // Grouped wgrad runs on the portable family (a reduction over each expert's rows).
     auto wf = select_family(b->wgrad, arch_of("sm_90a"));
     ASSERT_TRUE(wf.ok()) << print_spec(b->wgrad) << ": " << wf.status().to_string();
-    EXPECT_EQ(*wf, f.op == Op::kGemm ? KernelFamily::kSm90Gemm : KernelFamily::kSm80Gemm) << print_spec(b->wgrad);
+    EXPECT_EQ(*wf, KernelFamily::kSm90Gemm) << print_spec(b->wgrad);
   }
   BackwardOptions o;
   o.grad = Format::kF16;
