@@ -11,7 +11,7 @@ bf16 operands (mode high_precision), every dense shape of bench/shapes.json with
 layers' dgrad and wgrad at their largest token count. Each kiln output is checked against the anchor's (relative
 Frobenius error) before it is timed. Prints a markdown table and writes it with the raw figures to --out.
 
-    python3 bench/bench_backward.py --out out/backward [--min-m 4096] [--out-dtype bf16]
+    python3 bench/bench_backward.py --out out/backward [--min-m 4096] [--out-dtype bf16] [--grouped-only]
 Needs torch, a GPU and a built kiln (KILN_LIBRARY or build/capi/libkiln.so).
 """
 import argparse, json, os, sys
@@ -220,6 +220,7 @@ def main():
     ap.add_argument("--min-m", type=int, default=4096)
     ap.add_argument("--out-dtype", default="bf16", choices=["bf16", "f32"])
     ap.add_argument("--no-grouped", action="store_true")
+    ap.add_argument("--grouped-only", action="store_true", help="only the MoE layers' grouped dgrad and wgrad rows")
     ap.add_argument("--frozen-only", action="store_true",
                     help="only the frozen MXFP4 grouped dgrad rows (LoRA over gpt-oss-20b-sized experts)")
     args = ap.parse_args()
@@ -230,14 +231,17 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     print(HEADER)
     rows = []
-    if not args.frozen_only:
+    if args.grouped_only:
+        rows += grouped_rows(rt, shapes["moe"])
+    elif not args.frozen_only:
         rows += dense_rows(rt, dense, args.out_dtype)
         if not args.no_grouped:
             rows += grouped_rows(rt, shapes["moe"])
     # gpt-oss-20b's experts: gate|up [32, 5760, 2880] and down [32, 2880, 2880].
     gpt_oss = [{"name": "gpt-oss-20b gate_up", "experts": 32, "n": 5760, "k": 2880},
                {"name": "gpt-oss-20b down", "experts": 32, "n": 2880, "k": 2880}]
-    rows += frozen_mxfp4_rows(rt, gpt_oss, [8, 16, 32, 64, 1024])
+    if not args.grouped_only:
+        rows += frozen_mxfp4_rows(rt, gpt_oss, [8, 16, 32, 64, 1024])
     with open(os.path.join(args.out, "backward.json"), "w") as f:
         json.dump(rows, f, indent=1)
     with open(os.path.join(args.out, "backward.md"), "w") as f:

@@ -203,8 +203,9 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
   const StatusOr<const Driver*>& drv = p.rt->driver();
   if (!drv.ok()) return drv.status().with_context("Plan::run");
   const Driver* d = *drv;
-  // No rows: nothing to write, except wgrad's dW [N, K] = 0 (a sum over no rows).
-  if (c.m == 0 && p.spec.pass != Pass::kWgrad) return Status::Ok();
+  // No rows: nothing to write, except wgrad's dW [N, K] = 0 (a sum over no rows; accumulate=true adds
+  // nothing).
+  if (c.m == 0 && (p.spec.pass != Pass::kWgrad || p.spec.accumulate)) return Status::Ok();
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, c.device));
   if (c.m == 0) {  // dW [N, K], grouped [E, N, K] with the experts' rows contiguous (check_operands)

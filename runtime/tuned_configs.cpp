@@ -95,6 +95,10 @@ std::vector<KernelSpec> tuning_kin(const KernelSpec& spec) {
   std::vector<KernelSpec> kin;
   if (spec.op == Op::kQuantize || !format_is_high_precision(spec.out.format)) return kin;
   KernelSpec base = spec;
+  if (base.accumulate) {  // the same GEMM, its output overwritten instead of added to
+    base.accumulate = false;
+    kin.push_back(base);
+  }
   if (!base.epilogue.empty() && base.gate_up == GateUp::kNone) {
     base.epilogue.clear();
     kin.push_back(base);

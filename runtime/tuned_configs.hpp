@@ -37,8 +37,9 @@ namespace kiln {
 
 class Runtime;
 
-// Specs whose tuned rows a spec without its own row borrows, nearest first: the same GEMM without its
-// epilogue (when it has no gate|up: a per-column bias or scale changes the stores, not the mainloop), then
+// Specs whose tuned rows a spec without its own row borrows, nearest first: the same GEMM overwriting its
+// output instead of accumulating into it, without its epilogue (when it has no gate|up: a per-column bias
+// or scale changes the stores, not the mainloop), then
 // with each other 16- or 32-bit output format (a training layer's forward with a bias, a wgrad writing bf16
 // instead of f32). A borrowed row still passes check_config for the spec itself before it is used.
 std::vector<KernelSpec> tuning_kin(const KernelSpec& spec);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "compiler/epilogue/epilogue.hpp"
@@ -150,6 +151,24 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
   const int64_t rows = h.rows;
   const int ob = format_bits(spec.out.format) / 8;
   Operands ops = dev.operands();
+  // accumulate=true: the output starts from random values (normal, sd 4, stored in the output format)
+  // instead of the poison, and the expected result is those values plus the product.
+  std::vector<uint8_t> init;
+  if (spec.accumulate) {
+    init.resize(h.out.bytes.size());
+    std::mt19937_64 g(r.seed ^ 0x9E3779B97F4A7C15ull);
+    std::normal_distribution<float> nd(0.0f, 4.0f);
+    for (size_t i = 0; i < init.size() / static_cast<size_t>(ob); ++i) {
+      const float v = nd(g);
+      if (ob == 4) {
+        std::memcpy(init.data() + 4 * i, &v, 4);
+      } else {
+        const uint16_t b = spec.out.format == Format::kBf16 ? numerics::bf16_from_float(v) : numerics::f16_from_float(v);
+        std::memcpy(init.data() + 2 * i, &b, 2);
+      }
+    }
+    KILN_RETURN_IF_ERROR(dev.out().upload(init.data(), init.size()));
+  }
 
   KILN_RETURN_IF_ERROR(plan.run(ops, ws, ws_bytes, nullptr));
   KILN_RETURN_IF_ERROR(d->check(d->cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)"));
@@ -248,13 +267,17 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     }
     double num = 0, den = 0;
     for (int64_t i = 0; i < out_rows * n_out; ++i) {
-      bool poisoned = ob == 2 ? reinterpret_cast<uint16_t*>(hout.data())[i] == 0xFFFF
-                              : reinterpret_cast<uint32_t*>(hout.data())[i] == 0xFFFFFFFFu;
+      // (accumulate=true: an element is untouched when it still holds its initial value.)
+      const uint8_t* before = spec.accumulate ? init.data() : nullptr;
+      bool poisoned = before ? std::memcmp(hout.data() + i * ob, before + i * ob, static_cast<size_t>(ob)) == 0
+                     : ob == 2 ? reinterpret_cast<uint16_t*>(hout.data())[i] == 0xFFFF
+                               : reinterpret_cast<uint32_t*>(hout.data())[i] == 0xFFFFFFFFu;
       if (!owned[static_cast<size_t>(i / n_out)]) {
         if (!poisoned) ++r.overwritten;
         continue;
       }
-      double ref_v = href[i];
+      if (before) poisoned = false;  // the sum may equal the initial value (a zero product)
+      double ref_v = href[i] + (before ? decode_out(spec.out.format, before, i) : 0.0);
       double v = decode_out(spec.out.format, hout.data(), i);
       if (poisoned) {
         ++r.unwritten;

@@ -84,7 +84,7 @@ StatusOr<string> format_constants(const KernelSpec& spec) {
   s += constant("kiln_dev::ScaleType", "kScaleTypeB", device_scale_type(spec.b.scale_type));
   s += constant("kiln_dev::Grouping", "kGrouping", device_grouping(spec.layout));
   s += constant("bool", "kGlobalPerExpert", spec.nvfp4_global == GlobalScale::kExpert ? "true" : "false");
-  s += emit_internal::operand_major_constants(spec);
+  s += emit_internal::backward_constants(spec);
   return s;
 }
 

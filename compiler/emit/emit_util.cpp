@@ -60,11 +60,12 @@ std::string constant(const char* type, const char* name, const std::string& valu
   return std::string("  static constexpr ") + type + " " + name + " = " + value + ";\n";
 }
 
-std::string operand_major_constants(const KernelSpec& spec) {
+std::string backward_constants(const KernelSpec& spec) {
   const GemmView v = gemm_view(spec, ProblemSizes{});
   std::string s;
   if (v.a_mn_major) s += constant("bool", "kTransA", "true");
   if (v.b_mn_major) s += constant("bool", "kTransB", "true");
+  if (spec.accumulate) s += constant("bool", "kAccumulate", "true");
   return s;
 }
 

@@ -27,8 +27,8 @@ struct EpilogueParts {
 StatusOr<EpilogueParts> epilogue_parts(const KernelSpec& spec, const EpilogueProgram* program);
 // "  static constexpr TYPE NAME = VALUE;\n" for a generated config struct.
 std::string constant(const char* type, const char* name, const std::string& value);
-// kTransA / kTransB for the operands the spec's pass reads MN-major (templates/common/operand_major.cuh);
-// empty for fprop, so forward kernels keep their source.
-std::string operand_major_constants(const KernelSpec& spec);
+// kTransA / kTransB for the operands the spec's pass reads MN-major, and kAccumulate for accumulate=true
+// (templates/common/operand_major.cuh); empty for fprop, so forward kernels keep their source.
+std::string backward_constants(const KernelSpec& spec);
 
 }  // namespace kiln::emit_internal

@@ -95,7 +95,7 @@ StatusOr<EmittedKernel> emit_sm90_kernel(const KernelSpec& spec, const TileConfi
   body += constant("int", "kSplitK", to_string(cfg.split_k));  // templates/kernels/sm90/split_k.cuh
   body += constant("int", "kExperts", to_string(spec.layout == GroupLayout::kDense ? 0 : spec.experts));
   body += constant("int", "kArch", to_string(arch.sm()));
-  body += emit_internal::operand_major_constants(spec);  // backward passes: MN-major operands
+  body += emit_internal::backward_constants(spec);  // backward passes: MN-major operands
   if (cfg.tma_store) body += constant("bool", "kTmaStore", "true");  // templates/kernels/sm90/epilogue_tma_store.cuh
   // Section 12's slab in two (tma_store 2) or four (4) chunks.
   if (cfg.tma_store >= 2) body += constant("int", "kOutChunks", to_string(cfg.tma_store));

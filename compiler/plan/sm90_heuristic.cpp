@@ -286,6 +286,7 @@ namespace {
 // fits; the plain 128 x 128 tile if that still fails.
 TileConfig backward_config(const KernelSpec& spec, const Arch& arch, TileConfig c) {
   if (spec.pass == Pass::kWgrad && spec.layout != GroupLayout::kDense) c.cluster_m = 1;  // no clusters there
+  if (spec.accumulate && spec.out.format != Format::kF32) c.tma_store = 0;  // 16-bit outputs add directly
   if (sm90_check_config(spec, arch, c).ok()) return c;
   c.block_k = sm90_atom_k(spec);
   const int wg_n = c.block_n / std::max(1, c.warps_n);

@@ -324,6 +324,11 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   // stage, and B's columns in whole 64-element chunks per CTA of a cluster and per warpgroup.
   if (spec.pass != Pass::kFprop) {
     const GemmView v = gemm_view(spec, ProblemSizes{});
+    // accumulate=true: TMA stores add their boxes (cp.reduce.async.bulk.tensor .add) into f32 outputs; a
+    // 16-bit reduce would round the product before the add, so 16-bit outputs store directly.
+    if (spec.accumulate && cfg.tma_store != 0 && spec.out.format != Format::kF32)
+      return InvalidArgument(name + "tma_store=" + to_string(cfg.tma_store) + " with accumulate=true and out=" +
+                             format_name(spec.out.format) + ": TMA stores add into f32 outputs only; use tma_store 0");
     // Grouped wgrad: each CTA zeroes the rows past an expert's end in its own stages, which a peer's
     // multicast also writes (templates/kernels/sm90/scheduler.cuh).
     if (spec.pass == Pass::kWgrad && spec.layout != GroupLayout::kDense && cfg.cluster_m != 1)

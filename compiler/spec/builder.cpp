@@ -53,6 +53,11 @@ SpecBuilder& SpecBuilder::transpose(bool t) {
   return *this;
 }
 
+SpecBuilder& SpecBuilder::accumulate(bool on) {
+  spec_.accumulate = on;
+  return *this;
+}
+
 SpecBuilder& SpecBuilder::mx_rounding(MxRounding r) {
   spec_.mx_rounding = r;
   return *this;

@@ -20,11 +20,11 @@ using spec_internal::Role;
 using std::string;
 
 constexpr const char* kTopFields =
-    "op, pass, layout, experts, a, b, out, gate_up, transpose, mx_round, fp8_sat, four_over_six, "
+    "op, pass, layout, experts, a, b, out, gate_up, transpose, accumulate, mx_round, fp8_sat, four_over_six, "
     "e4m3_bound, nvfp4_global, epilogue, mode";
 
 bool is_top_field(const string& k) {
-  for (const char* f : {"op", "pass", "layout", "experts", "a", "b", "out", "gate_up", "transpose",
+  for (const char* f : {"op", "pass", "layout", "experts", "a", "b", "out", "gate_up", "transpose", "accumulate",
                         "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue", "mode"}) {
     if (k == f) return true;
   }
@@ -140,6 +140,10 @@ StatusOr<KernelSpec> from_json_impl(const json& j) {
     if (!it->is_boolean()) return at("$.transpose", string("expected true or false, got ") + it->type_name());
     s.transpose = it->get<bool>();
   }
+  if (const auto it = j.find("accumulate"); it != j.end()) {
+    if (!it->is_boolean()) return at("$.accumulate", string("expected true or false, got ") + it->type_name());
+    s.accumulate = it->get<bool>();
+  }
   KILN_RETURN_IF_ERROR(read_enum(j, "mx_round", "$.mx_round", "mx_round value", mx_rounding_names(),
                                  mx_rounding_from_name, s.mx_rounding));
   KILN_RETURN_IF_ERROR(read_enum(j, "fp8_sat", "$.fp8_sat", "fp8_sat value", fp8_saturation_names(),
@@ -192,6 +196,7 @@ json spec_to_json(const KernelSpec& s) {
   j["out"] = operand_to_json(s.out);
   j["gate_up"] = gate_up_name(s.gate_up);
   j["transpose"] = s.transpose;
+  j["accumulate"] = s.accumulate;
   j["mx_round"] = mx_rounding_name(s.mx_rounding);
   j["fp8_sat"] = fp8_saturation_name(s.fp8_saturation);
   j["four_over_six"] = four_over_six_name(s.four_over_six);

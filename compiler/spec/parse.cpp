@@ -38,6 +38,7 @@ enum class Key : uint8_t {
   kPass,
   kGateUp,
   kTranspose,
+  kAccumulate,
   kMxRound,
   kFp8Sat,
   kFourOverSix,
@@ -48,11 +49,11 @@ enum class Key : uint8_t {
   kCount,
 };
 constexpr std::array<const char*, static_cast<size_t>(Key::kCount)> kKeyNames = {
-    "a",        "b",       "out",           "pass",       "gate_up",     "transpose",
-    "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue", "mode"};
+    "a",        "b",       "out",           "pass",       "gate_up",      "transpose", "accumulate",
+    "mx_round", "fp8_sat", "four_over_six", "e4m3_bound", "nvfp4_global", "epilogue",  "mode"};
 constexpr const char* kKeyList =
-    "a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, four_over_six, e4m3_bound, nvfp4_global, "
-    "epilogue, mode";
+    "a, b, out, pass, gate_up, transpose, accumulate, mx_round, fp8_sat, four_over_six, e4m3_bound, "
+    "nvfp4_global, epilogue, mode";
 
 std::optional<Key> key_from_name(std::string_view name) {
   for (size_t i = 0; i < kKeyNames.size(); ++i) {
@@ -317,13 +318,15 @@ Status Parser::parse_kv(const Token& key_tok, Key key) {
       mode_ = m;
       return Status::Ok();
     }
-    case Key::kTranspose: {
+    case Key::kTranspose:
+    case Key::kAccumulate: {
       auto bool_from_name = [](std::string_view n) -> std::optional<bool> {
         if (n == "true") return true;
         if (n == "false") return false;
         return std::nullopt;
       };
-      return parse_enum(lex_, k, "true, false", bool_from_name, spec_.transpose, at);
+      return parse_enum(lex_, k, "true, false", bool_from_name,
+                        key == Key::kTranspose ? spec_.transpose : spec_.accumulate, at);
     }
     case Key::kE4m3Bound: {
       KILN_ASSIGN_OR_RETURN(Token v, expect_word("a value for e4m3_bound (448 or 256)"));
@@ -416,6 +419,9 @@ Status Parser::positioned(const Violation& v) const {
       break;
     case Field::kTranspose:
       at = value_of(Key::kTranspose);
+      break;
+    case Field::kAccumulate:
+      at = value_of(Key::kAccumulate);
       break;
     case Field::kMxRound:
       at = value_of(Key::kMxRound);

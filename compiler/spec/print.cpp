@@ -40,6 +40,7 @@ std::string print_spec(const KernelSpec& s) {
   if (s.pass != d.pass) text += std::string(" pass=") + pass_name(s.pass);
   if (s.gate_up != d.gate_up) text += std::string(" gate_up=") + gate_up_name(s.gate_up);
   if (s.transpose != d.transpose) text += " transpose=true";
+  if (s.accumulate != d.accumulate) text += " accumulate=true";
   if (s.mx_rounding != d.mx_rounding) text += std::string(" mx_round=") + mx_rounding_name(s.mx_rounding);
   if (s.fp8_saturation != d.fp8_saturation)
     text += std::string(" fp8_sat=") + fp8_saturation_name(s.fp8_saturation);

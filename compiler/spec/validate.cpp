@@ -253,6 +253,12 @@ std::optional<Violation> find_violation(const KernelSpec& s, std::optional<Epilo
   if (s.transpose && s.op != Op::kQuantize)
     return Violation{at(Field::kTranspose), "transpose=true applies to quantize only, not " + op +
                                                 "; omit it or write transpose=false"};
+  if (s.accumulate && (s.op == Op::kQuantize || s.pass == Pass::kFprop))
+    return Violation{at(Field::kAccumulate),
+                     "accumulate=true applies to pass=dgrad and pass=wgrad (out += the product), not " +
+                         (s.op == Op::kQuantize ? op : string("pass=fprop")) +
+                         (s.op == Op::kQuantize ? string("; omit it") : "; a forward adds to its output through an "
+                                                                         "epilogue with a residual operand")};
   if (s.mx_rounding != MxRounding::kRceil &&
       !any_operand(s, [](const OperandSpec& o) { return o.scale_type == ScaleType::kUe8m0; }))
     return Violation{at(Field::kMxRound), string("mx_round=") + mx_rounding_name(s.mx_rounding) +
@@ -329,6 +335,8 @@ std::string json_path(const FieldRef& w) {
       return "$.gate_up";
     case Field::kTranspose:
       return "$.transpose";
+    case Field::kAccumulate:
+      return "$.accumulate";
     case Field::kMxRound:
       return "$.mx_round";
     case Field::kFp8Sat:

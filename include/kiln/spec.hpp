@@ -100,6 +100,9 @@ struct KernelSpec {
   OperandSpec out;                           // Y[M,N] (quantize: the quantized output + its scales)
   GateUp gate_up = GateUp::kNone;
   bool transpose = false;                    // quantize only: quantize along M (the 128x1 wgrad form)
+  // dgrad / wgrad only: out += the product (out is read and the sum rounded once to its format) instead of
+  // out = the product, e.g. dW into an fp32 main_grad across micro-batches.
+  bool accumulate = false;
   // Numerics attributes; defaults are the bitwise contract (docs/numerics.md).
   MxRounding mx_rounding = MxRounding::kRceil;
   Fp8Saturation fp8_saturation = Fp8Saturation::kSatfinite;
@@ -182,6 +185,7 @@ class SpecBuilder {
   SpecBuilder& out(Format f, ScaleGranularity g = ScaleGranularity::kNone, ScaleType t = ScaleType::kNone);
   SpecBuilder& gate_up(GateUp g);
   SpecBuilder& transpose(bool t);
+  SpecBuilder& accumulate(bool on);
   SpecBuilder& mx_rounding(MxRounding r);
   SpecBuilder& fp8_saturation(Fp8Saturation s);
   SpecBuilder& four_over_six(FourOverSix f);

@@ -6,6 +6,7 @@
 // store_out_one writes a single element (GLU outputs: one per (gate, up) pair).
 #pragma once
 
+#include "common/decode.cuh"
 #include "common/types.cuh"
 #include "ptx/cvt.cuh"
 
@@ -48,6 +49,35 @@ __device__ __forceinline__ void store_out_pair(void* out, long long ldc, int n, 
       }
     }
   }
+}
+
+// store_out_pair into an output that is added to (accumulate=true): each element is read, v added in f32
+// and the sum rounded once to the output format. Columns >= n are neither read nor written.
+template <Format kOut>
+__device__ __forceinline__ void accumulate_out_pair(void* out, long long ldc, int n, bool paired_ok, long long row,
+                                                    int col, float v0, float v1) {
+  const long long idx = row * ldc + col;
+  if (paired_ok && col + 1 < n) {
+    if constexpr (kOut == Format::kF32) {
+      const F32x2 o = *reinterpret_cast<const F32x2*>(static_cast<const float*>(out) + idx);
+      v0 += o.x;
+      v1 += o.y;
+    } else {
+      const u32 o = *reinterpret_cast<const u32*>(static_cast<const u16*>(out) + idx);
+      v0 += kOut == Format::kBf16 ? decode_bf16(u16(o & 0xFFFFu)) : decode_f16(u16(o & 0xFFFFu));
+      v1 += kOut == Format::kBf16 ? decode_bf16(u16(o >> 16)) : decode_f16(u16(o >> 16));
+    }
+  } else {
+    if constexpr (kOut == Format::kF32) {
+      v0 += static_cast<const float*>(out)[idx];
+      if (col + 1 < n) v1 += static_cast<const float*>(out)[idx + 1];
+    } else {
+      const u16* o = static_cast<const u16*>(out) + idx;
+      v0 += kOut == Format::kBf16 ? decode_bf16(o[0]) : decode_f16(o[0]);
+      if (col + 1 < n) v1 += kOut == Format::kBf16 ? decode_bf16(o[1]) : decode_f16(o[1]);
+    }
+  }
+  store_out_pair<kOut>(out, ldc, n, paired_ok, row, col, v0, v1);
 }
 
 // One f32 output at (row, col) (GLU epilogues store one element per (gate, up) pair).

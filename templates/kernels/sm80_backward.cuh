@@ -39,6 +39,7 @@
 //    contiguous); an empty expert writes zeros.
 // 6. Store: acc (x the tensor / global factor) rounded to the output format, two columns at a time
 //    where the row stride and the base allow it; rows and columns past the output are never written.
+//    accumulate=true: each output is read and the product added in f32, rounded once (out += ...).
 //
 // Preconditions the planner checks (compiler/plan sm80_backward_check_config, check_backward_rows):
 // rows of every operand a whole number of 16 bytes; block_k 32, 64 or 128; block_n 32 or a multiple of 64 (and
@@ -57,6 +58,7 @@
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
 #include "dequant/e2m1_to_bf16.cuh"
+#include "epilogue/store.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/ld.cuh"
@@ -75,6 +77,7 @@ struct Backward {
   static constexpr Format kOut = Config::kOut;
   static constexpr bool kWgrad = ConfigTransA<Config>::kValue;  // wgrad reads dY MN-major
   static constexpr bool kKGrouped = kWgrad && Config::kGrouping != Grouping::kDense;
+  static constexpr bool kAccumulate = ConfigAccumulate<Config>::kValue;  // out += the product
   static constexpr int kBlockM = Config::kBlockM;
   static constexpr int kBlockN = Config::kBlockN;
   static constexpr int kBlockK = Config::kBlockK;  // reduction rows per stage: 32, 64 or 128
@@ -401,6 +404,10 @@ struct Backward {
           if constexpr (kTensorScale || kGlobal) {
             v0 *= factor;
             v1 *= factor;
+          }
+          if constexpr (kAccumulate) {  // read, add in f32, round once (epilogue/store.cuh)
+            accumulate_out_pair<kOut>(p.out, p.ldc, p.n, pairs, row0 + r, col, v0, v1);
+            continue;
           }
           u8* dst = row_ptr + (long long)col * kEb;
           const bool two = col + 1 < p.n;

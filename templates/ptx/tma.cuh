@@ -81,6 +81,15 @@ __device__ __forceinline__ void tma_store_2d(const TmaDesc* map, u32 src, int c0
                "r"(c0), "r"(c1), "r"(src)
                : "memory");
 }
+// The same box added element-wise to the tensor in global memory (the map's element type; f32 outputs):
+// each element's add is one atomic read-modify-write at L2 (PTX ISA §9.7.9.25.5.2,
+// cp.reduce.async.bulk.tensor), committed and waited for like a store.
+__device__ __forceinline__ void tma_reduce_add_2d(const TmaDesc* map, u32 src, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<u64>(map)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // At most N of this thread's committed bulk groups are still reading their shared memory.
 template <int N>

@@ -4,7 +4,8 @@
 // with every output format at the plans' default configs, from M = 1 through odd tails to
 // multi-wave shapes; a set of pinned configs (both warpgroup layouts, clusters of 2, split-K, TMA stores,
 // ping-pong) on a tail shape and a multi-wave shape; grouped wgrad ignoring NaN in the rows no expert owns;
-// repeat runs of one plan bitwise equal; wgrad with no rows writes zeros. Skips without a device or on anything but sm_90.
+// accumulate=true (TMA reduce-adds and direct stores); repeat runs of one plan bitwise equal; wgrad with
+// no rows writes zeros (accumulating: leaves dW as it was). Skips without a device or on anything but sm_90.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -199,6 +200,28 @@ TEST(BackwardGpu, PinnedConfigs) {
   }
 }
 
+// accumulate=true: out += the product (the check starts the output from random values and expects them
+// plus the product; rows no expert owns keep theirs). f32 through TMA reduce-adds and direct stores, 16-bit
+// outputs direct; dense and grouped.
+TEST(BackwardGpu, Accumulate) {
+  KILN_REQUIRE_SM90();
+  const TileConfig tma = cfg(128, 128, 5, 8, 1, 1, 1, 1), direct = cfg(128, 256, 4, 8, 1);
+  for (const char* out : {"f32", "bf16"}) {
+    for (const char* pass : {"dgrad", "wgrad"}) {
+      const std::string dense = std::string("gemm a=bf16 b=bf16 out=") + out + " pass=" + pass + " accumulate=true";
+      expect_passes(dense, 333, 1000, 712);
+      expect_passes(dense, 2048, 2048, 1024, &direct);
+      if (std::string(out) == "f32") expect_passes(dense, 2048, 2048, 1024, &tma);
+      const std::string grouped = std::string("grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=") + out +
+                                  " pass=" + pass + " accumulate=true";
+      expect_passes(grouped, 300, 264, 136, nullptr, {0, 1, 0, 150, 1, 0, 148, 0});
+      const std::string masked = std::string("grouped_gemm[experts=4,layout=masked] a=f16 b=f16 out=") + out +
+                                 " pass=" + pass + " accumulate=true";
+      expect_passes(masked, 64, 1024, 512, nullptr, {64, 0, 1, 33});
+    }
+  }
+}
+
 // Runs one plan twice on the same inputs; the outputs must be bitwise equal (no atomics on these paths).
 TEST(BackwardGpu, RepeatRunsAreBitwiseEqual) {
   KILN_REQUIRE_SM90();
@@ -209,13 +232,14 @@ TEST(BackwardGpu, RepeatRunsAreBitwiseEqual) {
       runtime(), "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad", 1000, 768, 520);
 }
 
-// wgrad over no rows: dW = 0 (the kernel runs with an empty reduction and writes zeros).
-TEST(BackwardGpu, WgradOfNoRowsWritesZeros) {
-  KILN_REQUIRE_SM90();
+// wgrad over no rows: dW = 0 (the kernel runs with an empty reduction and writes zeros); with
+// accumulate=true dW is left as it was.
+void expect_wgrad_of_no_rows(bool accumulate) {
   const int64_t n = 256, k = 192;
   ScopedContext ctx;
   ASSERT_TRUE(ctx.enter(*Driver::get(), 0).ok());
-  auto plan = runtime().plan(spec_of("gemm a=bf16 b=bf16 out=f32 pass=wgrad"), {0, n, k});
+  auto plan = runtime().plan(
+      spec_of(std::string("gemm a=bf16 b=bf16 out=f32 pass=wgrad") + (accumulate ? " accumulate=true" : "")), {0, n, k});
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   uint64_t seed = 11;
   auto h = random_operands(plan->spec(), 1, n, k, {}, seed);  // shapes for one row; run with none
@@ -235,9 +259,22 @@ TEST(BackwardGpu, WgradOfNoRowsWritesZeros) {
   ASSERT_TRUE(st.ok()) << st.to_string();
   std::vector<float> o(static_cast<size_t>(n * k));
   ASSERT_TRUE(dev->out().download(o.data(), o.size() * 4).ok());
-  int64_t nonzero = 0;
-  for (float v : o) nonzero += v != 0.0f;
-  EXPECT_EQ(nonzero, 0);
+  int64_t nonzero = 0, poisoned = 0;
+  for (float v : o) {
+    nonzero += v != 0.0f;
+    poisoned += std::isnan(v);
+  }
+  if (accumulate) {
+    EXPECT_EQ(poisoned, n * k);  // untouched: still the 0xFF poison
+  } else {
+    EXPECT_EQ(nonzero, 0);
+  }
+}
+
+TEST(BackwardGpu, WgradOfNoRowsWritesZeros) {
+  KILN_REQUIRE_SM90();
+  expect_wgrad_of_no_rows(false);
+  expect_wgrad_of_no_rows(true);
 }
 
 }  // namespace

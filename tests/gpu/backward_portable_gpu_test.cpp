@@ -5,6 +5,7 @@
 //   - mode dequantized: dgrad with W in mxfp4, nvfp4, mxfp8, e4m3 / e5m2 with tensor, per-channel and
 //     128x128 scales (f32 and ue8m0), wgrad with X in e4m3 per-token / 1x128 / tensor and mxfp8;
 //   - grouped dgrad (offsets, masked) and grouped wgrad (offsets, masked) with empty and one-row experts;
+//   - accumulate=true (out += ...): the frozen MXFP4 dgrad (LoRA) and grouped wgrad;
 //   - M = 1, odd tails, multi-tile shapes; pinned configs; repeat runs bitwise equal.
 // Skips without a device.
 #include <gtest/gtest.h>
@@ -103,6 +104,22 @@ TEST(BackwardPortableGpu, GroupedWgrad) {
     const std::string masked = std::string("grouped_gemm[experts=4,layout=masked] ") + ab + " out=bf16 pass=wgrad";
     expect_passes(masked, 200, 392, 256);
     expect_passes(masked, 64, 256, 512, nullptr, {64, 0, 1, 33});
+  }
+}
+
+// accumulate=true on the portable kernel: the frozen-base LoRA dgrad (dX += dY . dequant(W)) and grouped
+// wgrad, with the rows no expert owns left as they were.
+TEST(BackwardPortableGpu, Accumulate) {
+  KILN_REQUIRE_GPU();
+  for (const char* out : {"f32", "bf16"}) {
+    expect_passes(std::string("gemm a=bf16 b=bf16 out=") + out + " pass=wgrad accumulate=true", 513, 1032, 1024);
+    expect_passes(std::string("gemm a=bf16 b=mxfp4 out=") + out + " pass=dgrad accumulate=true", 77, 392, 640);
+    expect_passes(std::string("grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=") + out +
+                      " pass=dgrad accumulate=true",
+                  300, 264, 256, nullptr, {0, 1, 0, 150, 1, 0, 148, 0});
+    expect_passes(std::string("grouped_gemm[experts=4,layout=masked] a=bf16 b=bf16 out=") + out +
+                      " pass=wgrad accumulate=true",
+                  64, 256, 512, nullptr, {64, 0, 1, 33});
   }
 }
 

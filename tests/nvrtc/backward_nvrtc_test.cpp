@@ -3,8 +3,9 @@
 // default plan picks for a large and a small M bucket of dense bf16 dgrad, dense f16 wgrad, grouped offsets
 // bf16 dgrad, grouped masked f16 dgrad and grouped wgrad (offsets, masked) at M x N x K = 4096 x 7168 x
 // 2048, a spread of the tuner's space for the dense specs (at most 12 configs each), four pinned grouped
-// wgrad configs, and the reference kernel of each spec: at most 48 compiles, on every core; and the portable backward kernel for sm_80 and sm_90a (high_precision, grouped
-// wgrad, mode dequantized). Needs the CUDA toolkit's NVRTC, no GPU.
+// wgrad configs, two accumulate=true kernels, and the reference kernel of each spec: at most 48 compiles, on
+// every core; and the portable backward kernel for sm_80 and sm_90a (high_precision, grouped
+// wgrad, mode dequantized, accumulate). Needs the CUDA toolkit's NVRTC, no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -133,6 +134,15 @@ TEST(BackwardNvrtcTest, PlannedTunedAndReferenceKernelsCompileWithoutSpills) {
     ASSERT_TRUE(check_config(gw, a, KernelFamily::kSm90Gemm, c).ok()) << name;
     jobs.push_back({gw, KernelFamily::kSm90Gemm, c, std::string("grouped wgrad pinned ") + name});
   }
+  // accumulate=true: TMA reduce-adds (f32) and direct read-add-stores (bf16).
+  for (const char* text : {"gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true",
+                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad accumulate=true"}) {
+    const KernelSpec s = spec_of(text);
+    const TileConfig c = *config_from_name(s.out.format == Format::kF32 ? "bm128_bn128_bk64_s5_w8x1_g8_t"
+                                                                         : "bm128_bn256_bk64_s4_w8x1_g8");
+    ASSERT_TRUE(check_config(s, a, KernelFamily::kSm90Gemm, c).ok()) << text;
+    jobs.push_back({s, KernelFamily::kSm90Gemm, c, std::string(text) + " " + c.to_string()});
+  }
   EXPECT_LE(jobs.size(), 48u);
   compile_all_clean(jobs);
 }
@@ -149,6 +159,7 @@ TEST(BackwardNvrtcTest, PortableKernelsCompileForSm80AndSm90aWithoutSpills) {
       "gemm a=bf16 b=e4m3:block128x128 out=bf16 pass=dgrad",
       "gemm a=bf16 b=mxfp8 out=f32 pass=wgrad",
       "gemm a=bf16 b=e4m3:m out=bf16 pass=wgrad",
+      "grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=f32 pass=dgrad accumulate=true",
   };
   std::vector<Job> jobs;
   for (const char* text : specs) {

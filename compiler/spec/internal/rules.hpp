@@ -24,6 +24,7 @@ enum class Field : uint8_t {
   kPass,
   kGateUp,
   kTranspose,
+  kAccumulate,
   kMxRound,
   kFp8Sat,
   kFourOverSix,

@@ -142,6 +142,12 @@ struct Gemm {
   static constexpr bool kTransA = ConfigTransA<Config>::kValue;
   static constexpr bool kTransB = ConfigTransB<Config>::kValue;
   static constexpr int kMnChunk = 64;
+  // accumulate=true (backward passes): out += the product. The direct epilogue reads each output pair and
+  // adds to it (epilogue/store.cuh accumulate_out_pair); the TMA-store epilogue (f32 outputs only) adds
+  // its boxes with cp.reduce.async.bulk.tensor .add: one f32 add per element (split-K partials are summed
+  // before the store), the direct path's math, and deterministic. 16-bit outputs keep the direct epilogue
+  // (a 16-bit reduce would round the product before the add).
+  static constexpr bool kAccumulate = ConfigAccumulate<Config>::kValue;
   static constexpr int kMnChunkBytes = kAtomK * kRowBytes;
   // Scales (sm90/promotion.cuh).
   static constexpr Scale kScaleA = Config::kScaleA;
@@ -365,6 +371,8 @@ struct Gemm {
                 "accumulation (bf16 / f16, FP8 with tensor or per-row scales), dense, no split-K");
   static_assert(!(kTransA || kTransB) || (format_is_16bit(kA) && !kMx && kAtoms == 1 && !kPromote),
                 "MN-major operands: bf16 / f16, one 128-byte atom of K per stage");
+  static_assert(!kAccumulate || (!kHasFn && (!kTmaStore || kOut == Format::kF32)),
+                "accumulate=true: no epilogue functor; TMA stores (a reduce-add of the boxes) for f32 outputs only");
   static_assert(!kGroupedK || (kCluster == 1 && kTransB),
                 "grouped wgrad: no clusters (each CTA zeroes its own stages' rows past an expert's end)");
   static_assert(!kTransB || (kBoxRowsB % kMnChunk == 0 && kWgTileN % kMnChunk == 0),

@@ -2,7 +2,8 @@
 // functor-mapped) accumulators stored from registers to global memory.
 //
 // acc * (sa * sb), rounded to the output format and stored two columns at a time where ldc and the base
-// allow (else one); rows >= M and columns >= N are never written. With a generated epilogue functor
+// allow (else one); rows >= M and columns >= N are never written. With accumulate=true the stored value
+// is the output's own value plus acc, added in f32 and rounded once. With a generated epilogue functor
 // (epilogue/config.cuh; docs/epilogue.md) each stored value is Fn::apply(ctx, acc * factors, 0, 0, m, n,
 // e) — the portable family's contract (kernels/sm80_epilogue.cuh) — and with gate_up=interleaved a
 // thread's column pair (2t, 2t + 1 of every n8 group: wgmma's accumulator layout keeps it in one thread,
@@ -28,7 +29,11 @@ namespace sm90 {
 template <class Config>
 __device__ __forceinline__ void Gemm<Config>::store_pair(const GemmParams& p, bool paired_ok, int row, int col,
                                                          float v0, float v1) {
-  store_out_pair<kOut>(p.out, p.ldc, p.n, paired_ok, row, col, v0, v1);
+  if constexpr (kAccumulate) {
+    accumulate_out_pair<kOut>(p.out, p.ldc, p.n, paired_ok, row, col, v0, v1);
+  } else {
+    store_out_pair<kOut>(p.out, p.ldc, p.n, paired_ok, row, col, v0, v1);
+  }
 }
 
 // The epilogue's per-column factors of columns col, col + 1 (< N): b's tensor scale, or its

@@ -130,7 +130,13 @@ __device__ __forceinline__ void Gemm<Config>::store_tile_tma(const GemmParams& p
       for (int b = 0; b < kChunkBoxes; ++b) {
         if (q * kChunkBoxes + b >= kOutBoxes) break;
         const int x = slab_col0 + (q * kChunkBoxes + b) * kOutBoxCols;
-        if (x < p.n) tma_store_2d(tma_out, buf + u32(b * kOutBoxBytes), x, slab_row0);
+        if (x < p.n) {
+          if constexpr (kAccumulate) {
+            tma_reduce_add_2d(tma_out, buf + u32(b * kOutBoxBytes), x, slab_row0);  // f32 out += box
+          } else {
+            tma_store_2d(tma_out, buf + u32(b * kOutBoxBytes), x, slab_row0);
+          }
+        }
       }
       tma_store_commit();
     }

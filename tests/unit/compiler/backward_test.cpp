@@ -169,6 +169,75 @@ TEST(GemmViewTest, EachPassNamesItsGemmAndTensorShapes) {
   }
 }
 
+// ---- accumulate= ---------------------------------------------------------------------------------
+
+// out += the product: backward passes only, through text, JSON and the builder; planned on both families.
+TEST(BackwardAccumulateTest, ParsesPrintsAndValidates) {
+  for (const char* text : {"gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true",
+                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad accumulate=true",
+                           "gemm a=bf16 b=mxfp4 out=f32 pass=dgrad accumulate=true"}) {
+    auto s = parse_spec(text);
+    ASSERT_TRUE(s.ok()) << text << ": " << s.status().to_string();
+    EXPECT_TRUE(s->accumulate) << text;
+    EXPECT_EQ(print_spec(*s), text);
+    const nlohmann::json j = spec_to_json(*s);
+    EXPECT_EQ(j.at("accumulate"), true) << text;
+    auto back = spec_from_json(j);
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(*back, *s) << text;
+  }
+  auto off = parse_spec("gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=false");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->accumulate);
+  EXPECT_EQ(print_spec(*off), "gemm a=bf16 b=bf16 out=f32 pass=wgrad");
+  auto built = SpecBuilder().pass(Pass::kWgrad).a(Format::kBf16).b(Format::kBf16).out(Format::kF32).accumulate(true).build();
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ(print_spec(*built), "gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true");
+  EXPECT_THAT(invalid(parse_spec("gemm a=bf16 b=bf16 out=bf16 accumulate=true").status(), "fprop"),
+              HasSubstr("applies to pass=dgrad and pass=wgrad"));
+  EXPECT_THAT(invalid(parse_spec("quantize a=bf16 out=e4m3:block1x128 accumulate=true").status(), "quantize"),
+              HasSubstr("not quantize"));
+  EXPECT_THAT(invalid(parse_spec("gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=yes").status(), "value"),
+              HasSubstr("true, false"));
+  nlohmann::json bad = spec_to_json(*off);
+  bad["accumulate"] = "true";
+  EXPECT_THAT(invalid(spec_from_json(bad).status(), "json"), HasSubstr("$.accumulate"));
+}
+
+TEST(BackwardAccumulateTest, PlansOnBothFamiliesAndTmaStoresAddIntoF32Only) {
+  const Arch a = h200();
+  const TileConfig tma = *config_from_name("bm128_bn128_bk64_s5_w8x1_g8_t");
+  const KernelSpec f32 = spec_of("gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true");
+  const KernelSpec b16 = spec_of("gemm a=bf16 b=bf16 out=bf16 pass=wgrad accumulate=true");
+  EXPECT_TRUE(check_config(f32, a, tma).ok()) << check_config(f32, a, tma).to_string();
+  EXPECT_THAT(invalid(check_config(b16, a, tma), "bf16 accumulate"), HasSubstr("TMA stores add into f32 outputs only"));
+  for (const KernelSpec* s : {&f32, &b16}) {
+    auto p = make_plan(*s, {4096, 7168, 2048}, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << print_spec(*s) << ": " << p.status().to_string();
+    for (size_t b = 0; b < kMBuckets.size(); ++b) {
+      EXPECT_EQ(p->families[b], KernelFamily::kSm90Gemm);
+      EXPECT_TRUE(check_config(*s, a, p->families[b], p->configs[b]).ok()) << p->configs[b].to_string();
+    }
+    auto src = emit_kernel(*s, KernelFamily::kSm90Gemm, p->configs.back(), a);
+    ASSERT_TRUE(src.ok()) << src.status().to_string();
+    EXPECT_THAT(src->source, HasSubstr("kAccumulate = true"));
+  }
+  auto plain = emit_kernel(spec_of("gemm a=bf16 b=bf16 out=f32 pass=wgrad"), KernelFamily::kSm90Gemm, tma, a);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_THAT(plain->source, Not(HasSubstr("kAccumulate")));
+  // The portable family (other archs, mode dequantized) takes it too.
+  for (const char* text : {"gemm a=bf16 b=mxfp4 out=f32 pass=dgrad accumulate=true",
+                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true"}) {
+    const Arch sm80 = arch_of("sm_80");
+    auto p = make_plan(spec_of(text), {4096, 2880, 2880}, sm80, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    EXPECT_EQ(p->family, KernelFamily::kSm80Gemm) << text;
+    auto src = emit_kernel(spec_of(text), KernelFamily::kSm80Gemm, p->configs.back(), sm80);
+    ASSERT_TRUE(src.ok()) << src.status().to_string();
+    EXPECT_THAT(src->source, HasSubstr("kAccumulate = true"));
+  }
+}
+
 // ---- planning ------------------------------------------------------------------------------------
 
 // Every backward spec the sm90 family takes: two equal 16-bit operands, 16-bit or f32 out; dgrad and

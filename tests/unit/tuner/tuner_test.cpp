@@ -842,6 +842,10 @@ TEST_F(TunedConfigsTest, ASpecWithoutARowBorrowsTheRowOfItsPlainForm) {
            R"(gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue="out = silu(gate) * up")")))
     EXPECT_FALSE(k.epilogue.empty());
   EXPECT_TRUE(tuning_kin(*parse_spec("quantize a=bf16 out=mxfp4")).empty());
+  // A wgrad that accumulates borrows the row of the wgrad that overwrites, first.
+  const std::vector<KernelSpec> acc_kin = tuning_kin(*parse_spec("gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true"));
+  ASSERT_FALSE(acc_kin.empty());
+  EXPECT_EQ(acc_kin[0], *parse_spec("gemm a=bf16 b=bf16 out=f32 pass=wgrad"));
 }
 
 TEST_F(TunedConfigsTest, ConfigsThePlannerRejectsOrOfAnotherFamilyAreIgnored) {
