@@ -40,11 +40,12 @@ class Recipe:
     activation: str = "bf16"  # x, dY and dX
 
     def specs(self, experts: int = 0, bias: bool = False, wgrad_out: str = "f32",
-              nvfp4_global: str = "tensor") -> LayerSpecs:
+              nvfp4_global: str = "tensor", wgrad_accumulate: bool = False) -> LayerSpecs:
         """The layer's specs: dense for experts == 0, else grouped over `experts` with the offsets
         layout. bias: the forward adds a bias (per expert when grouped) in its epilogue. wgrad_out: dW's
         format ("f32", "bf16" or "f16"). nvfp4_global: "tensor" or "expert" (NVFP4 weights' global
-        decode scale, grouped only)."""
+        decode scale, grouped only). wgrad_accumulate: the wgrad adds dW into its output
+        (accumulate=true: an fp32 main_grad)."""
         if experts < 0:
             raise KilnError(Status.INVALID_ARGUMENT, f"recipe {self.name}: experts={experts}; expected >= 0")
         if nvfp4_global not in ("tensor", "expert"):
@@ -67,6 +68,8 @@ class Recipe:
             forward += f' epilogue="out = acc + bias[{"e,n" if experts else "n"}]"'
         dgrad = f"{plain} pass=dgrad{glob}"
         wgrad = None if self.frozen else f"{op} a={act} b={act} out={wgrad_out} pass=wgrad"
+        if wgrad is not None and wgrad_accumulate:
+            wgrad += " accumulate=true"
         return LayerSpecs(forward=forward, dgrad=dgrad, wgrad=wgrad)
 
 

@@ -47,3 +47,8 @@ def test_recipe_specs_are_what_libkiln_derives(name, experts, bias, wgrad_out):
         dgrad, wgrad = kiln.derive_backward(plain, rec.backward, grad=rec.activation, wgrad_out=wgrad_out)
         assert s.dgrad == dgrad
         assert s.wgrad == (None if rec.frozen else wgrad)
+        acc = rec.specs(experts=experts, bias=bias, wgrad_out=wgrad_out, nvfp4_global=glob, wgrad_accumulate=True)
+        if rec.frozen:
+            assert acc.wgrad is None
+        else:
+            assert acc.wgrad == wgrad + " accumulate=true" and kiln.canonicalize(acc.wgrad) == acc.wgrad

@@ -241,6 +241,42 @@ def test_main_grad_accumulates_across_micro_batches():
 
 
 @cuda
+def test_grouped_main_grad_is_added_to_by_the_wgrad_kernel():
+    # accumulate=true: dW lands in main_grad's existing values; the empty expert's slice is left as it was.
+    torch.manual_seed(6)
+    counts = [7, 0, 100, 21]
+    layer = kt.GroupedLinear(4, 128, 64, bias=False, recipe="bf16", fuse_wgrad_accumulation=True, device="cuda")
+    start = torch.randn(4, 64, 128, dtype=torch.float32, device="cuda")
+    layer.weight.main_grad = start.clone()
+    assert any(spec.endswith("pass=wgrad accumulate=true") for spec, _, _ in layer._plans())
+    offsets = _offsets(counts, "cuda")
+    x = torch.randn(sum(counts), 128, dtype=torch.bfloat16, device="cuda")
+    dy = torch.randn(sum(counts), 64, dtype=torch.bfloat16, device="cuda")
+    layer(x, offsets).backward(dy)
+    ref, row = start.double().clone(), 0
+    for e, c in enumerate(counts):
+        ref[e] += dy[row:row + c].double().T @ x[row:row + c].double()
+        row += c
+    assert layer.weight.grad is None
+    assert torch.equal(layer.weight.main_grad[1], start[1])
+    _close(layer.weight.main_grad, ref, tol=1e-5)
+
+
+@cuda
+def test_ops_pass_opcheck():
+    # torch.library.opcheck: schema, fake (meta) kernel and autograd registration of both operators.
+    torch.manual_seed(9)
+    n, k, m = 64, 128, 48
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    w = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    torch.library.opcheck(torch.ops.kiln.gemm.default, ("gemm a=bf16 b=bf16 out=bf16", n, k, a, w))
+    dy = torch.randn(m, n, dtype=torch.bfloat16, device="cuda")
+    main_grad = torch.randn(n, k, dtype=torch.float32, device="cuda")
+    torch.library.opcheck(torch.ops.kiln.gemm_into.default,
+                          ("gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true", n, k, dy, a, main_grad))
+
+
+@cuda
 def test_repeat_backward_is_bitwise_equal():
     torch.manual_seed(11)
     counts = [40, 0, 9, 300]
@@ -292,6 +328,14 @@ def test_torch_compile_matches_eager():
     y.sum().backward()
     assert torch.equal(y, eager)
     assert torch.equal(x.grad, dx_eager)
+    # With main_grad the compiled backward adds dW in place (torch.ops.kiln.gemm_into mutates it).
+    acc = kt.Linear(128, 96, bias=False, recipe="bf16", fuse_wgrad_accumulation=True, device="cuda")
+    acc.weight.main_grad = torch.zeros(96, 128, dtype=torch.float32, device="cuda")
+    step = torch.compile(lambda t: acc(t).sum().backward())
+    for _ in range(2):
+        step(x.detach())
+    ref = 2 * torch.ones(24, 96, dtype=torch.float64, device="cuda").T @ x.detach().double()
+    _close(acc.weight.main_grad, ref, tol=1e-5)
 
 
 # ---- MoEExperts: the gpt-oss expert block ------------------------------------------------------------

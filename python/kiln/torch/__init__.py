@@ -11,8 +11,9 @@
     experts = kt.MoEExperts.from_gpt_oss(*checkpoint_tensors, lora_rank=16)  # gpt-oss block, packed
     y = experts(hidden, router_indices, routing_weights)
 
-Recipes (kiln.recipe): "bf16", "mxfp4_frozen", "nvfp4_frozen". The operator torch.ops.kiln.gemm has
-a fake implementation, so torch.compile traces the layers; call prepare(model) before CUDA-graph capture.
+Recipes (kiln.recipe): "bf16", "mxfp4_frozen", "nvfp4_frozen". The operators torch.ops.kiln.gemm and
+torch.ops.kiln.gemm_into (into an existing output, e.g. dW added into main_grad) have fake
+implementations, so torch.compile traces the layers; call prepare(model) before CUDA-graph capture.
 Importing this module imports torch; `import kiln` alone does not.
 """
 

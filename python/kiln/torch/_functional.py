@@ -7,7 +7,7 @@ import torch
 
 from .._errors import KilnError, Status
 from .._recipes import Recipe, recipe as _recipe
-from ._ops import gemm
+from ._ops import gemm, gemm_into
 
 _TORCH_FORMAT = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 
@@ -24,8 +24,10 @@ class _Layer(NamedTuple):
 
 
 @functools.lru_cache(maxsize=None)
-def _layer(rec: Recipe, experts: int, bias: bool, wgrad_out: str, nvfp4_global: str, n: int, k: int) -> _Layer:
-    specs = rec.specs(experts=experts, bias=bias, wgrad_out=wgrad_out, nvfp4_global=nvfp4_global)
+def _layer(rec: Recipe, experts: int, bias: bool, wgrad_out: str, nvfp4_global: str, n: int, k: int,
+           wgrad_accumulate: bool = False) -> _Layer:
+    specs = rec.specs(experts=experts, bias=bias, wgrad_out=wgrad_out, nvfp4_global=nvfp4_global,
+                      wgrad_accumulate=wgrad_accumulate)
     return _Layer(specs.forward, specs.dgrad, specs.wgrad, n, k, experts)
 
 
@@ -88,10 +90,10 @@ class _KilnLinear(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             dx = gemm(layer.dgrad, layer.n, layer.k, dy, w, w_scale, w_global, offsets, None)
         if layer.wgrad is not None and ctx.needs_input_grad[1]:
-            dw = gemm(layer.wgrad, layer.n, layer.k, dy, x, None, None, offsets, None)
-            if main_grad is not None:
-                main_grad.add_(dw)
-                dw = None
+            if main_grad is not None:  # accumulate=true: the kernel adds dW into main_grad
+                gemm_into(layer.wgrad, layer.n, layer.k, dy, x, main_grad, None, None, offsets)
+            else:
+                dw = gemm(layer.wgrad, layer.n, layer.k, dy, x, None, None, offsets, None)
         if ctx.has_bias and ctx.needs_input_grad[4]:
             db = _bias_grad(dy, offsets, layer.experts).to(ctx.bias_dtype)
         return dx, dw, None, None, db, None, None, None
@@ -99,13 +101,14 @@ class _KilnLinear(torch.autograd.Function):
 
 def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has_bias: bool, into_main_grad: bool,
              experts: int) -> _Layer:
-    """The specs and sizes one call runs, from the weight as it is held: dW in f32 into main_grad, else in
-    the weight's dtype; an NVFP4 weight of a grouped layer with one global per expert gets
-    nvfp4_global=expert."""
+    """The specs and sizes one call runs, from the weight as it is held: dW added in f32 into main_grad by
+    the wgrad kernel itself (accumulate=true), else written in the weight's dtype; an NVFP4 weight of a
+    grouped layer with one global per expert gets nvfp4_global=expert."""
     n, k = _weight_dims(rec, w, experts)
     wgrad_out = "f32" if into_main_grad else _TORCH_FORMAT.get(w.dtype, "f32")
     per_expert = w_global is not None and experts > 1 and w_global.numel() == experts
-    return _layer(rec, experts, has_bias, wgrad_out, "expert" if per_expert else "tensor", int(n), int(k))
+    return _layer(rec, experts, has_bias, wgrad_out, "expert" if per_expert else "tensor", int(n), int(k),
+                  into_main_grad)
 
 
 def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts):

@@ -3,6 +3,8 @@
 `torch.ops.kiln.gemm(spec, n, k, a, b, ...)` runs any kiln GEMM spec (fprop, dgrad, wgrad; dense or
 grouped) and returns a new output tensor. Its fake implementation gives the output's shape and dtype
 from the spec alone, so torch.compile traces through it without running kiln.
+`torch.ops.kiln.gemm_into(spec, n, k, a, b, out, ...)` runs a spec into an existing output, which it
+declares as mutated: with accumulate=true the product is added to `out` (dW into an fp32 main_grad).
 """
 
 import functools
@@ -83,8 +85,7 @@ def output_shape(spec: str, n: int, k: int, a_shape) -> tuple:
     return (*a_shape[:-1], n // 2 if glu else n)
 
 
-def run_gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
-    """Runs spec (planned for n, k) on a and b on torch's current stream; returns the new output."""
+def _capture_ready(spec: str, n: int, k: int) -> _runtime.Plan:
     p = plan(spec, n, k)
     if (spec, n, k) not in _prepared and torch.cuda.is_current_stream_capturing():
         raise KilnError(
@@ -92,9 +93,20 @@ def run_gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offse
             f"kiln.torch: '{spec}' (n={n}, k={k}) runs inside a CUDA-graph capture but was not prepared: "
             "call kiln.torch.prepare(model) before capturing (kernels cannot be compiled or loaded in a capture)",
         )
+    return p
+
+
+def run_gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
+    """Runs spec (planned for n, k) on a and b on torch's current stream; returns the new output."""
+    p = _capture_ready(spec, n, k)
     out = torch.empty(output_shape(spec, n, k, a.shape), dtype=output_dtype(spec), device=a.device)
     p.run(a, b, out=out, b_scale=b_scale, b_global=b_global, offsets=offsets, bias=bias)
     return out
+
+
+def run_gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None, offsets=None) -> None:
+    """Runs spec into out (with accumulate=true: out += the product) on torch's current stream."""
+    _capture_ready(spec, n, k).run(a, b, out=out, b_scale=b_scale, b_global=b_global, offsets=offsets)
 
 
 @torch.library.custom_op("kiln::gemm", mutates_args=())
@@ -120,3 +132,24 @@ def gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=N
     if torch.compiler.is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN:
         return gemm_op(spec, n, k, a, b, b_scale, b_global, offsets, bias)
     return run_gemm(spec, n, k, a, b, b_scale, b_global, offsets, bias)
+
+
+@torch.library.custom_op("kiln::gemm_into", mutates_args=("out",))
+def gemm_into_op(spec: str, n: int, k: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+                 b_scale: Optional[torch.Tensor] = None, b_global: Optional[torch.Tensor] = None,
+                 offsets: Optional[torch.Tensor] = None) -> None:
+    """torch.ops.kiln.gemm_into: run_gemm_into as a torch operator that mutates out."""
+    run_gemm_into(spec, n, k, a, b, out, b_scale, b_global, offsets)
+
+
+@gemm_into_op.register_fake
+def _gemm_into_fake(spec, n, k, a, b, out, b_scale=None, b_global=None, offsets=None):
+    return None
+
+
+def gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None, offsets=None) -> None:
+    """gemm()'s counterpart for an existing output (the operator only while compiling or for subclasses)."""
+    if torch.compiler.is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN or type(out) not in _PLAIN:
+        gemm_into_op(spec, n, k, a, b, out, b_scale, b_global, offsets)
+    else:
+        run_gemm_into(spec, n, k, a, b, out, b_scale, b_global, offsets)
