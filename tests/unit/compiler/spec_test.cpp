@@ -264,8 +264,8 @@ TEST(SpecParseTest, ReportsLineAndColumnOnLaterLines) {
 TEST(SpecParseTest, RejectsUnknownKeyListingValidKeys) {
   EXPECT_EQ(
       parse_error("gemm a=bf16 b=bf16 out=bf16 bias=bf16"),
-      "1:29: unknown key 'bias'; expected one of a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, "
-      "four_over_six, e4m3_bound, nvfp4_global, epilogue, mode");
+      "1:29: unknown key 'bias'; expected one of a, b, out, pass, gate_up, transpose, accumulate, mx_round, "
+      "fp8_sat, four_over_six, e4m3_bound, nvfp4_global, epilogue, mode");
   EXPECT_THAT(parse_error("gemm a=bf16 b=bf16 out=bf16 experts=4"),
               AllOf(StartsWith("1:29: 'experts' is a property of grouped_gemm"),
                     HasSubstr("grouped_gemm[experts=E")));
@@ -422,8 +422,9 @@ TEST(SpecHostileInputTest, RejectsCxxText) {
               StartsWith("1:24: unknown format '__global__'"));
   // Quotes make a string, which only epilogue= takes.
   EXPECT_THAT(parse_error("gemm a=bf16 b=bf16 out=bf16 \"quoted\""),
-              StartsWith("1:29: expected a key (a, b, out, pass, gate_up, transpose, mx_round, fp8_sat, four_over_six, "
-                         "e4m3_bound, nvfp4_global, epilogue, mode) or the end of the spec, got a quoted string"));
+              StartsWith("1:29: expected a key (a, b, out, pass, gate_up, transpose, accumulate, mx_round, fp8_sat, "
+                         "four_over_six, e4m3_bound, nvfp4_global, epilogue, mode) or the end of the spec, got a "
+                         "quoted string"));
 }
 
 TEST(SpecHostileInputTest, TreatsIncludeAsAComment) {
@@ -761,7 +762,7 @@ TEST(SpecJsonTest, WritesEveryFieldExplicitly) {
     "a": {"format": "e4m3", "scale": "tensor", "scale_type": "f32"},
     "b": {"format": "e4m3", "scale": "block128x128", "scale_type": "ue8m0"},
     "out": {"format": "bf16", "scale": "none", "scale_type": "none"},
-    "gate_up": "none", "transpose": false, "mx_round": "rceil", "fp8_sat": "satfinite",
+    "gate_up": "none", "transpose": false, "accumulate": false, "mx_round": "rceil", "fp8_sat": "satfinite",
     "four_over_six": "off", "e4m3_bound": 448, "nvfp4_global": "tensor", "epilogue": ""})");
   EXPECT_EQ(j, want) << j.dump(2);
   EXPECT_FALSE(spec_to_json(parse_ok("quantize a=bf16 out=mxfp4")).contains("b"));
