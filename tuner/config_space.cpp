@@ -132,7 +132,10 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
   for (const auto& [rule, count] : out.dropped_by_rule) out.enumerated += count;
   out.enumerated += space.size();
   if (space.empty()) return out;
-  const TileConfig heuristic = default_config(spec, gpu.arch, out.family, sizes);
+  // The heuristic as a plan computes it for this bucket: from the bucket's rows, per expert when grouped
+  // (compiler/plan/planner.cpp), not from all of the problem's rows.
+  const TileConfig heuristic =
+      default_config(spec, gpu.arch, out.family, {rows_per_expert(spec, sizes.m), sizes.n, sizes.k});
 
   std::vector<PrunedCandidate> c;
   for (const TileConfig& cfg : space) {

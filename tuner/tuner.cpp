@@ -218,7 +218,7 @@ StatusOr<PrunedSpace> Tuner::candidates(const TuneShape& shape, const TuningDevi
 
   PrunedSpace s;
   s.family = family;
-  const TileConfig heuristic = default_config(shape.spec, arch, family, sizes);
+  const TileConfig heuristic = default_config(shape.spec, arch, family, {bucket_of(shape), sizes.n, sizes.k});
   bool has_heuristic = false;
   for (const TileConfig& cfg : options_.candidates) {
     s.enumerated += 1;

@@ -202,6 +202,28 @@ TEST(PruneTest, TheSm90HeuristicIsAlwaysACandidate) {
 // The model ties the variants of one tile shape (ring depth, raster group, cluster, store path), so a
 // cap taken in estimate order alone spent all 24 candidates of 4096 x 2112 x 7168 on 128 x 192. Each
 // further variant now ranks as 10% slower: the cap reaches the runner-up shapes.
+// The baseline of a grouped shape is the config a plan runs for that bucket: the heuristic of the rows per
+// expert, not of all the problem's rows (a 32-row-per-expert frozen MXFP4 dgrad plans 32 x 64 tiles).
+TEST(PruneTest, AGroupedShapesBaselineIsThePlansBucketConfig) {
+  const Arch a = arch_of("sm_90a");
+  for (const char* spec : {"grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad",
+                           "grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16",
+                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=bf16"}) {
+    for (int64_t rows : {int64_t{8}, int64_t{32}, int64_t{512}}) {
+      const KernelSpec s = spec_of(spec);
+      auto plan = make_plan(s, {rows * s.experts, 5760, 2880}, a, PlanOptions{}, nullptr);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      const PrunedSpace p = h200_space(spec, {rows * s.experts, 5760, 2880}, 16);
+      ASSERT_FALSE(p.kept.empty()) << spec;
+      auto def = std::find_if(p.kept.begin(), p.kept.end(), [](const PrunedCandidate& c) { return c.is_default; });
+      ASSERT_NE(def, p.kept.end()) << spec << " rows " << rows;
+      const TileConfig& planned = plan->configs[static_cast<size_t>(bucket_index(rows))];
+      EXPECT_EQ(def->config, planned) << spec << " rows " << rows << ": " << def->config.to_string() << " vs "
+                                      << planned.to_string();
+    }
+  }
+}
+
 TEST(PruneTest, ACapCoversSeveralTileShapes) {
   PrunedSpace s = h200_space("gemm a=bf16 b=bf16 out=bf16", {4096, 2112, 7168}, 24);
   std::set<std::string> shapes;
