@@ -91,63 +91,47 @@ def dense_rows(rt, shapes, out_dtype):
 def grouped_rows(rt, layers):
     rows = []
     for layer in layers:
-        e, n, k = layer["experts"], layer["n"], layer["k"]
-        tokens = max(layer["tokens"])
-        m = tokens * layer["topk"]
-        spec = f"grouped_gemm[experts={e},layout=offsets] a=bf16 b=bf16 out=bf16 pass=dgrad"
-        plan = rt.plan(spec, n, k, m)
-        plan.prepare()
+        e, n = layer["experts"], layer["n"]
+        m = max(layer["tokens"]) * layer["topk"]
         g = torch.Generator(device="cpu").manual_seed(e * 7919 + n)
         counts = torch.multinomial(torch.ones(e), m, replacement=True, generator=g).bincount(minlength=e)
         offs = counts.cumsum(0).to(torch.int32).to(dev)
-
-        def make():
-            return (torch.randn(m, n, device=dev, dtype=torch.bfloat16),
-                    torch.randn(e, n, k, device=dev, dtype=torch.bfloat16) / n**0.5,
-                    torch.empty(m, k, device=dev, dtype=torch.bfloat16))
-
-        dy, w, out = make()
-        plan.run(dy, w, out=out, offsets=offs)
-        ref = torch._grouped_mm(dy, w, offs=offs)
-        torch.cuda.synchronize()
-        err = rel_err(out, ref)
-        nbytes = 2 * (m * n + e * n * k + m * k)
-        t_kiln = timed(lambda a, b, o: plan.run(a, b, out=o, offsets=offs), make, nbytes)
-        t_anchor = timed(lambda a, b, o: torch._grouped_mm(a, b, offs=offs), make, nbytes)
-        flops = 2.0 * m * n * k
-        rows.append({"pass": "grouped dgrad", "layer": layer["name"], "m": m, "n": n, "k": k, "out": "bf16",
-                     "err": err, "kiln_ms": t_kiln, "anchor_ms": t_anchor, "anchor": "torch._grouped_mm",
-                     "kiln_tflops": flops / t_kiln / 1e9, "anchor_tflops": flops / t_anchor / 1e9,
-                     "speedup": t_anchor / t_kiln, "config": config_for(plan, -(-m // e))})
-        print(fmt_row(rows[-1]), flush=True)
-        rows.append(grouped_wgrad_row(rt, layer, m, offs))
-        print(fmt_row(rows[-1]), flush=True)
+        for pass_ in ("dgrad", "wgrad"):
+            rows.append(grouped_row(rt, layer, m, offs, pass_))
+            print(fmt_row(rows[-1]), flush=True)
     return rows
 
 
-def grouped_wgrad_row(rt, layer, m, offs):
-    """Grouped wgrad dW[e] = dY_e^T . X_e over each expert's rows (bf16 dW), against torch._grouped_mm's
-    wgrad form: _grouped_mm(dY.t(), X, offs) (the 2-D x 2-D case, offsets along the reduction)."""
+def grouped_row(rt, layer, m, offs, pass_):
+    """One grouped pass (bf16 out) against torch._grouped_mm's form of it: dgrad dX = dY . W[e]
+    (_grouped_mm(dY, W, offs)), wgrad dW[e] = dY_e^T . X_e over each expert's rows (_grouped_mm(dY.t(), X,
+    offs), the 2-D x 2-D case with the offsets along the reduction)."""
     e, n, k = layer["experts"], layer["n"], layer["k"]
-    plan = rt.plan(f"grouped_gemm[experts={e},layout=offsets] a=bf16 b=bf16 out=bf16 pass=wgrad", n, k, m)
+    plan = rt.plan(f"grouped_gemm[experts={e},layout=offsets] a=bf16 b=bf16 out=bf16 pass={pass_}", n, k, m)
     plan.prepare()
+    dgrad = pass_ == "dgrad"
 
     def make():
-        return (torch.randn(m, n, device=dev, dtype=torch.bfloat16),
-                torch.randn(m, k, device=dev, dtype=torch.bfloat16),
-                torch.empty(e, n, k, device=dev, dtype=torch.bfloat16))
+        dy = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
+        if dgrad:
+            return dy, torch.randn(e, n, k, device=dev, dtype=torch.bfloat16) / n**0.5, \
+                torch.empty(m, k, device=dev, dtype=torch.bfloat16)
+        return dy, torch.randn(m, k, device=dev, dtype=torch.bfloat16), \
+            torch.empty(e, n, k, device=dev, dtype=torch.bfloat16)
 
-    dy, x, out = make()
-    plan.run(dy, x, out=out, offsets=offs)
-    ref = torch._grouped_mm(dy.t(), x, offs=offs)
-    torch.cuda.synchronize()
-    err = rel_err(out, ref)
-    nbytes = 2 * (m * n + m * k + e * n * k)
+    def anchor(a, b, o=None):
+        return torch._grouped_mm(a if dgrad else a.t(), b, offs=offs)
+
+    a, b, out = make()
+    plan.run(a, b, out=out, offsets=offs)
+    err = rel_err(out, anchor(a, b))
+    nbytes = 2 * (m * n + e * n * k + m * k)
     t_kiln = timed(lambda a, b, o: plan.run(a, b, out=o, offsets=offs), make, nbytes)
-    t_anchor = timed(lambda a, b, o: torch._grouped_mm(a.t(), b, offs=offs), make, nbytes)
+    t_anchor = timed(anchor, make, nbytes)
     flops = 2.0 * m * n * k
-    return {"pass": "grouped wgrad", "layer": layer["name"], "m": m, "n": n, "k": k, "out": "bf16", "err": err,
-            "kiln_ms": t_kiln, "anchor_ms": t_anchor, "anchor": "torch._grouped_mm(dY.t(), X)",
+    return {"pass": f"grouped {pass_}", "layer": layer["name"], "m": m, "n": n, "k": k, "out": "bf16", "err": err,
+            "kiln_ms": t_kiln, "anchor_ms": t_anchor,
+            "anchor": "torch._grouped_mm" + ("" if dgrad else "(dY.t(), X)"),
             "kiln_tflops": flops / t_kiln / 1e9, "anchor_tflops": flops / t_anchor / 1e9,
             "speedup": t_anchor / t_kiln, "config": config_for(plan, -(-m // e))}
 

@@ -266,9 +266,9 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
       href = std::move(expect);
     }
     double num = 0, den = 0;
+    // accumulate=true: an element is untouched when it still holds its initial value.
+    const uint8_t* before = spec.accumulate ? init.data() : nullptr;
     for (int64_t i = 0; i < out_rows * n_out; ++i) {
-      // (accumulate=true: an element is untouched when it still holds its initial value.)
-      const uint8_t* before = spec.accumulate ? init.data() : nullptr;
       bool poisoned = before ? std::memcmp(hout.data() + i * ob, before + i * ob, static_cast<size_t>(ob)) == 0
                      : ob == 2 ? reinterpret_cast<uint16_t*>(hout.data())[i] == 0xFFFF
                                : reinterpret_cast<uint32_t*>(hout.data())[i] == 0xFFFFFFFFu;

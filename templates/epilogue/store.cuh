@@ -57,24 +57,24 @@ template <Format kOut>
 __device__ __forceinline__ void accumulate_out_pair(void* out, long long ldc, int n, bool paired_ok, long long row,
                                                     int col, float v0, float v1) {
   const long long idx = row * ldc + col;
-  if (paired_ok && col + 1 < n) {
+  auto half = [](u32 h) { return kOut == Format::kBf16 ? decode_bf16(u16(h)) : decode_f16(u16(h)); };
+  if (paired_ok && col + 1 < n) {  // one 8- or 4-byte load, as store_out_pair stores
     if constexpr (kOut == Format::kF32) {
       const F32x2 o = *reinterpret_cast<const F32x2*>(static_cast<const float*>(out) + idx);
       v0 += o.x;
       v1 += o.y;
     } else {
       const u32 o = *reinterpret_cast<const u32*>(static_cast<const u16*>(out) + idx);
-      v0 += kOut == Format::kBf16 ? decode_bf16(u16(o & 0xFFFFu)) : decode_f16(u16(o & 0xFFFFu));
-      v1 += kOut == Format::kBf16 ? decode_bf16(u16(o >> 16)) : decode_f16(u16(o >> 16));
+      v0 += half(o & 0xFFFFu);
+      v1 += half(o >> 16);
     }
   } else {
-    if constexpr (kOut == Format::kF32) {
-      v0 += static_cast<const float*>(out)[idx];
-      if (col + 1 < n) v1 += static_cast<const float*>(out)[idx + 1];
-    } else {
-      const u16* o = static_cast<const u16*>(out) + idx;
-      v0 += kOut == Format::kBf16 ? decode_bf16(o[0]) : decode_f16(o[0]);
-      if (col + 1 < n) v1 += kOut == Format::kBf16 ? decode_bf16(o[1]) : decode_f16(o[1]);
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      if (col + e >= n) break;
+      const float o = kOut == Format::kF32 ? static_cast<const float*>(out)[idx + e]
+                                           : half(static_cast<const u16*>(out)[idx + e]);
+      (e == 0 ? v0 : v1) += o;
     }
   }
   store_out_pair<kOut>(out, ldc, n, paired_ok, row, col, v0, v1);
