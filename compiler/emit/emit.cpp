@@ -152,12 +152,15 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
       }
       // Small M: decode configs run kernels/sm80_decode.cuh (check_config allowed the spec).
       // decode 2: the warpgroup decode kernel (kernels/sm90_decode.cuh, sm_90a).
-      const char* header = backward           ? "kernels/sm80_backward.cuh"
+      // Backward decode configs: the small-M dgrad kernel for 4-bit weights (kernels/sm80_decode_dgrad.cuh).
+      const char* header = backward && cfg.decode == 1 ? "kernels/sm80_decode_dgrad.cuh"
+                           : backward                  ? "kernels/sm80_backward.cuh"
                            : cfg.decode == 2 ? "kernels/sm90_decode.cuh"
                            : cfg.decode != 0 ? "kernels/sm80_decode.cuh"
                            : mixed         ? "kernels/sm80_mixed_gemm.cuh"
                                            : "kernels/sm80_gemm.cuh";
-      const char* device_fn = backward           ? "kiln_dev::sm80_backward"
+      const char* device_fn = backward && cfg.decode == 1 ? "kiln_dev::sm80_decode_dgrad"
+                              : backward                  ? "kiln_dev::sm80_backward"
                               : cfg.decode == 2 ? "kiln_dev::sm90_decode"
                               : cfg.decode != 0 ? "kiln_dev::sm80_decode"
                               : mixed         ? "kiln_dev::sm80_mixed_gemm"

@@ -7,6 +7,7 @@
 #include "compiler/plan/gemm_view.hpp"
 #include "compiler/spec/internal/rules.hpp"  // operand_text
 #include "compiler/spec/names.hpp"
+#include "compiler/spec/spec.hpp"  // print_spec
 
 namespace kiln {
 namespace {
@@ -67,16 +68,69 @@ Status sm80_backward_supports(const KernelSpec& spec) {
   return Status::Ok();
 }
 
+bool sm80_decode_dgrad_supports(const KernelSpec& spec) {
+  return spec.pass == Pass::kDgrad && spec.a.format == Format::kBf16 && format_bits(spec.b.format) == 4 &&
+         sm80_backward_supports(spec).ok();
+}
+
 int sm80_backward_smem_bytes(const KernelSpec& spec, const TileConfig& cfg) {
+  // The decode dgrad kernel's cross-warp reduction: f32 [warps][block_m][128 + 4] (kernels/sm80_decode_dgrad.cuh).
+  if (cfg.decode == 1) return cfg.warps_n * cfg.block_m * (128 + 4) * 4;
   const int raw = cfg.block_k * cfg.block_n * bits_b(spec) / 8;
   const int conv = is16(spec.b.format) ? 0 : cfg.block_k * cfg.block_n * 2;
   return cfg.stages * (cfg.block_m * cfg.block_k * 2 + raw) + conv;
 }
 
+namespace {
+
+// The decode dgrad kernel (decode = 1, templates/kernels/sm80_decode_dgrad.cuh): 4-bit W streamed from global
+// memory into mma.sync fragments for a few rows of dY per tile.
+Status check_decode_dgrad_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  const string name = "config " + cfg.to_string() + " (decode dgrad): ";
+  if (!sm80_decode_dgrad_supports(spec))
+    return Unsupported(name + "the decode dgrad kernel takes pass=dgrad with bf16 dY and an MXFP4 or NVFP4 W; " +
+                       print_spec(spec) + " runs on the tiled backward kernel (decode 0)");
+  const struct {
+    const char* field;
+    int v;
+    int lo, hi;
+  } ranges[] = {{"block_n", cfg.block_n, 128, 128}, {"warps_m", cfg.warps_m, 1, 1}, {"warps_n", cfg.warps_n, 1, 8},
+                {"stages", cfg.stages, 1, 2},       {"group_m", cfg.group_m, 1, 1}};
+  for (const auto& r : ranges) {
+    if (r.v < r.lo || r.v > r.hi)
+      return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" +
+                             (r.lo == r.hi ? to_string(r.lo) : to_string(r.lo) + ".." + to_string(r.hi)) + ")");
+  }
+  if (cfg.block_m != 8 && cfg.block_m != 16 && cfg.block_m != 32)
+    return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " tokens: must be 8, 16 or 32 (n8 mma fragments)");
+  if (cfg.block_k != 16 && cfg.block_k != 32 && cfg.block_k != 64)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
+                           " rows of W per warp step: must be 16, 32 or 64 (16-row mma k-steps)");
+  // Registers (ptxas 13.0, sm_90a): per unit in flight and k-step 8 words of W, 4 scale bytes and 2 words
+  // per token fragment; 32 accumulators per fragment; ~48 for addresses, decoded fragments and the store.
+  const int steps = cfg.block_k / 16, tok = cfg.block_m / 8;
+  const int regs = cfg.stages * steps * (12 + 2 * tok) + 32 * tok + 48;
+  const int budget = std::min(240, 65536 / cfg.threads() - 8);
+  if (regs > budget)
+    return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread; " +
+                           to_string(cfg.threads()) + " threads allow " + to_string(budget) +
+                           " (smaller block_k or block_m, or stages 1)");
+  const int smem = sm80_backward_smem_bytes(spec, cfg);
+  if (smem > arch.max_smem_per_block())
+    return ResourceExhausted(name + to_string(smem) + " bytes of shared memory; " + arch.name() + " allows " +
+                             to_string(arch.max_smem_per_block()) + " per block (fewer warps or a smaller block_m)");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status sm80_backward_check_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (backward): ";
+  if (cfg.decode == 1) return check_decode_dgrad_config(spec, arch, cfg);
   if (cfg.decode != 0)
-    return InvalidArgument(name + "decode=" + to_string(cfg.decode) + "; backward passes have no decode kernel (decode 0)");
+    return InvalidArgument(name + "decode=" + to_string(cfg.decode) +
+                           "; backward passes run the tiled kernel (decode 0) or, for dgrad of 4-bit weights, the decode "
+                           "dgrad kernel (decode 1)");
   if (cfg.block_k != 32 && cfg.block_k != 64 && cfg.block_k != 128)
     return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
                            "; the backward kernel stages 32, 64 or 128 reduction rows (block_k)");
@@ -132,6 +186,20 @@ TileConfig sm80_backward_default_config(const KernelSpec& spec, const Arch& arch
     return ((m + c.block_m - 1) / c.block_m) * ((v.n + c.block_n - 1) / c.block_n) * groups;
   };
   const bool wgrad = spec.pass == Pass::kWgrad;  // block_m 32 or a multiple of 64
+  // A few rows per token tile against a 4-bit W: the decode dgrad kernel (W streamed straight into mma
+  // fragments; docs/performance.md).
+  if (m <= 32 && sm80_decode_dgrad_supports(spec)) {
+    TileConfig d;
+    d.decode = 1;
+    d.block_m = m <= 8 ? 8 : m <= 16 ? 16 : 32;
+    d.block_n = 128;
+    d.block_k = 32;
+    d.stages = d.block_m == 32 ? 1 : 2;
+    d.warps_m = 1;
+    d.warps_n = 4;
+    d.group_m = 1;
+    if (check_decode_dgrad_config(spec, arch, d).ok()) return d;
+  }
   // {block_m, block_n, block_k, stages, warps_m, warps_n}; group_m 8, the rest at their defaults.
   TileConfig c = m <= 16 && !wgrad ? TileConfig{16, 64, 32, 4, 1, 4}
                  : m <= 32         ? TileConfig{32, 64, 32, 4, 2, 2}

@@ -6,6 +6,7 @@
 //     128x128 scales (f32 and ue8m0), wgrad with X in e4m3 per-token / 1x128 / tensor and mxfp8;
 //   - grouped dgrad (offsets, masked) and grouped wgrad (offsets, masked) with empty and one-row experts;
 //   - accumulate=true (out += ...): the frozen MXFP4 dgrad (LoRA) and grouped wgrad;
+//   - the decode dgrad kernel of 4-bit weights (small M), its configs pinned;
 //   - M = 1, odd tails, multi-tile shapes; pinned configs; repeat runs bitwise equal.
 // Skips without a device.
 #include <gtest/gtest.h>
@@ -144,16 +145,53 @@ TEST(BackwardPortableGpu, PinnedConfigs) {
   }
 }
 
+// The decode dgrad kernel (kernels/sm80_decode_dgrad.cuh): 4-bit W streamed into mma fragments for a few
+// rows of dY. Its configs pinned on M = 1, odd M / N against the token tile and the 16-row k-step, K not a
+// multiple of its 128 channels, grouped with empty and one-row experts, NVFP4 per-expert globals,
+// accumulate=true, every output format. The random inputs' block scales run past 2^1 in some rows, so
+// both scale paths (one fma, two) are taken.
+TEST(BackwardPortableGpu, DecodeDgrad) {
+  KILN_REQUIRE_GPU();
+  auto decode = [](int bm, int bk, int stages, int warps) {
+    TileConfig c = test::tile_config(bm, 128, bk, stages, 1, warps, 1);
+    c.decode = 1;
+    return c;
+  };
+  const TileConfig pins[] = {decode(8, 32, 2, 4), decode(16, 16, 1, 1), decode(16, 64, 2, 4), decode(32, 32, 1, 8)};
+  const Shape shapes[] = {{1, 256, 512}, {5, 392, 608}, {16, 1000, 2880}, {45, 264, 160}};
+  for (const TileConfig& c : pins) {
+    for (const char* b : {"mxfp4", "nvfp4"}) {
+      for (const char* out : {"bf16", "f32", "f16"}) {
+        const std::string dense = std::string("gemm a=bf16 b=") + b + " out=" + out + " pass=dgrad";
+        for (const Shape& sh : shapes) expect_passes(dense, sh.m, sh.n, sh.k, &c);
+      }
+      const std::string offsets = std::string("grouped_gemm[experts=8,layout=offsets] a=bf16 b=") + b + " out=bf16 pass=dgrad";
+      expect_passes(offsets, 100, 512, 1024, &c);                                      // random split
+      expect_passes(offsets, 60, 264, 256, &c, {0, 1, 0, 30, 1, 0, 28, 0});              // empty, one-row experts
+      const std::string masked = std::string("grouped_gemm[experts=4,layout=masked] a=bf16 b=") + b + " out=f32 pass=dgrad";
+      expect_passes(masked, 40, 392, 352, &c, {40, 0, 1, 33});
+      expect_passes(std::string("gemm a=bf16 b=") + b + " out=f32 pass=dgrad accumulate=true", 9, 392, 640, &c);
+      expect_passes(std::string("grouped_gemm[experts=8,layout=offsets] a=bf16 b=") + b +
+                        " out=bf16 pass=dgrad accumulate=true",
+                    60, 264, 256, &c, {0, 1, 0, 30, 1, 0, 28, 0});
+    }
+    expect_passes("grouped_gemm[experts=4,layout=offsets] a=bf16 b=nvfp4 out=bf16 pass=dgrad nvfp4_global=expert", 70,
+                  256, 512, &c);
+  }
+}
+
 // One plan run twice on the same inputs: bitwise equal outputs (no atomics).
 TEST(BackwardPortableGpu, RepeatRunsAreBitwiseEqual) {
   KILN_REQUIRE_GPU();
   for (const char* text : {"gemm a=bf16 b=mxfp4 out=f32 pass=dgrad",
                            "grouped_gemm[experts=8,layout=offsets] a=bf16 b=bf16 out=f32 pass=wgrad"}) {
-    const int64_t m = 1000, n = 768, k = 512;
-    PlanOptions po;
-    po.family = KernelFamily::kSm80Gemm;
-    po.config = default_config(spec_of(text), Arch{9, 0, true}, KernelFamily::kSm80Gemm, {m, n, k});
-    test::expect_repeat_runs_bitwise_equal(runtime(), text, m, n, k, po);
+    for (int64_t m : {int64_t{1000}, int64_t{16}}) {  // the tiled kernel, and (4-bit dgrad) the decode kernel
+      const int64_t n = 768, k = 512;
+      PlanOptions po;
+      po.family = KernelFamily::kSm80Gemm;
+      po.config = default_config(spec_of(text), Arch{9, 0, true}, KernelFamily::kSm80Gemm, {m, n, k});
+      test::expect_repeat_runs_bitwise_equal(runtime(), text, m, n, k, po);
+    }
   }
 }
 

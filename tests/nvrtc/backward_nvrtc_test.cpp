@@ -182,5 +182,41 @@ TEST(BackwardNvrtcTest, PortableKernelsCompileForSm80AndSm90aWithoutSpills) {
   compile_all_clean(jobs);
 }
 
+// The decode dgrad kernel (kernels/sm80_decode_dgrad.cuh) for sm_80 and sm_90a: the largest configs its
+// register estimate admits at each block_m, MXFP4 and NVFP4 (per-expert globals), dense, grouped, accumulating.
+TEST(BackwardNvrtcTest, DecodeDgradKernelsCompileForSm80AndSm90aWithoutSpills) {
+  struct Pin {
+    int bm, bk, stages, warps;
+  };
+  const Pin pins[] = {{8, 64, 2, 4}, {16, 64, 2, 4}, {32, 32, 1, 8}, {16, 16, 1, 1}};
+  const char* const specs[] = {
+      "grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad",
+      "grouped_gemm[experts=8,layout=masked] a=bf16 b=nvfp4 out=f32 pass=dgrad nvfp4_global=expert accumulate=true",
+      "gemm a=bf16 b=mxfp4 out=f16 pass=dgrad",
+  };
+  std::vector<Job> jobs;
+  for (const char* text : specs) {
+    const KernelSpec s = spec_of(text);
+    for (const char* arch_name : {"sm_80", "sm_90a"}) {
+      const Arch a = arch_with_gpu(*parse_arch(arch_name), *find_gpu(std::string(arch_name) == "sm_80" ? "a100" : "h200"));
+      for (const Pin& pin : pins) {
+        TileConfig c;
+        c.decode = 1;
+        c.block_m = pin.bm;
+        c.block_n = 128;
+        c.block_k = pin.bk;
+        c.stages = pin.stages;
+        c.warps_m = 1;
+        c.warps_n = pin.warps;
+        c.group_m = 1;
+        ASSERT_TRUE(check_config(s, a, KernelFamily::kSm80Gemm, c).ok())
+            << text << " " << c.to_string() << ": " << check_config(s, a, KernelFamily::kSm80Gemm, c).to_string();
+        jobs.push_back({s, KernelFamily::kSm80Gemm, c, std::string(text) + " " + arch_name + " " + c.to_string(), a});
+      }
+    }
+  }
+  compile_all_clean(jobs);
+}
+
 }  // namespace
 }  // namespace kiln

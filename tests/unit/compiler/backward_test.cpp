@@ -327,9 +327,31 @@ TEST(BackwardPlanTest, PortableConfigRules) {
   EXPECT_THAT(why(dgrad, test::tile_config(64, 128, 16, 4, 2, 2)), HasSubstr("block_k"));
   EXPECT_THAT(why(wgrad, test::tile_config(16, 64, 32, 4, 1, 4)), HasSubstr("block_m is 32 or a multiple of 64"));
   EXPECT_THAT(why(dgrad, test::tile_config(128, 256, 32, 3, 2, 4)), HasSubstr("accumulators"));
-  TileConfig d = test::tile_config(16, 64, 32, 4, 1, 4);
-  d.decode = 1;
-  EXPECT_THAT(why(dgrad, d), HasSubstr("no decode kernel"));
+  // decode = 1: the small-M dgrad kernel of 4-bit weights (kernels/sm80_decode_dgrad.cuh), its own ranges.
+  auto decode = [](int bm, int bk, int stages, int warps) {
+    TileConfig c = test::tile_config(bm, 128, bk, stages, 1, warps, 1);
+    c.decode = 1;
+    return c;
+  };
+  for (int bm : {8, 16, 32})
+    for (int bk : {16, 32})
+      EXPECT_TRUE(check_config(dgrad, a, KernelFamily::kSm80Gemm, decode(bm, bk, 1, 4)).ok()) << bm << " " << bk;
+  EXPECT_THAT(why(dgrad, decode(64, 32, 1, 4)), HasSubstr("block_m=64 tokens: must be 8, 16 or 32"));
+  EXPECT_THAT(why(dgrad, decode(16, 128, 1, 4)), HasSubstr("block_k=128 rows of W"));
+  TileConfig narrow = decode(16, 32, 2, 4);
+  narrow.block_n = 64;
+  EXPECT_THAT(why(dgrad, narrow), HasSubstr("block_n=64 is out of range (128)"));
+  EXPECT_THAT(why(dgrad, decode(32, 64, 2, 8)), HasSubstr("registers"));
+  EXPECT_THAT(why(spec_of("gemm a=bf16 b=e4m3:n out=bf16 pass=dgrad"), decode(16, 32, 2, 4)),
+              HasSubstr("MXFP4 or NVFP4 W"));
+  EXPECT_THAT(why(wgrad, decode(16, 32, 2, 4)), HasSubstr("decode dgrad kernel takes pass=dgrad"));
+  EXPECT_EQ(smem_bytes(dgrad, decode(16, 32, 2, 4)), 4 * 16 * 132 * 4);  // f32 [warps][block_m][128 + 4]
+  // The heuristic: the decode kernel up to 32 rows per token tile of 4-bit weights, the tiled kernel above.
+  EXPECT_EQ(default_config(dgrad, a, KernelFamily::kSm80Gemm, {16, 2880, 5760}).decode, 1);
+  EXPECT_EQ(default_config(dgrad, a, KernelFamily::kSm80Gemm, {32, 2880, 5760}).block_m, 32);
+  EXPECT_EQ(default_config(dgrad, a, KernelFamily::kSm80Gemm, {64, 2880, 5760}).decode, 0);
+  EXPECT_EQ(default_config(spec_of("gemm a=bf16 b=mxfp8 out=bf16 pass=dgrad"), a, KernelFamily::kSm80Gemm,
+                           {16, 2880, 5760}).decode, 0);
   // Shared memory: stages x (A tile + B's stored bytes) + the converted bf16 tile for a quantized b.
   EXPECT_EQ(smem_bytes(dgrad, test::tile_config(64, 128, 32, 4, 2, 2)), 4 * (64 * 64 + 32 * 64) + 32 * 128 * 2);
   EXPECT_EQ(smem_bytes(wgrad, test::tile_config(64, 128, 32, 4, 2, 2)), 4 * (64 * 64 + 32 * 256));
