@@ -25,9 +25,9 @@
 //    are rows {4t, 4t+1} and mma k {2t+8, 2t+9} rows {4t+2, 4t+3}, so the lane's dY fragment is one
 //    8-byte load of token g's columns 4t .. 4t+3. The channels are permuted too: m16 tile i (0..7)
 //    row g is channel 16g + 2i, row g + 8 channel 16g + 2i + 1 — byte i of the lane's 8 bytes. Per
-//    byte and row pair, one prmt puts the two rows' bytes in the halves of a word and two mask/shift
-//    pairs make {even channel, odd channel} registers (dequant/e2m1_to_bf16.cuh's trick, worth
-//    value * 2^-126), each scaled by one bf16x2 fma with the two rows' scales.
+//    byte and row pair, one prmt puts the two rows' bytes in the halves of a word, and a mask, a multiply
+//    and a mask make each of the {even channel, odd channel} registers (dequant/e2m1_to_bf16.cuh's bit
+//    placement, worth value * 2^-126), each scaled by one bf16x2 fma with the two rows' scales.
 // 3. Scaling, exact (docs/backward.md): MXFP4 folds 2^126 and the E8M0 scale 2^(s-127) into one factor
 //    2^(s-1) when every scale of the warp's step is <= 2^1 (s <= 128, the normal case of trained
 //    weights), else two fmas (2^126, then 2^(s-127)); NVFP4 always two (2^126, then the UE4M3 scale).
@@ -151,15 +151,15 @@ struct DecodeDgrad {
     }
   }
 
-  // A register of two rows at one channel, from the rows' bytes in the low halves' low bytes of p
-  // (bits 0..7 row a, bits 16..23 row b): the even channel (low nibbles) or the odd one (high nibbles),
-  // each worth value * 2^-126.
-  static __device__ __forceinline__ u32 even_raw(u32 p) {
-    return ((p << 6) & 0x01C001C0u) | ((p << 12) & 0x80008000u);
-  }
-  static __device__ __forceinline__ u32 odd_raw(u32 p) {
-    return ((p << 2) & 0x01C001C0u) | ((p << 8) & 0x80008000u);
-  }
+  // A register of two rows at one channel, from the rows' bytes in the halves' low bytes of p (bits 0..7
+  // row a, bits 16..23 row b; bits 8..15 and 24..31 are ignored): the even channel (low nibbles) or the odd
+  // one (high nibbles), each worth value * 2^-126 (dequant/e2m1_to_bf16.cuh). The nibbles are masked out,
+  // then one multiply places two copies of each, disjoint (no carries): the copy shifted by 6 (even; 2 for
+  // the high nibble) puts the magnitude bits at 8..6 / 24..22, the one shifted by 12 (8) the sign bit at
+  // 15 / 31; the last mask keeps those. Two logic ops and an integer multiply, which runs on the FMA pipe
+  // beside the logic ops.
+  static __device__ __forceinline__ u32 even_raw(u32 p) { return ((p & 0x000F000Fu) * 0x1040u) & 0x81C081C0u; }
+  static __device__ __forceinline__ u32 odd_raw(u32 p) { return ((p & 0x00F000F0u) * 0x104u) & 0x81C081C0u; }
 
   // The scale words of one k-step's two row pairs: bf16x2 {row a, row b}. kOneFma: MXFP4 with every
   // scale <= 2^1, the factor 2^(s-1) that also undoes the raw values' 2^-126.
