@@ -150,18 +150,22 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
         KILN_ASSIGN_OR_RETURN(Sm80Mainloop mainloop, sm80_pairing(spec));
         mixed = mainloop == Sm80Mainloop::kMixedInput;
       }
-      // Small M: decode configs run kernels/sm80_decode.cuh (check_config allowed the spec).
+      // Small M: decode configs run kernels/sm80_decode.cuh, or kernels/sm80_decode_w4.cuh for bf16 x 4-bit
+      // weights (check_config allowed the spec).
+      const bool w4 = !backward && decode_w4_supports(spec, arch);
       // decode 2: the warpgroup decode kernel (kernels/sm90_decode.cuh, sm_90a).
       // Backward decode configs: the small-M dgrad kernel for 4-bit weights (kernels/sm80_decode_dgrad.cuh).
       const char* header = backward && cfg.decode == 1 ? "kernels/sm80_decode_dgrad.cuh"
                            : backward                  ? "kernels/sm80_backward.cuh"
                            : cfg.decode == 2 ? "kernels/sm90_decode.cuh"
+                           : cfg.decode != 0 && w4 ? "kernels/sm80_decode_w4.cuh"
                            : cfg.decode != 0 ? "kernels/sm80_decode.cuh"
                            : mixed         ? "kernels/sm80_mixed_gemm.cuh"
                                            : "kernels/sm80_gemm.cuh";
       const char* device_fn = backward && cfg.decode == 1 ? "kiln_dev::sm80_decode_dgrad"
                               : backward                  ? "kiln_dev::sm80_backward"
                               : cfg.decode == 2 ? "kiln_dev::sm90_decode"
+                              : cfg.decode != 0 && w4 ? "kiln_dev::sm80_decode_w4"
                               : cfg.decode != 0 ? "kiln_dev::sm80_decode"
                               : mixed         ? "kiln_dev::sm80_mixed_gemm"
                                               : "kiln_dev::sm80_gemm";

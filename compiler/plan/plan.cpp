@@ -430,6 +430,28 @@ bool decode_bucket(const KernelSpec& spec, const Arch& arch, int64_t rows) {
   return family.ok() && *family == KernelFamily::kSm90Gemm;
 }
 
+bool decode_w4_supports(const KernelSpec& spec, const Arch& arch) {
+  const bool fp4 = (spec.b.format == Format::kMxfp4 && spec.b.scale == ScaleGranularity::kBlock1x32) ||
+                   (spec.b.format == Format::kNvfp4 && spec.b.scale == ScaleGranularity::kBlock1x16);
+  const Format o = spec.out.format;
+  return arch.sm() >= 80 && (spec.op == Op::kGemm || spec.op == Op::kGroupedGemm) && spec.pass == Pass::kFprop &&
+         spec.gate_up == GateUp::kNone && spec.a.format == Format::kBf16 && spec.a.scale == ScaleGranularity::kNone &&
+         fp4 && (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) && spec.out.scale == ScaleGranularity::kNone;
+}
+
+TileConfig decode_w4_default_config(const ProblemSizes& sizes) {
+  TileConfig c;
+  c.decode = 1;
+  c.block_m = sizes.m <= 8 ? 8 : sizes.m <= 16 ? 16 : 32;
+  c.block_n = 32;
+  c.block_k = 128;  // one step of 128 K per unit
+  c.stages = c.block_m == 32 ? 1 : 2;
+  c.warps_m = 1;
+  c.warps_n = 4;
+  c.group_m = 1;
+  return c;
+}
+
 // A decode config's field ranges (lo == hi: that value only); the first field out of range, named.
 struct DecodeRange {
   const char* field;
@@ -488,12 +510,44 @@ Status check_wg_decode_config(const KernelSpec& spec, const Arch& arch, const Ti
   return Status::Ok();
 }
 
+// The 4-bit weight decode kernel (decode = 1 on bf16 x mxfp4 / nvfp4, templates/kernels/sm80_decode_w4.cuh).
+Status check_decode_w4_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
+  const string name = "config " + cfg.to_string() + " (4-bit decode): ";
+  KILN_RETURN_IF_ERROR(check_decode_ranges(
+      name, {{"block_m", cfg.block_m, 8, 32}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
+             {"warps_n", cfg.warps_n, 1, 8}, {"stages", cfg.stages, 1, 2}, {"group_m", cfg.group_m, 1, 1}}));
+  if (cfg.block_m != 8 && cfg.block_m != 16 && cfg.block_m != 32)
+    return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " tokens: must be 8, 16 or 32 (n8 mma fragments)");
+  if (cfg.block_n % 16 != 0)
+    return InvalidArgument(name + "block_n=" + to_string(cfg.block_n) +
+                           " weight rows: must be a multiple of 16 (m16 mma fragments)");
+  if (cfg.block_k != 128 && cfg.block_k != 256)
+    return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
+                           ": must be 128 or 256 (steps of 128 K: 16 bytes of W per lane and row)");
+  // Registers (ptxas 13.0, sm_90a): per unit in flight and step 4 words per weight row, its scale bytes and
+  // 16 words per token fragment; the accumulators; 32 converted words of a row group; ~48 for the rest.
+  const int steps = cfg.block_k / 128, groups = cfg.block_n / 16, tok = cfg.block_m / 8;
+  const int regs = cfg.stages * steps * (10 * groups + 16 * tok) + 4 * groups * tok + 32 + 48;
+  const int budget = std::min(240, 65536 / cfg.threads() - 8);
+  if (regs > budget)
+    return InvalidArgument(name + "an estimated " + to_string(regs) + " registers per thread; " +
+                           to_string(cfg.threads()) + " threads allow " + to_string(budget) +
+                           " (smaller block_k, block_n or block_m, or stages 1)");
+  const int smem = smem_bytes(spec, cfg);
+  if (smem > arch.max_smem_per_block())
+    return ResourceExhausted(name + to_string(smem) + " bytes of shared memory for the reduction; " + arch.name() +
+                             " allows " + to_string(arch.max_smem_per_block()));
+  return Status::Ok();
+}
+
 Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   if (cfg.decode == 2) return check_wg_decode_config(spec, arch, cfg);
+  if (decode_w4_supports(spec, arch)) return check_decode_w4_config(spec, arch, cfg);
   const string name = "config " + cfg.to_string() + " (decode): ";
   if (!decode_supports(spec, arch))
-    return Unsupported(name + "the decode kernel takes fprop GEMMs (dense or grouped) without gate|up of two equal 16-bit operands, or "
-                       "two FP8 operands on sm_89+ (scales: tensor, m / n, or block1x128 x block128x128); " +
+    return Unsupported(name + "the decode kernel takes fprop GEMMs (dense or grouped) without gate|up of two equal 16-bit operands, "
+                       "two FP8 operands on sm_89+ (scales: tensor, m / n, or block1x128 x block128x128), or bf16 x "
+                       "mxfp4 / nvfp4; " +
                        print_spec(spec) + " on " + arch.name() + " runs on the tiled mainloop (decode 0)");
   KILN_RETURN_IF_ERROR(check_decode_ranges(
       name, {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
@@ -669,6 +723,12 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
   if (family == KernelFamily::kSm90Gemm) return sm90_default_config(spec, arch, sizes);
   if (family == KernelFamily::kQuantize) return quantize_config();
   if (spec.pass != Pass::kFprop) return sm80_backward_default_config(spec, arch, sizes);
+  // A few rows per token tile against 4-bit weights: the 4-bit decode kernel (W streamed into mma
+  // fragments; docs/performance.md).
+  if (sizes.m <= 32 && decode_w4_supports(spec, arch)) {
+    const TileConfig d = decode_w4_default_config(sizes);
+    if (check_config(spec, arch, KernelFamily::kSm80Gemm, d).ok()) return d;
+  }
   // Small M: the decode kernel where an sm90 plan runs it.
   if (decode_bucket(spec, arch, sizes.m)) {
     const TileConfig d = decode_default_config(spec, arch, sizes);

@@ -36,6 +36,15 @@ __device__ __forceinline__ u32 e2m1x2_to_bf16x2_raw(u32 byte) {
   return ((z & 0x00070007u) << 6) | ((z & 0x00080008u) << 12);  // magnitudes -> 8..6, signs -> 15
 }
 
+// Two E2M1 codes, in bits 0..3 and 16..19 of p (the other bits are ignored) -> bf16x2 {first, second},
+// each worth value * 2^-126 as above. The two nibbles are masked out, then one multiply by 2^6 + 2^12
+// places two disjoint copies of each (no carries): bits 8..6 of each half take the magnitude from the
+// copy shifted by 6, bit 15 the sign from the copy shifted by 12; the last mask keeps those. Two logic
+// ops and an integer multiply (which issues on the FMA pipe, beside the logic ops).
+__device__ __forceinline__ u32 e2m1_lo_pair_to_bf16x2_raw(u32 p) { return ((p & 0x000F000Fu) * 0x1040u) & 0x81C081C0u; }
+// The same for codes in bits 4..7 and 20..23 (multiply by 2^2 + 2^8).
+__device__ __forceinline__ u32 e2m1_hi_pair_to_bf16x2_raw(u32 p) { return ((p & 0x00F000F0u) * 0x104u) & 0x81C081C0u; }
+
 // The same, times the block scale scale_bf16x2 (the scale in both halves), exactly.
 __device__ __forceinline__ u32 e2m1x2_to_bf16x2(u32 byte, u32 scale_bf16x2) {
   const u32 v = fma_bf16x2(e2m1x2_to_bf16x2_raw(byte), kBf16x2Pow2_126, kBf16x2NegZero);

@@ -151,16 +151,6 @@ struct DecodeDgrad {
     }
   }
 
-  // A register of two rows at one channel, from the rows' bytes in the halves' low bytes of p (bits 0..7
-  // row a, bits 16..23 row b; bits 8..15 and 24..31 are ignored): the even channel (low nibbles) or the odd
-  // one (high nibbles), each worth value * 2^-126 (dequant/e2m1_to_bf16.cuh). The nibbles are masked out,
-  // then one multiply places two copies of each, disjoint (no carries): the copy shifted by 6 (even; 2 for
-  // the high nibble) puts the magnitude bits at 8..6 / 24..22, the one shifted by 12 (8) the sign bit at
-  // 15 / 31; the last mask keeps those. Two logic ops and an integer multiply, which runs on the FMA pipe
-  // beside the logic ops.
-  static __device__ __forceinline__ u32 even_raw(u32 p) { return ((p & 0x000F000Fu) * 0x1040u) & 0x81C081C0u; }
-  static __device__ __forceinline__ u32 odd_raw(u32 p) { return ((p & 0x00F000F0u) * 0x104u) & 0x81C081C0u; }
-
   // The scale words of one k-step's two row pairs: bf16x2 {row a, row b}. kOneFma: MXFP4 with every
   // scale <= 2^1, the factor 2^(s-1) that also undoes the raw values' 2^-126.
   template <bool kOneFma>
@@ -189,12 +179,15 @@ struct DecodeDgrad {
       for (int q = 0; q < 2; ++q) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          // byte i of word q of each row: rows a -> bits 0..7, b -> bits 16..23.
+          // byte i of word q of each row: rows a -> bits 0..7, b -> bits 16..23; the low nibbles are the
+          // even channel, the high ones the odd channel.
           const u32 sel = u32(i) | (u32(i) << 4) | (u32(4 + i) << 8) | (u32(4 + i) << 12);
           const u32 p01 = prmt(f.w[st][0][q], f.w[st][1][q], sel);
           const u32 p23 = prmt(f.w[st][2][q], f.w[st][3][q], sel);
-          const u32 a[4] = {scaled<kOneFma>(even_raw(p01), s01), scaled<kOneFma>(odd_raw(p01), s01),
-                            scaled<kOneFma>(even_raw(p23), s23), scaled<kOneFma>(odd_raw(p23), s23)};
+          const u32 a[4] = {scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(p01), s01),
+                            scaled<kOneFma>(e2m1_hi_pair_to_bf16x2_raw(p01), s01),
+                            scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(p23), s23),
+                            scaled<kOneFma>(e2m1_hi_pair_to_bf16x2_raw(p23), s23)};
           const int tile = 4 * q + i;
 #pragma unroll
           for (int fr = 0; fr < kTok; ++fr) {

@@ -4,7 +4,8 @@
 // plan would pick: 16-bit and FP8 operands, tensor / per-token / per-channel / DeepSeek block scales
 // (f32 and E8M0), every output type, an epilogue functor; M = 1..16 and a second token tile, N not a
 // multiple of the CTA's rows, K tails inside a warp step (a partial 64-byte segment set); grouped
-// problems (offsets with empty experts, masked) with per-expert scales and epilogue vectors.
+// problems (offsets with empty experts, masked) with per-expert scales and epilogue vectors; bf16 x MXFP4 /
+// NVFP4 on the 4-bit decode kernel (templates/kernels/sm80_decode_w4.cuh).
 // Also: the plan's default dispatch at M <= 16 (whichever kernel it chose) on the decode shapes.
 #include <gtest/gtest.h>
 
@@ -125,6 +126,22 @@ std::vector<Case> decode_cases() {
   cases.push_back({"gemm a=e4m3:tensor b=e4m3:tensor out=bf16", 16, 130, 16384, {16, 64, 4, 8, 2, 2}});
   cases.push_back({"gemm a=e4m3:m b=e5m2:n out=bf16", 9, 77, 15360, {16, 64, 2, 16, 1, 2}});
   cases.push_back({"gemm a=e4m3:tensor b=e4m3:n out=f16", 5, 200, 30720, {8, 64, 8, 4, 2, 2}});
+  // 4-bit weights (kernels/sm80_decode_w4.cuh; block_k = 4 or 8 segments of bf16 X: 128 or 256 K): MXFP4 and
+  // NVFP4 with an epilogue functor, M = 1..33 (a second token tile at block_m 32), N not a multiple of
+  // block_n, K tails inside a 128-K step (544, 1056), grouped offsets and masked with per-expert globals.
+  const char* w4[] = {"gemm a=bf16 b=mxfp4 out=bf16", "gemm a=bf16 b=nvfp4 out=f32",
+                      "gemm a=bf16 b=mxfp4 out=f16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\""};
+  const std::vector<Shape> w4_shapes = {{1, 256, 512}, {5, 200, 544}, {16, 77, 1056}, {21, 300, 2048}, {33, 130, 2880}};
+  const std::vector<Dcfg> w4_cfgs = {{8, 32, 4, 4}, {16, 16, 8, 2}, {16, 48, 4, 4}, {8, 64, 8, 4, 1}, {32, 64, 4, 8, 1}};
+  for (const char* s : w4) {
+    for (size_t i = 0; i < w4_shapes.size(); ++i)
+      cases.push_back({s, w4_shapes[i].m, w4_shapes[i].n, w4_shapes[i].k, w4_cfgs[i]});
+  }
+  cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16 epilogue=\"out = acc + bias[e,n]\"", 60,
+                   200, 544, {8, 32, 4, 4}});
+  cases.push_back({"grouped_gemm[experts=6,layout=masked] a=bf16 b=nvfp4 out=f32 nvfp4_global=expert", 13, 130, 1056,
+                   {16, 32, 8, 4}});
+  cases.push_back({"grouped_gemm[experts=4,layout=offsets] a=bf16 b=nvfp4 out=bf16", 90, 77, 2880, {32, 16, 4, 2, 1}});
   // Whole 128-element K blocks per warp step (2 segments of FP8 or more).
   const std::vector<Dcfg> block_cfgs = {{8, 16, 2, 4}, {8, 32, 4, 8}, {16, 32, 2, 8}, {16, 48, 2, 2}};
   for (const char* s : blocked) {
