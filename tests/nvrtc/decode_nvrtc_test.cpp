@@ -38,7 +38,10 @@ CompiledKernel compile_ok(const KernelSpec& spec, const TileConfig& cfg, const A
   auto k = emit_kernel(spec, KernelFamily::kSm80Gemm, cfg, arch);
   EXPECT_TRUE(k.ok()) << what << ": " << k.status().to_string();
   if (!k.ok()) return {};
-  EXPECT_THAT(k->source, HasSubstr(cfg.decode == 2 ? "kernels/sm90_decode.cuh" : "kernels/sm80_decode.cuh")) << what;
+  const char* header = cfg.decode == 2                   ? "kernels/sm90_decode.cuh"
+                       : format_bits(spec.b.format) == 4 ? "kernels/sm80_decode_w4.cuh"
+                                                         : "kernels/sm80_decode.cuh";
+  EXPECT_THAT(k->source, HasSubstr(header)) << what;
   CompileOptions o;
   o.want_ptx = want_ptx;
   auto r = compile_cuda(k->source, arch, o);
@@ -143,6 +146,44 @@ TEST(DecodeNvrtcTest, GroupedLayouts) {
                            "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
     const KernelSpec spec = spec_of(text);
     compile_ok(spec, decode_cfg(spec, 16, 32, 2, 8), arch, false);
+  }
+}
+
+// bf16 x MXFP4 / NVFP4 (templates/kernels/sm80_decode_w4.cuh) on sm_80 and sm_90a: every config check_config
+// accepts over block_m 8 / 16 / 32, block_n 16 / 32 / 64, block_k 128 / 256, 2 / 4 / 8 warps, 1 or 2 steps in
+// flight compiles without spills (a third of them; all with KILN_NVRTC_FULL=1), W streamed with 16-byte
+// loads into bf16 mma.sync, no cp.async ring; grouped layouts with per-expert globals and an epilogue.
+TEST(DecodeNvrtcTest, FourBitWeightsOnSm80AndSm90a) {
+  int compiled = 0;
+  const char* full = std::getenv("KILN_NVRTC_FULL");
+  const bool all = full != nullptr && std::string(full) == "1";
+  for (const char* arch_name : {"sm_90a", "sm_80"}) {
+    const Arch arch = *parse_arch(arch_name);
+    for (const char* text : {"gemm a=bf16 b=mxfp4 out=bf16", "gemm a=bf16 b=nvfp4 out=f32"}) {
+      const KernelSpec spec = spec_of(text);
+      for (int bm : {8, 16, 32})
+        for (int bn : {16, 32, 64})
+          for (int segs : {4, 8})
+            for (int warps : {2, 4, 8})
+              for (int in_flight : {2, 1}) {
+                const TileConfig c = decode_cfg(spec, bm, bn, segs, warps, in_flight);
+                if (!check_config(spec, arch, KernelFamily::kSm80Gemm, c).ok()) continue;
+                if (!all && (bn + segs + warps + bm + in_flight + arch.sm()) % 3 != 0) continue;
+                const CompiledKernel r = compile_ok(spec, c, arch, compiled == 0);
+                if (compiled++ == 0) {
+                  EXPECT_THAT(r.ptx, HasSubstr("ld.global.nc.L1::no_allocate.L2::256B.v4.u32")) << text;
+                  EXPECT_THAT(r.ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32")) << text;
+                  EXPECT_THAT(r.ptx, Not(HasSubstr("cp.async"))) << text;
+                }
+              }
+    }
+  }
+  EXPECT_GT(compiled, 10);
+  const Arch sm90a = *parse_arch("sm_90a");
+  for (const char* text : {"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16 epilogue=\"out = acc + bias[e,n]\"",
+                           "grouped_gemm[experts=6,layout=masked] a=bf16 b=nvfp4 out=f16 nvfp4_global=expert"}) {
+    const KernelSpec spec = spec_of(text);
+    compile_ok(spec, decode_cfg(spec, 16, 32, 4, 4), sm90a, false);
   }
 }
 

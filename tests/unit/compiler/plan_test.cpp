@@ -549,8 +549,8 @@ TEST(DecodeConfigTest, RejectsWithTheRuleAndTheValue) {
   const KernelSpec block = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16");
   EXPECT_THAT(msg(block, decode_cfg(8, 32, 64, 4), h200), HasSubstr("multiple of 128"));
   // Specs the kernel does not take: the reason and the way out.
-  for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=bf16 b=mxfp4 out=bf16",
-                           "grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16",
+  for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=f16 b=mxfp4 out=bf16",
+                           "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=mxfp4 out=bf16",
                            "gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\""}) {
     const KernelSpec s = spec_of(text);
     EXPECT_FALSE(decode_supports(s, h200)) << text;
@@ -569,6 +569,42 @@ TEST(DecodeConfigTest, RejectsWithTheRuleAndTheValue) {
   // The sm90 family does not read decode configs.
   EXPECT_THAT(check_config(bf16, h200, KernelFamily::kSm90Gemm, decode_cfg(8, 32, 64, 4)).message(),
               HasSubstr("decode=1 names a decode kernel of the portable family"));
+}
+
+// bf16 x MXFP4 / NVFP4: the 4-bit decode kernel (templates/kernels/sm80_decode_w4.cuh), its own ranges, and
+// the heuristic's choice up to 32 rows per token tile (dense and grouped).
+TEST(DecodeConfigTest, FourBitWeights) {
+  const Arch h200{9, 0, true};
+  const KernelSpec mx = spec_of("gemm a=bf16 b=mxfp4 out=bf16");
+  const KernelSpec grouped =
+      spec_of("grouped_gemm[experts=32,layout=offsets] a=bf16 b=nvfp4 out=f32 epilogue=\"out = acc + bias[e,n]\"");
+  for (const KernelSpec& s : {mx, grouped}) {
+    EXPECT_TRUE(decode_w4_supports(s, h200));
+    EXPECT_FALSE(decode_supports(s, h200));
+    for (const TileConfig& c : {decode_cfg(8, 32, 128, 4), decode_cfg(16, 64, 128, 4, 1), decode_cfg(32, 32, 128, 4, 1),
+                                decode_cfg(8, 16, 256, 2)})
+      EXPECT_TRUE(check_config(s, h200, KernelFamily::kSm80Gemm, c).ok())
+          << c.to_string() << ": " << check_config(s, h200, KernelFamily::kSm80Gemm, c).to_string();
+    for (int64_t m : {1, 8, 16, 24, 32}) {
+      const TileConfig c = default_config(s, h200, KernelFamily::kSm80Gemm, {m, 5760, 2880});
+      EXPECT_EQ(c.decode, 1) << m;
+      EXPECT_EQ(c.block_m, m <= 8 ? 8 : m <= 16 ? 16 : 32) << m;
+      EXPECT_TRUE(check_config(s, h200, KernelFamily::kSm80Gemm, c).ok()) << c.to_string();
+    }
+    EXPECT_EQ(default_config(s, h200, KernelFamily::kSm80Gemm, {64, 5760, 2880}).decode, 0);
+  }
+  auto msg = [&](const TileConfig& c) { return check_config(mx, h200, KernelFamily::kSm80Gemm, c).message(); };
+  EXPECT_THAT(msg(decode_cfg(8, 32, 64, 4)), HasSubstr("block_k=64: must be 128 or 256"));
+  EXPECT_THAT(msg(decode_cfg(64, 32, 128, 4)), HasSubstr("block_m=64 is out of range (8..32)"));
+  EXPECT_THAT(msg(decode_cfg(24, 32, 128, 4)), HasSubstr("must be 8, 16 or 32"));
+  EXPECT_THAT(msg(decode_cfg(8, 40, 128, 4)), HasSubstr("multiple of 16"));
+  EXPECT_THAT(msg(decode_cfg(32, 64, 256, 4)), HasSubstr("registers per thread"));
+  // 4-bit weights with f16 X, FP8 X or a gate|up epilogue are not the decode kernel's.
+  EXPECT_FALSE(decode_w4_supports(spec_of("gemm a=f16 b=mxfp4 out=bf16"), h200));
+  EXPECT_FALSE(decode_w4_supports(spec_of("gemm a=e4m3:m b=mxfp4 out=bf16"), h200));
+  EXPECT_FALSE(decode_w4_supports(
+      spec_of("gemm a=bf16 b=mxfp4 out=bf16 gate_up=interleaved epilogue=\"out = silu(gate) * up\""), h200));
+  EXPECT_EQ(smem_bytes(mx, decode_cfg(16, 32, 128, 4)), 4 * 32 * 16 * 4);  // f32 [warps][block_n][block_m]
 }
 
 TileConfig wg_cfg(int bm, int bk, int warps, int in_flight = 2) {
