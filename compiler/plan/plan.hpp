@@ -70,7 +70,7 @@ bool decode_supports(const KernelSpec& spec, const Arch& arch);
 TileConfig decode_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes);
 // Small M with 4-bit weights: whether the 4-bit decode kernel (TileConfig::decode = 1,
 // templates/kernels/sm80_decode_w4.cuh) computes spec on arch: dense or grouped fprop without gate|up, bf16 X
-// and an MXFP4 or NVFP4 W, bf16 / f16 / f32 out, sm_80+. Plans run it by default up to 32 rows per token
+// and an MXFP4 or NVFP4 W, bf16 / f16 / f32 out, sm_80+. Plans run it by default up to 16 rows per token
 // tile (per expert when grouped); block_m 8, 16 or 32, block_n 16..64, block_k 128 or 256.
 bool decode_w4_supports(const KernelSpec& spec, const Arch& arch);
 // Whether the M bucket of `rows` rows of spec runs the decode kernel by default: a dense GEMM of 1..16

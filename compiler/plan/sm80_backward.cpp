@@ -196,7 +196,9 @@ TileConfig sm80_backward_default_config(const KernelSpec& spec, const Arch& arch
     d.block_k = 32;
     d.stages = d.block_m == 32 ? 1 : 2;
     d.warps_m = 1;
-    d.warps_n = 4;
+    // 8 tokens: 8 warps (H100, gpt-oss-20b gate_up at 8 rows per expert, events after an L2 flush: 0.181 ms
+    // against 0.201 with 4; 16 and 32 tokens: 4 warps within 2% of the best).
+    d.warps_n = d.block_m == 8 ? 8 : 4;
     d.group_m = 1;
     if (check_decode_dgrad_config(spec, arch, d).ok()) return d;
   }

@@ -132,7 +132,7 @@ std::vector<Case> decode_cases() {
   const char* w4[] = {"gemm a=bf16 b=mxfp4 out=bf16", "gemm a=bf16 b=nvfp4 out=f32",
                       "gemm a=bf16 b=mxfp4 out=f16 epilogue=\"out = silu(acc + bias[n]) * scale[m]\""};
   const std::vector<Shape> w4_shapes = {{1, 256, 512}, {5, 200, 544}, {16, 77, 1056}, {21, 300, 2048}, {33, 130, 2880}};
-  const std::vector<Dcfg> w4_cfgs = {{8, 32, 4, 4}, {16, 16, 8, 2}, {16, 48, 4, 4}, {8, 64, 8, 4, 1}, {32, 64, 4, 8, 1}};
+  const std::vector<Dcfg> w4_cfgs = {{8, 32, 4, 4}, {16, 16, 8, 2, 1}, {16, 48, 4, 4}, {8, 64, 8, 4, 1}, {32, 32, 4, 8, 1}};
   for (const char* s : w4) {
     for (size_t i = 0; i < w4_shapes.size(); ++i)
       cases.push_back({s, w4_shapes[i].m, w4_shapes[i].n, w4_shapes[i].k, w4_cfgs[i]});
@@ -140,7 +140,7 @@ std::vector<Case> decode_cases() {
   cases.push_back({"grouped_gemm[experts=8,layout=offsets] a=bf16 b=mxfp4 out=bf16 epilogue=\"out = acc + bias[e,n]\"", 60,
                    200, 544, {8, 32, 4, 4}});
   cases.push_back({"grouped_gemm[experts=6,layout=masked] a=bf16 b=nvfp4 out=f32 nvfp4_global=expert", 13, 130, 1056,
-                   {16, 32, 8, 4}});
+                   {16, 32, 8, 4, 1}});
   cases.push_back({"grouped_gemm[experts=4,layout=offsets] a=bf16 b=nvfp4 out=bf16", 90, 77, 2880, {32, 16, 4, 2, 1}});
   // Whole 128-element K blocks per warp step (2 segments of FP8 or more).
   const std::vector<Dcfg> block_cfgs = {{8, 16, 2, 4}, {8, 32, 4, 8}, {16, 32, 2, 8}, {16, 48, 2, 2}};

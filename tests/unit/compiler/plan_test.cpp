@@ -572,7 +572,7 @@ TEST(DecodeConfigTest, RejectsWithTheRuleAndTheValue) {
 }
 
 // bf16 x MXFP4 / NVFP4: the 4-bit decode kernel (templates/kernels/sm80_decode_w4.cuh), its own ranges, and
-// the heuristic's choice up to 32 rows per token tile (dense and grouped).
+// the heuristic's choice up to 16 rows per token tile (dense and grouped).
 TEST(DecodeConfigTest, FourBitWeights) {
   const Arch h200{9, 0, true};
   const KernelSpec mx = spec_of("gemm a=bf16 b=mxfp4 out=bf16");
@@ -585,13 +585,13 @@ TEST(DecodeConfigTest, FourBitWeights) {
                                 decode_cfg(8, 16, 256, 2)})
       EXPECT_TRUE(check_config(s, h200, KernelFamily::kSm80Gemm, c).ok())
           << c.to_string() << ": " << check_config(s, h200, KernelFamily::kSm80Gemm, c).to_string();
-    for (int64_t m : {1, 8, 16, 24, 32}) {
+    for (int64_t m : {1, 8, 16}) {
       const TileConfig c = default_config(s, h200, KernelFamily::kSm80Gemm, {m, 5760, 2880});
       EXPECT_EQ(c.decode, 1) << m;
-      EXPECT_EQ(c.block_m, m <= 8 ? 8 : m <= 16 ? 16 : 32) << m;
+      EXPECT_EQ(c.block_m, m <= 8 ? 8 : 16) << m;
       EXPECT_TRUE(check_config(s, h200, KernelFamily::kSm80Gemm, c).ok()) << c.to_string();
     }
-    EXPECT_EQ(default_config(s, h200, KernelFamily::kSm80Gemm, {64, 5760, 2880}).decode, 0);
+    EXPECT_EQ(default_config(s, h200, KernelFamily::kSm80Gemm, {24, 5760, 2880}).decode, 0);
   }
   auto msg = [&](const TileConfig& c) { return check_config(mx, h200, KernelFamily::kSm80Gemm, c).message(); };
   EXPECT_THAT(msg(decode_cfg(8, 32, 64, 4)), HasSubstr("block_k=64: must be 128 or 256"));
