@@ -119,6 +119,42 @@ PrunedSpace decode_space(const KernelSpec& spec, const GpuModel& gpu, const Prob
   return out;
 }
 
+// 4-bit weights at small M (the decode dgrad kernel, templates/kernels/sm80_decode_dgrad.cuh, and the 4-bit
+// forward decode kernel, sm80_decode_w4.cuh): the kernel's grid around the heuristic's token tile (and 8
+// tokens), every config check_config accepts, the heuristic first. The static model describes tiled
+// mainloops and does not rank these.
+std::vector<PrunedCandidate> four_bit_decode_grid(const KernelSpec& spec, const GpuModel& gpu,
+                                                  const ProblemSizes& sizes, const TileConfig& heuristic,
+                                                  PrunedSpace& out) {
+  const bool dgrad = spec.pass == Pass::kDgrad;
+  std::vector<int> token_tiles = {heuristic.block_m};
+  if (heuristic.block_m > 8) token_tiles.push_back(8);
+  const std::vector<int> widths = dgrad ? std::vector<int>{128} : std::vector<int>{32, 16, 64, 48};
+  const std::vector<int> steps = dgrad ? std::vector<int>{32, 16, 64} : std::vector<int>{128, 256};
+  std::vector<PrunedCandidate> c;
+  c.push_back({heuristic, estimate_config(spec, gpu, KernelFamily::kSm80Gemm, heuristic, sizes), true});
+  for (int bn : widths)
+    for (int bk : steps)
+      for (int warps : {4, 2, 8})
+        for (int stages : {2, 1})
+          for (int bm : token_tiles) {
+            TileConfig cfg = heuristic;
+            cfg.block_m = bm;
+            cfg.block_n = bn;
+            cfg.block_k = bk;
+            cfg.warps_n = warps;
+            cfg.stages = stages;
+            ++out.enumerated;
+            if (cfg == heuristic) continue;
+            if (!check_config(spec, gpu.arch, KernelFamily::kSm80Gemm, cfg).ok()) {
+              out.dropped_by_rule["decode rules"] += 1;
+              continue;
+            }
+            c.push_back({cfg, estimate_config(spec, gpu, KernelFamily::kSm80Gemm, cfg, sizes), false});
+          }
+  return c;
+}
+
 }  // namespace
 
 PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const ProblemSizes& sizes,
@@ -238,6 +274,18 @@ PrunedSpace prune_space(const KernelSpec& spec, const GpuModel& gpu, const Probl
     ordered.reserve(c.size());
     for (const auto& [k, i] : key) ordered.push_back(c[i]);
     c = std::move(ordered);
+  }
+  // 4-bit weights at small M: the decode kernel's grid (its heuristic first) alternating with the tiled
+  // kernel's ranked candidates, so a cap keeps both kinds.
+  if (heuristic.decode == 1 && out.family == KernelFamily::kSm80Gemm) {
+    std::vector<PrunedCandidate> d = four_bit_decode_grid(spec, gpu, sizes, heuristic, out);
+    std::vector<PrunedCandidate> merged;
+    merged.reserve(d.size() + c.size());
+    for (size_t i = 0; i < std::max(d.size(), c.size()); ++i) {
+      if (i < d.size()) merged.push_back(d[i]);
+      if (i < c.size()) merged.push_back(c[i]);
+    }
+    c = std::move(merged);
   }
   if (options.max_candidates > 0 && c.size() > options.max_candidates) {
     std::vector<PrunedCandidate> kept(c.begin(),
