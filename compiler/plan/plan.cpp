@@ -454,12 +454,7 @@ TileConfig decode_w4_default_config(const ProblemSizes& sizes) {
   return c;
 }
 
-// A decode config's field ranges (lo == hi: that value only); the first field out of range, named.
-struct DecodeRange {
-  const char* field;
-  int v, lo, hi;
-};
-Status check_decode_ranges(const string& name, std::initializer_list<DecodeRange> ranges) {
+Status check_config_ranges(const string& name, std::initializer_list<ConfigRange> ranges) {
   for (const auto& r : ranges) {
     if (r.v < r.lo || r.v > r.hi)
       return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" +
@@ -483,7 +478,7 @@ Status check_wg_decode_config(const KernelSpec& spec, const Arch& arch, const Ti
       !(spec.out.format == Format::kBf16 || spec.out.format == Format::kF16 || spec.out.format == Format::kF32))
     return Unsupported(name + "it takes dense fprop GEMMs of two FP8 operands with tensor or m / n scales (no block "
                        "scales, no gate|up); " + print_spec(spec) + " runs on decode 1 or the tiled mainloop");
-  KILN_RETURN_IF_ERROR(check_decode_ranges(
+  KILN_RETURN_IF_ERROR(check_config_ranges(
       name, {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 64, 64}, {"warps_m", cfg.warps_m, 1, 1},
              {"warps_n", cfg.warps_n, 4, 16}, {"stages", cfg.stages, 1, 2}, {"group_m", cfg.group_m, 1, 1}}));
   if (cfg.block_m % 8 != 0)
@@ -515,7 +510,7 @@ Status check_wg_decode_config(const KernelSpec& spec, const Arch& arch, const Ti
 // The 4-bit weight decode kernel (decode = 1 on bf16 x mxfp4 / nvfp4, templates/kernels/sm80_decode_w4.cuh).
 Status check_decode_w4_config(const KernelSpec& spec, const Arch& arch, const TileConfig& cfg) {
   const string name = "config " + cfg.to_string() + " (4-bit decode): ";
-  KILN_RETURN_IF_ERROR(check_decode_ranges(
+  KILN_RETURN_IF_ERROR(check_config_ranges(
       name, {{"block_m", cfg.block_m, 8, 32}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
              {"warps_n", cfg.warps_n, 1, 8}, {"stages", cfg.stages, 1, 2}, {"group_m", cfg.group_m, 1, 1}}));
   if (cfg.block_m != 8 && cfg.block_m != 16 && cfg.block_m != 32)
@@ -551,7 +546,7 @@ Status check_decode_config(const KernelSpec& spec, const Arch& arch, const TileC
                        "two FP8 operands on sm_89+ (scales: tensor, m / n, or block1x128 x block128x128), or bf16 x "
                        "mxfp4 / nvfp4; " +
                        print_spec(spec) + " on " + arch.name() + " runs on the tiled mainloop (decode 0)");
-  KILN_RETURN_IF_ERROR(check_decode_ranges(
+  KILN_RETURN_IF_ERROR(check_config_ranges(
       name, {{"block_m", cfg.block_m, 8, 16}, {"block_n", cfg.block_n, 16, 64}, {"warps_m", cfg.warps_m, 1, 1},
              {"warps_n", cfg.warps_n, 1, 8}, {"stages", cfg.stages, 1, 2}, {"group_m", cfg.group_m, 1, 1}}));
   if (cfg.block_m % 8 != 0)

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,14 @@ TileConfig default_config(const KernelSpec& spec, const Arch& arch, KernelFamily
 LaunchShape launch_shape(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg,
                          const ProblemSizes& sizes);
 int smem_bytes(const KernelSpec& spec, const TileConfig& cfg);
+// A config field's value and its allowed range (lo == hi: that value only).
+struct ConfigRange {
+  const char* field;
+  int v, lo, hi;
+};
+// Ok, or INVALID_ARGUMENT "<name><field>=<v> is out of range (lo..hi)" for the first field out of range.
+Status check_config_ranges(const std::string& name, std::initializer_list<ConfigRange> ranges);
+
 // Small M: whether the portable family's decode kernel (TileConfig::decode) computes spec
 // on arch: dense or grouped (offsets / masked) fprop GEMM without gate|up, two equal 16-bit operands or
 // two FP8 operands (sm_89+) with tensor, m / n or DeepSeek block scales; bf16 / f16 / f32 out. (Plans

@@ -90,17 +90,9 @@ Status check_decode_dgrad_config(const KernelSpec& spec, const Arch& arch, const
   if (!sm80_decode_dgrad_supports(spec))
     return Unsupported(name + "the decode dgrad kernel takes pass=dgrad with bf16 dY and an MXFP4 or NVFP4 W; " +
                        print_spec(spec) + " runs on the tiled backward kernel (decode 0)");
-  const struct {
-    const char* field;
-    int v;
-    int lo, hi;
-  } ranges[] = {{"block_n", cfg.block_n, 128, 128}, {"warps_m", cfg.warps_m, 1, 1}, {"warps_n", cfg.warps_n, 1, 8},
-                {"stages", cfg.stages, 1, 2},       {"group_m", cfg.group_m, 1, 1}};
-  for (const auto& r : ranges) {
-    if (r.v < r.lo || r.v > r.hi)
-      return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" +
-                             (r.lo == r.hi ? to_string(r.lo) : to_string(r.lo) + ".." + to_string(r.hi)) + ")");
-  }
+  KILN_RETURN_IF_ERROR(check_config_ranges(
+      name, {{"block_n", cfg.block_n, 128, 128}, {"warps_m", cfg.warps_m, 1, 1}, {"warps_n", cfg.warps_n, 1, 8},
+             {"stages", cfg.stages, 1, 2}, {"group_m", cfg.group_m, 1, 1}}));
   if (cfg.block_m != 8 && cfg.block_m != 16 && cfg.block_m != 32)
     return InvalidArgument(name + "block_m=" + to_string(cfg.block_m) + " tokens: must be 8, 16 or 32 (n8 mma fragments)");
   if (cfg.block_k != 16 && cfg.block_k != 32 && cfg.block_k != 64)
@@ -134,18 +126,9 @@ Status sm80_backward_check_config(const KernelSpec& spec, const Arch& arch, cons
   if (cfg.block_k != 32 && cfg.block_k != 64 && cfg.block_k != 128)
     return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) +
                            "; the backward kernel stages 32, 64 or 128 reduction rows (block_k)");
-  const struct {
-    const char* field;
-    int v;
-    int lo, hi;
-  } ranges[] = {{"block_m", cfg.block_m, 16, 256}, {"block_n", cfg.block_n, 32, 256},
-                {"warps_m", cfg.warps_m, 1, 8},    {"warps_n", cfg.warps_n, 1, 8},
-                {"stages", cfg.stages, 2, 8},      {"group_m", cfg.group_m, 1, 64}};
-  for (const auto& r : ranges) {
-    if (r.v < r.lo || r.v > r.hi)
-      return InvalidArgument(name + r.field + "=" + to_string(r.v) + " is out of range (" + to_string(r.lo) + ".." +
-                             to_string(r.hi) + ")");
-  }
+  KILN_RETURN_IF_ERROR(check_config_ranges(
+      name, {{"block_m", cfg.block_m, 16, 256}, {"block_n", cfg.block_n, 32, 256}, {"warps_m", cfg.warps_m, 1, 8},
+             {"warps_n", cfg.warps_n, 1, 8}, {"stages", cfg.stages, 2, 8}, {"group_m", cfg.group_m, 1, 64}}));
   if (cfg.threads() > 1024)
     return InvalidArgument(name + to_string(cfg.warps_m * cfg.warps_n) + " warps is more than a block holds (32)");
   if (cfg.block_m % (16 * cfg.warps_m) != 0)

@@ -45,10 +45,22 @@ __device__ __forceinline__ u32 e2m1_lo_pair_to_bf16x2_raw(u32 p) { return ((p & 
 // The same for codes in bits 4..7 and 20..23 (multiply by 2^2 + 2^8).
 __device__ __forceinline__ u32 e2m1_hi_pair_to_bf16x2_raw(u32 p) { return ((p & 0x00F000F0u) * 0x104u) & 0x81C081C0u; }
 
+// A raw bf16x2 (each half worth value * 2^-126) times its scales s (bf16x2, one per half), exactly: 2^126
+// first, then s. kFolded: s already holds 2^126 x the scale (e8m0_folded_bf16), one fma.
+template <bool kFolded = false>
+__device__ __forceinline__ u32 e2m1_raw_scaled(u32 raw, u32 s) {
+  if constexpr (kFolded) return fma_bf16x2(raw, s, kBf16x2NegZero);
+  return fma_bf16x2(fma_bf16x2(raw, kBf16x2Pow2_126, kBf16x2NegZero), s, kBf16x2NegZero);
+}
+
+// The folded factor of an E8M0 byte b <= 128: 2^126 x 2^(b-127) = 2^(b-1), a normal bf16 (exponent field
+// b + 126 <= 254). raw x 2^(b-1) is the exact product whenever it is representable, as with two fmas; above
+// b = 128 the factor overflows, so callers fold only when every scale they apply is <= 2^1.
+__device__ __forceinline__ u32 e8m0_folded_bf16(u32 b) { return (b + 126u) << 7; }
+
 // The same, times the block scale scale_bf16x2 (the scale in both halves), exactly.
 __device__ __forceinline__ u32 e2m1x2_to_bf16x2(u32 byte, u32 scale_bf16x2) {
-  const u32 v = fma_bf16x2(e2m1x2_to_bf16x2_raw(byte), kBf16x2Pow2_126, kBf16x2NegZero);
-  return fma_bf16x2(v, scale_bf16x2, kBf16x2NegZero);
+  return e2m1_raw_scaled(e2m1x2_to_bf16x2_raw(byte), scale_bf16x2);
 }
 
 }  // namespace kiln_dev

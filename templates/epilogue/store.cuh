@@ -51,6 +51,19 @@ __device__ __forceinline__ void store_out_pair(void* out, long long ldc, int n, 
   }
 }
 
+// One element of the output at (row, col) as f32 (accumulate=true reads what it adds to).
+template <Format kOut>
+__device__ __forceinline__ float load_out_one(const void* out, long long ldc, long long row, int col) {
+  const long long idx = row * ldc + col;
+  if constexpr (kOut == Format::kF32) {
+    return static_cast<const float*>(out)[idx];
+  } else if constexpr (kOut == Format::kBf16) {
+    return decode_bf16(static_cast<const u16*>(out)[idx]);
+  } else {
+    return decode_f16(static_cast<const u16*>(out)[idx]);
+  }
+}
+
 // store_out_pair into an output that is added to (accumulate=true): each element is read, v added in f32
 // and the sum rounded once to the output format. Columns >= n are neither read nor written.
 template <Format kOut>
@@ -72,9 +85,7 @@ __device__ __forceinline__ void accumulate_out_pair(void* out, long long ldc, in
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       if (col + e >= n) break;
-      const float o = kOut == Format::kF32 ? static_cast<const float*>(out)[idx + e]
-                                           : half(static_cast<const u16*>(out)[idx + e]);
-      (e == 0 ? v0 : v1) += o;
+      (e == 0 ? v0 : v1) += load_out_one<kOut>(out, ldc, row, col + e);
     }
   }
   store_out_pair<kOut>(out, ldc, n, paired_ok, row, col, v0, v1);

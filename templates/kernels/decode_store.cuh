@@ -1,18 +1,22 @@
 // templates/kernels/decode_store.cuh — the decode kernels' last phase (kernels/sm80_decode.cuh,
-// kernels/sm90_decode.cuh): after the CTA's barrier, every thread sums one output over the kParts warps or
-// warpgroups that split K (red: f32 [kParts][kBlockN][kBlockM], channel x token), scales it as the sm80
-// epilogue does (acc * (row_factor * col_factor): tensor scales, per-token a_scale[m], per-channel b_scale[n]),
-// applies the epilogue functor and stores it; consecutive threads take consecutive channels (one row of Y).
+// sm80_decode_w4.cuh, sm80_decode_dgrad.cuh, sm90_decode.cuh): after the CTA's barrier, every thread sums one
+// output over the kParts warps or warpgroups that split the reduction (red: f32 partials, [kParts][kBlockN]
+// [kBlockM] channel x token, or with kTokenRow > 0 [kParts][kBlockM][kTokenRow] token x channel), scales it as
+// the sm80 epilogue does (acc * (row_factor * col_factor): tensor scales and NVFP4's global, per-token
+// a_scale[m], per-channel b_scale[n]), applies the epilogue functor, adds the output's value for
+// accumulate=true, and stores it; consecutive threads take consecutive channels (one row of Y).
 #pragma once
 
 #include "common/gemm_params.cuh"
+#include "common/operand_major.cuh"
+#include "epilogue/store.cuh"
 #include "kernels/sm80_epilogue.cuh"
 #include "ptx/ld.cuh"
 #include "scheduler/group_tile.cuh"
 
 namespace kiln_dev {
 
-template <class Config, int kParts, int kBlockN, int kBlockM, int kThreads>
+template <class Config, int kParts, int kBlockN, int kBlockM, int kThreads, int kTokenRow = 0>
 __device__ __forceinline__ void decode_store(const GemmParams& p, const float* red, const TileWork& work, int rows) {
   using Epi = sm80::Epilogue<Config>;
   using Fn = typename Epi::Fn;
@@ -24,7 +28,8 @@ __device__ __forceinline__ void decode_store(const GemmParams& p, const float* r
     if (n >= p.n) continue;
     float v = 0.0f;
 #pragma unroll
-    for (int wi = 0; wi < kParts; ++wi) v += red[(wi * kBlockN + ch) * kBlockM + tok];
+    for (int wi = 0; wi < kParts; ++wi)
+      v += red[kTokenRow > 0 ? (wi * kBlockM + tok) * kTokenRow + ch : (wi * kBlockN + ch) * kBlockM + tok];
     const long long m = work.row_base + work.m0 + tok;  // Y's row (offsets: global; masked: expert * max_m + row)
     float row_f = a_t, col_f = b_t;
     if constexpr (Config::kScaleA == Scale::kRow) row_f = ldg_f32(p.a_scale + m);
@@ -32,6 +37,7 @@ __device__ __forceinline__ void decode_store(const GemmParams& p, const float* r
       col_f = ldg_f32(p.b_scale + (long long)work.expert * p.b_scale_expert_stride + n) * b_t;
     v *= row_f * col_f;
     if constexpr (Epi::kHasFn) v = Fn::apply(EpilogueLoads{p}, v, 0.0f, 0.0f, int(m), n, work.expert);
+    if constexpr (ConfigAccumulate<Config>::kValue) v += load_out_one<Config::kOut>(p.out, p.ldc, m, n);
     store_out_one<Config::kOut>(p.out, p.ldc, m, n, v);
   }
 }

@@ -50,6 +50,7 @@
 #include "common/gemm_params.cuh"
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
+#include "kernels/decode_loop.cuh"
 #include "kernels/decode_store.cuh"
 #include "kernels/sm80_epilogue.cuh"
 #include "ptx/cvt.cuh"
@@ -99,15 +100,8 @@ struct Decode {
                     Config::kScaleA != Scale::kBlock1x16 && Config::kScaleB != Scale::kBlock1x16,
                 "MX / NVFP4 scales are not read by the decode kernel");
 
-  // W: streamed once (no L1 allocation), with a 256-byte L2 prefetch per request (a warp's load touches
-  // 64 bytes of each of 8 rows; the hint has L2 fetch whole 256-byte runs: 5-12% faster on the decode
-  // shapes than no hint on an H200, measured A/B in one run; 128 B measured within noise of 256;
-  // docs/performance.md). X: read by every CTA (cached).
-  static __device__ __forceinline__ void ldg_stream(u32 (&r)[4], const u8* p) {
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "l"(p));
-  }
+  // W: streamed once (ptx/ld.cuh ldg_stream_v4: no L1 allocation, 256-byte L2 prefetch). X: read by every
+  // CTA (cached).
 
   // Every mma of one segment: d[rg][fr] += W row group rg x X token fragment fr. FP8 on sm_90 converts
   // each operand's 16 bytes to f16x2 once per segment (not once per mma pairing).
@@ -189,7 +183,7 @@ struct Decode {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (in) {
-            ldg_stream(f.w[s][rg][h], r.w[rg][h] + off);
+            ldg_stream_v4(f.w[s][rg][h], r.w[rg][h] + off);
           } else {
             f.w[s][rg][h][0] = f.w[s][rg][h][1] = f.w[s][rg][h][2] = f.w[s][rg][h][3] = 0u;
           }
@@ -323,28 +317,9 @@ struct Decode {
 
     const long long units = (k_bytes + kUnitBytes - 1) / kUnitBytes;
     const Rows lane_rows{wrow, xrow, sa_row, sb_row, k_bytes, (p.k + 127) / 128, t};
-    if constexpr (kInFlight == 2) {
-      // Two units in flight per warp: unit u + kWarps is loaded before unit u's mmas (two register sets,
-      // alternating; the loop body is unrolled by two so that neither set is indexed at run time).
-      Unit f0, f1;
-      long long u = warp;
-      if (u < units) load_unit(f0, lane_rows, u);
-      for (; u < units; u += 2 * kWarps) {
-        const long long u1 = u + kWarps;
-        if (u1 < units) load_unit(f1, lane_rows, u1);
-        compute_unit(acc, f0);
-        if (u1 >= units) break;
-        if (u1 + kWarps < units) load_unit(f0, lane_rows, u1 + kWarps);
-        compute_unit(acc, f1);
-      }
-    } else {
-      // One unit at a time: half the load registers, so more warps fit an SM.
-      for (long long u = warp; u < units; u += kWarps) {
-        Unit f;
-        load_unit(f, lane_rows, u);
-        compute_unit(acc, f);
-      }
-    }
+    decode_units<kWarps, kInFlight, Unit>(
+        units, warp, [&](Unit& f, long long u) { load_unit(f, lane_rows, u); },
+        [&](const Unit& f) { compute_unit(acc, f); });
 
     // Reduction over the warps: red[warp][channel][token].
 #pragma unroll

@@ -41,9 +41,9 @@
 //    registers zero (W and dY both: no garbage times zero). Tokens past the group read a clamped row
 //    whose results are never stored.
 // 6. Store: every warp writes its accumulators to shared memory, [warp][token][channel] (row stride
-//    132 floats), one barrier, then each thread sums one output over the warps (consecutive threads:
-//    consecutive channels, one row of dX), multiplies NVFP4's global, and stores it (accumulate=true:
-//    reads the output and adds in f32, rounded once).
+//    132 floats: 16-byte stores, conflict-free reads), one barrier, then kernels/decode_store.cuh sums each
+//    output over the warps (consecutive threads: consecutive channels, one row of dX), multiplies NVFP4's
+//    global and stores it (accumulate=true: reads the output and adds in f32, rounded once).
 //
 // Launched with grid (tile rows x ceil(K / 128)) as the portable GEMM's tile grid, block warps_n * 32,
 // warps_n * block_m * 132 * 4 bytes of dynamic shared memory (compiler/plan sm80_backward_smem_bytes).
@@ -54,7 +54,8 @@
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
 #include "dequant/e2m1_to_bf16.cuh"
-#include "epilogue/store.cuh"
+#include "kernels/decode_loop.cuh"
+#include "kernels/decode_store.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/ld.cuh"
 #include "ptx/mma.cuh"
@@ -69,7 +70,6 @@ struct DecodeDgrad {
   static constexpr Format kB = Config::kB;
   static constexpr Format kOut = Config::kOut;
   static constexpr bool kMx = kB == Format::kMxfp4;
-  static constexpr bool kAccumulate = ConfigAccumulate<Config>::kValue;
   static constexpr int kBlockM = Config::kBlockM;  // tokens per CTA
   static constexpr int kChannels = 128;            // output channels (columns of W) per CTA
   static constexpr int kWarps = Config::kWarpsN;   // warps splitting the reduction
@@ -94,17 +94,6 @@ struct DecodeDgrad {
   static_assert(kSteps == 1 || kSteps == 2 || kSteps == 4, "block_k is 16, 32 or 64 rows of W");
   static_assert(kInFlight == 1 || kInFlight == 2, "stages (units in flight) is 1 or 2");
   static_assert(kWarps >= 1 && kWarps <= 8, "warps_n is 1..8");
-
-  // W: streamed once, no L1 allocation, 256-byte L2 prefetch (the neighbouring CTAs read the rest of
-  // each run, as in kernels/sm80_decode.cuh).
-  static __device__ __forceinline__ void ldg_stream_v2(u32 (&r)[2], const u8* p) {
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "l"(p));
-  }
-  static __device__ __forceinline__ void ldg_v2(u32 (&r)[2], const u8* p) {
-    asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));
-  }
 
   // One unit's registers: per k-step, 4 rows x 8 bytes of W, their 4 scale bytes, and 4 dY columns of
   // each token fragment.
@@ -156,17 +145,11 @@ struct DecodeDgrad {
   template <bool kOneFma>
   static __device__ __forceinline__ u32 scale_pair(u32 sa, u32 sb) {
     if constexpr (kMx) {
-      if constexpr (kOneFma) return ((sa + 126u) << 7) | ((sb + 126u) << 23);
+      if constexpr (kOneFma) return e8m0_folded_bf16(sa) | (e8m0_folded_bf16(sb) << 16);
       return e8m0_to_bf16(sa) | (e8m0_to_bf16(sb) << 16);
     } else {
       return prmt(ue4m3_to_bf16x2(sa), ue4m3_to_bf16x2(sb), 0x7610u);
     }
-  }
-
-  template <bool kOneFma>
-  static __device__ __forceinline__ u32 scaled(u32 raw, u32 s) {
-    if constexpr (kOneFma) return fma_bf16x2(raw, s, kBf16x2NegZero);
-    return fma_bf16x2(fma_bf16x2(raw, kBf16x2Pow2_126, kBf16x2NegZero), s, kBf16x2NegZero);
   }
 
   template <bool kOneFma>
@@ -184,10 +167,10 @@ struct DecodeDgrad {
           const u32 sel = u32(i) | (u32(i) << 4) | (u32(4 + i) << 8) | (u32(4 + i) << 12);
           const u32 p01 = prmt(f.w[st][0][q], f.w[st][1][q], sel);
           const u32 p23 = prmt(f.w[st][2][q], f.w[st][3][q], sel);
-          const u32 a[4] = {scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(p01), s01),
-                            scaled<kOneFma>(e2m1_hi_pair_to_bf16x2_raw(p01), s01),
-                            scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(p23), s23),
-                            scaled<kOneFma>(e2m1_hi_pair_to_bf16x2_raw(p23), s23)};
+          const u32 a[4] = {e2m1_raw_scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(p01), s01),
+                            e2m1_raw_scaled<kOneFma>(e2m1_hi_pair_to_bf16x2_raw(p01), s01),
+                            e2m1_raw_scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(p23), s23),
+                            e2m1_raw_scaled<kOneFma>(e2m1_hi_pair_to_bf16x2_raw(p23), s23)};
           const int tile = 4 * q + i;
 #pragma unroll
           for (int fr = 0; fr < kTok; ++fr) {
@@ -255,25 +238,8 @@ struct DecodeDgrad {
         for (int c = 0; c < 4; ++c) acc[i][fr][c] = 0.0f;
 
     const int units = (p.k + 16 * kSteps - 1) / (16 * kSteps);
-    if constexpr (kInFlight == 2) {
-      Unit f0, f1;
-      int u = warp;
-      if (u < units) load_unit(f0, l, u);
-      for (; u < units; u += 2 * kWarps) {
-        const int u1 = u + kWarps;
-        if (u1 < units) load_unit(f1, l, u1);
-        compute(acc, f0);
-        if (u1 >= units) break;
-        if (u1 + kWarps < units) load_unit(f0, l, u1 + kWarps);
-        compute(acc, f1);
-      }
-    } else {
-      for (int u = warp; u < units; u += kWarps) {
-        Unit f;
-        load_unit(f, l, u);
-        compute(acc, f);
-      }
-    }
+    decode_units<kWarps, kInFlight, Unit>(
+        units, warp, [&](Unit& f, int u) { load_unit(f, l, u); }, [&](const Unit& f) { compute(acc, f); });
 
     // acc[i][fr][c]: channel 16g + 2i + (c >> 1), token 8fr + 2t + (c & 1). Per token the lane holds its
     // 16 channels: four 16-byte stores.
@@ -291,31 +257,8 @@ struct DecodeDgrad {
     }
     __syncthreads();
 
-    float factor = 1.0f;
-    if constexpr (kB == Format::kNvfp4) {
-      if (p.b_global != nullptr) factor = ldg_f32(p.b_global + (Config::kGlobalPerExpert ? work.expert : 0));
-    }
     const int rows = grp_rows - work.m0 < kBlockM ? grp_rows - work.m0 : kBlockM;
-    for (int i = threadIdx.x; i < rows * kChannels; i += kThreads) {
-      const int c = i % kChannels, tok = i / kChannels;
-      const int n = work.n0 + c;
-      if (n >= p.n) continue;
-      float v = 0.0f;
-#pragma unroll
-      for (int wi = 0; wi < kWarps; ++wi) v += red[(wi * kBlockM + tok) * kRedStride + c];
-      v *= factor;
-      const long long m = work.row_base + work.m0 + tok;
-      if constexpr (kAccumulate) {
-        const long long idx = m * p.ldc + n;
-        if constexpr (kOut == Format::kF32) {
-          v += static_cast<const float*>(p.out)[idx];
-        } else {
-          const u16 o = static_cast<const u16*>(p.out)[idx];
-          v += kOut == Format::kBf16 ? decode_bf16(o) : decode_f16(o);
-        }
-      }
-      store_out_one<kOut>(p.out, p.ldc, m, n, v);
-    }
+    decode_store<Config, kWarps, kChannels, kBlockM, kThreads, kRedStride>(p, red, work, rows);
   }
 };
 

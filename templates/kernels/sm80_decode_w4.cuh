@@ -44,6 +44,7 @@
 #include "common/types.cuh"
 #include "dequant/block_scale.cuh"
 #include "dequant/e2m1_to_bf16.cuh"
+#include "kernels/decode_loop.cuh"
 #include "kernels/decode_store.cuh"
 #include "kernels/sm80_epilogue.cuh"
 #include "ptx/cvt.cuh"
@@ -79,12 +80,6 @@ struct DecodeW4 {
   static_assert(kSteps == 1 || kSteps == 2, "block_k is 128 or 256");
   static_assert(kInFlight == 1 || kInFlight == 2, "stages (units in flight) is 1 or 2");
 
-  static __device__ __forceinline__ void ldg_stream(u32 (&r)[4], const u8* p) {
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "l"(p));
-  }
-
   // One unit's registers: per step, 16 bytes of each weight row of the lane, their scale bytes (NVFP4:
   // two, for K 0..15 and 16..31 of the lane), 64 bytes of each token row.
   static constexpr int kScalesPerRow = kMx ? 1 : 2;
@@ -112,7 +107,7 @@ struct DecodeW4 {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (in) {
-            ldg_stream(f.w[st][rg][h], l.w[rg][h] + k0 / 2);
+            ldg_stream_v4(f.w[st][rg][h], l.w[rg][h] + k0 / 2);
 #pragma unroll
             for (int j = 0; j < kScalesPerRow; ++j) f.s[st][rg][h][j] = ldg_u8(l.s[rg][h] + k0 / (kMx ? 32 : 16) + j);
           } else {
@@ -138,17 +133,11 @@ struct DecodeW4 {
   template <bool kOneFma>
   static __device__ __forceinline__ u32 scale_word(u32 s) {
     if constexpr (kMx) {
-      if constexpr (kOneFma) return bf16_broadcast((s + 126u) << 7);  // 2^(s-1): 2^126 and the scale
+      if constexpr (kOneFma) return bf16_broadcast(e8m0_folded_bf16(s));  // 2^(s-1): 2^126 and the scale
       return bf16_broadcast(e8m0_to_bf16(s));
     } else {
       return ue4m3_to_bf16x2(s);
     }
-  }
-
-  template <bool kOneFma>
-  static __device__ __forceinline__ u32 scaled(u32 raw, u32 s) {
-    if constexpr (kOneFma) return fma_bf16x2(raw, s, kBf16x2NegZero);
-    return fma_bf16x2(fma_bf16x2(raw, kBf16x2Pow2_126, kBf16x2NegZero), s, kBf16x2NegZero);
   }
 
   // 16 bytes of one weight row -> 16 bf16x2 registers {k, k + 1} in byte order, scaled.
@@ -163,7 +152,7 @@ struct DecodeW4 {
       for (int i = 0; i < 4; ++i) {
         // byte i's low code -> bits 0..3, its high code -> bits 16..19.
         const u32 pr = prmt(lo, hi, u32(i) | (u32(4 + i) << 8));
-        out[4 * q + i] = scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(pr), q < 2 ? s0 : s1);
+        out[4 * q + i] = e2m1_raw_scaled<kOneFma>(e2m1_lo_pair_to_bf16x2_raw(pr), q < 2 ? s0 : s1);
       }
     }
   }
@@ -248,25 +237,8 @@ struct DecodeW4 {
         for (int c = 0; c < 4; ++c) acc[rg][fr][c] = 0.0f;
 
     const int units = int((p.k + Config::kBlockK - 1) / Config::kBlockK);
-    if constexpr (kInFlight == 2) {
-      Unit f0, f1;
-      int u = warp;
-      if (u < units) load_unit(f0, l, u);
-      for (; u < units; u += 2 * kWarps) {
-        const int u1 = u + kWarps;
-        if (u1 < units) load_unit(f1, l, u1);
-        compute(acc, f0);
-        if (u1 >= units) break;
-        if (u1 + kWarps < units) load_unit(f0, l, u1 + kWarps);
-        compute(acc, f1);
-      }
-    } else {
-      for (int u = warp; u < units; u += kWarps) {
-        Unit f;
-        load_unit(f, l, u);
-        compute(acc, f);
-      }
-    }
+    decode_units<kWarps, kInFlight, Unit>(
+        units, warp, [&](Unit& f, int u) { load_unit(f, l, u); }, [&](const Unit& f) { compute(acc, f); });
 
     // red[warp][channel][token]: accumulator c is channel g (+ 8 for c >= 2), token 2t + (c & 1).
 #pragma unroll

@@ -83,12 +83,7 @@ struct WgDecode {
   static_assert(kInFlight == 1 || kInFlight == 2, "stages (steps in flight) is 1 or 2");
   static_assert(kUnitBytes == 128 || kUnitBytes == 256 || kUnitBytes == 512, "block_k is 1, 2 or 4 atoms of 128");
 
-  // W: streamed once (no L1 allocation, 256-byte L2 fetches: the mma.sync decode kernel's measured hint).
-  static __device__ __forceinline__ void ldg_stream(u32 (&r)[4], const u8* p) {
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "l"(p));
-  }
+  // W: streamed once (ptx/ld.cuh ldg_stream_v4: no L1 allocation, 256-byte L2 fetches).
 
   struct Unit {
     u32 w[kSegs][2][4];           // rows g, g + 8 of this warp's 16, 16 bytes of each segment
@@ -110,7 +105,7 @@ struct WgDecode {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (in) {
-          ldg_stream(f.w[s][h], l.w[h] + off);
+          ldg_stream_v4(f.w[s][h], l.w[h] + off);
         } else {
           f.w[s][h][0] = f.w[s][h][1] = f.w[s][h][2] = f.w[s][h][3] = 0u;
         }
