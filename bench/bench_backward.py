@@ -6,12 +6,14 @@ way in one process (anchors.bench_graph):
   grouped dgrad (offsets)                    anchor: torch._grouped_mm(dY, W, offs)
   grouped wgrad (offsets)                    anchor: torch._grouped_mm(dY.t(), X, offs)  ([E, N, K] bf16)
   frozen MXFP4 grouped dgrad (LoRA)          anchor: torch._grouped_mm on the bf16 dequantization of W
+  FP8 1x128 wgrad (mode quantized)           anchors: torch.mm(dY.t(), X) in bf16; torch._scaled_mm 1x128 x 1x128
 
 bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
 layers' dgrad and wgrad at their largest token count. Each kiln output is checked against the anchor's (relative
 Frobenius error) before it is timed. Prints a markdown table and writes it with the raw figures to --out.
 
     python3 bench/bench_backward.py --out out/backward [--min-m 4096] [--out-dtype bf16] [--grouped-only]
+        [--frozen-only] [--fp8-block-only]
 Needs torch, a GPU and a built kiln (KILN_LIBRARY or build/capi/libkiln.so).
 """
 import argparse, json, os, sys
@@ -195,6 +197,84 @@ HEADER = ("| pass | M x N x K | out | kiln ms | anchor ms | kiln TFLOP/s | ancho
           "|---|---|---|---|---|---|---|---|---|")
 
 
+def dequant_colwise(codes, scales):
+    """f32 values of a column-wise FP8 copy: codes [R, M] (e4m3) times its 1x128 scales [R, M/128]."""
+    return codes.view(torch.float8_e4m3fn).float() * scales.repeat_interleave(128, dim=1)
+
+
+def scaled_mm_blockwise(a, sa, b, sb):
+    """cuBLAS 1x128 x 1x128 block-scaled GEMM through torch._scaled_mm on the same FP8 copies (a [N, M],
+    b [K, M], both quantized along M), or None where this torch does not offer it."""
+    try:
+        fn = lambda: torch._scaled_mm(a.view(torch.float8_e4m3fn), b.view(torch.float8_e4m3fn).t(),
+                                      scale_a=sa.t().contiguous().t(), scale_b=sb.t().contiguous().t(),
+                                      out_dtype=torch.bfloat16)
+        fn()
+        return fn
+    except Exception as e:  # noqa: BLE001 - report, do not fail the table
+        print(f"torch._scaled_mm 1x128 x 1x128: not available ({type(e).__name__}: {str(e)[:120]})")
+        return None
+
+
+def fp8_block_wgrad_rows(rt, shapes):
+    """Mode quantized wgrad: dW[N, K] = dYᵀ X on the column-wise FP8 copies (1x128 blocks along the M tokens,
+    made by kiln's `quantize ... transpose=true`), bf16 dW. kiln's GEMM against cuBLAS bf16 on the transposed
+    view and against torch._scaled_mm's 1x128 x 1x128 block scaling on the same copies; end to end, kiln's
+    two quantize passes included."""
+    rows = []
+    gemm = "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=bf16 pass=wgrad"
+    for m, n, k in shapes:
+        plan = rt.plan(gemm, n, k, m)
+        plan.prepare()
+        qd = rt.plan("quantize a=bf16 out=e4m3:block1x128 transpose=true", 0, n, m)
+        qx = rt.plan("quantize a=bf16 out=e4m3:block1x128 transpose=true", 0, k, m)
+        qd.prepare()
+        qx.prepare()
+
+        def make():
+            dy = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
+            x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+            cd = torch.empty(n, m, device=dev, dtype=torch.uint8)
+            sd = torch.empty(n, m // 128, device=dev, dtype=torch.float32)
+            cx = torch.empty(k, m, device=dev, dtype=torch.uint8)
+            sx = torch.empty(k, m // 128, device=dev, dtype=torch.float32)
+            dw = torch.empty(n, k, device=dev, dtype=torch.bfloat16)
+            qd.run(dy, out=cd, out_scale=sd)
+            qx.run(x, out=cx, out_scale=sx)
+            return dy, x, cd, sd, cx, sx, dw
+
+        def gemm_only(dy, x, cd, sd, cx, sx, dw):
+            plan.run(cd, cx, out=dw, a_scale=sd, b_scale=sx)
+
+        def end_to_end(dy, x, cd, sd, cx, sx, dw):
+            qd.run(dy, out=cd, out_scale=sd)
+            qx.run(x, out=cx, out_scale=sx)
+            plan.run(cd, cx, out=dw, a_scale=sd, b_scale=sx)
+
+        dy, x, cd, sd, cx, sx, dw = make()
+        gemm_only(dy, x, cd, sd, cx, sx, dw)
+        ref = dequant_colwise(cd, sd) @ dequant_colwise(cx, sx).t()
+        err = rel_err(dw.float(), ref)
+        del ref
+        bytes_per = m * (n + k) * 3 + n * k * 2
+        copies = [make() for _ in range(copies_for(bytes_per, cap=4))]
+        kiln_ms = bench_graph([lambda c=c: gemm_only(*c) for c in copies])
+        e2e_ms = bench_graph([lambda c=c: end_to_end(*c) for c in copies])
+        bf16_ms = bench_graph([lambda c=c: torch.mm(c[0].t(), c[1], out=c[6]) for c in copies])
+        smm = [scaled_mm_blockwise(c[2], c[3], c[4], c[5]) for c in copies]
+        smm_ms = bench_graph(smm) if all(f is not None for f in smm) else None
+        fl = 2 * m * n * k
+        rows.append({"pass": "wgrad fp8 1x128", "m": m, "n": n, "k": k, "out": "bf16", "kiln_ms": kiln_ms,
+                     "e2e_ms": e2e_ms, "anchor_ms": bf16_ms, "scaled_mm_ms": smm_ms,
+                     "kiln_tflops": fl / kiln_ms / 1e9, "anchor_tflops": fl / bf16_ms / 1e9,
+                     "speedup": bf16_ms / kiln_ms, "err": err, "config": config_for(plan, m)})
+        print(f"| wgrad fp8 1x128 | {m} x {n} x {k} | {kiln_ms:.3f} ({fl / kiln_ms / 1e9:.0f} TFLOP/s) | "
+              f"{e2e_ms:.3f} | bf16 mm {bf16_ms:.3f} | scaled_mm "
+              f"{'n/a' if smm_ms is None else f'{smm_ms:.3f}'} | {err:.1e} | {rows[-1]['config']} |", flush=True)
+        del copies, smm
+    return rows
+
+
 def fmt_row(r):
     label = r["pass"] + (f" ({r['layer']})" if "layer" in r else "")
     return (f"| {label} | {r['m']} x {r['n']} x {r['k']} | {r['out']} | {r['kiln_ms']:.3f} | {r['anchor_ms']:.3f} | "
@@ -208,6 +288,8 @@ def main():
     ap.add_argument("--out-dtype", default="bf16", choices=["bf16", "f32"])
     ap.add_argument("--no-grouped", action="store_true")
     ap.add_argument("--grouped-only", action="store_true", help="only the MoE layers' grouped dgrad and wgrad rows")
+    ap.add_argument("--fp8-block-only", action="store_true",
+                    help="only the FP8 1x128 quantized wgrad rows (M = 4096 dense shapes and 4096 x 7168 x 16384)")
     ap.add_argument("--frozen-only", action="store_true",
                     help="only the frozen MXFP4 grouped dgrad rows (LoRA over gpt-oss-20b-sized experts)")
     args = ap.parse_args()
@@ -218,7 +300,10 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     print(HEADER)
     rows = []
-    if args.grouped_only:
+    if args.fp8_block_only:
+        fp8 = sorted({tuple(s) for s in dense if s[0] == 4096} | {(4096, 7168, 16384)})
+        rows += fp8_block_wgrad_rows(rt, fp8)
+    elif args.grouped_only:
         rows += grouped_rows(rt, shapes["moe"])
     elif not args.frozen_only:
         rows += dense_rows(rt, dense, args.out_dtype)
@@ -227,7 +312,7 @@ def main():
     # gpt-oss-20b's experts: gate|up [32, 5760, 2880] and down [32, 2880, 2880].
     gpt_oss = [{"name": "gpt-oss-20b gate_up", "experts": 32, "n": 5760, "k": 2880},
                {"name": "gpt-oss-20b down", "experts": 32, "n": 2880, "k": 2880}]
-    if not args.grouped_only:
+    if not (args.grouped_only or args.fp8_block_only):
         rows += frozen_mxfp4_rows(rt, gpt_oss, [8, 16, 32, 64, 1024])
         # Block scales above 2^1 (bytes up to 130) take the decode kernel's two-fma conversion.
         rows += frozen_mxfp4_rows(rt, gpt_oss, [8, 16, 32], scale_bytes=(120, 130))

@@ -127,6 +127,45 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
   return Status::Ok();
 }
 
+// Quantized wgrad's operands: a = dYᵀ [N, M], b = Xᵀ [K, M] (quantized along M in 1x128 blocks: scales
+// [N, M/128], [K, M/128]), out = dW [N, K]; dense (the planner offers no grouped form).
+Status check_columnwise_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
+                                 const std::vector<EpilogueOperand>& epilogue, CheckedOperands& c) {
+  if (ops.a == nullptr || ops.a->ndim != 2)
+    return InvalidArgument("operand a: " + (ops.a == nullptr ? string("missing") : to_string(ops.a->ndim) + "-D") +
+                           "; a quantized wgrad takes dY's column-wise copy [N, M] (quantize ... transpose=true)");
+  const int64_t m = ops.a->shape[1];
+  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, -1, sizes.n, m, "N", "M (dY's column-wise copy)"));
+  KILN_ASSIGN_OR_RETURN(Mat b, check_matrix("b", ops.b, spec.b.format, -1, sizes.k, m, "K", "M (X's column-wise copy)"));
+  if (m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(m) + " exceeds 2^31 - 1");
+  const bool blocks = spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock1x128;
+  if (blocks && m % 128 != 0)
+    return InvalidArgument("operands a, b: M=" + to_string(m) +
+                           " tokens is not a multiple of 128; the column-wise copies hold 1x128 blocks along M "
+                           "(quantize ... transpose=true takes M % 128 == 0)");
+  c.device = ops.a->device.device_id;
+  c.m = m;
+  c.a = a.data;
+  c.lda = a.ld;
+  c.b = b.data;
+  c.ldb = b.ld;
+  KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, -1, sizes.n, sizes.k, "N", "K",
+                                            /*vector_rows=*/false));
+  c.ldc = o.ld;
+  c.out = const_cast<void*>(o.data);
+  if (ops.b->device.device_id != c.device || ops.out->device.device_id != c.device)
+    return InvalidArgument("operands a, b and out must be on one device; found devices " + to_string(c.device) +
+                           ", " + to_string(ops.b->device.device_id) + ", " + to_string(ops.out->device.device_id));
+  KILN_RETURN_IF_ERROR(check_operand_scale("a_scale", ops.a_scale, spec.a, true, sizes.n, m, -1, c.device, c));
+  KILN_RETURN_IF_ERROR(
+      check_operand_scale("b_scale", ops.b_scale, spec.b, true, sizes.k, m, -1, c.device, c, /*x_as_b=*/true));
+  if (ops.b_global != nullptr) return InvalidArgument("operand b_global: given, but only nvfp4 weights take one");
+  if (ops.offsets != nullptr || ops.counts != nullptr)
+    return InvalidArgument(string("operand ") + (ops.offsets ? "offsets" : "counts") +
+                           ": given, but the spec is a dense gemm");
+  return check_epilogue_operands(spec, epilogue, ops, sizes.k, c);
+}
+
 }  // namespace
 
 int64_t output_columns(const KernelSpec& spec, int64_t n) { return spec.gate_up != GateUp::kNone ? n / 2 : n; }
@@ -152,8 +191,12 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
 
   c.pass = spec.pass;
   const bool wgrad = spec.pass == Pass::kWgrad;
-  // a: [M, K] (backward: dY [M, N]); masked: [E, max_m, ...].
   const bool fprop = spec.pass == Pass::kFprop;
+  // Quantized wgrad (compiler/plan/gemm_view.hpp): a = dYᵀ [N, M] and b = Xᵀ [K, M], the column-wise copies
+  // `quantize ... transpose=true` writes; M (the reduction) is their row length.
+  const bool columnwise = wgrad_reads_columnwise(spec);
+  if (columnwise) return check_columnwise_operands(spec, sizes, ops, epilogue, c);
+  // a: [M, K] (backward: dY [M, N]); masked: [E, max_m, ...].
   KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, masked ? experts : -1, -1,
                                             fprop ? sizes.k : sizes.n, masked ? "max_m" : "M", fprop ? "K" : "N"));
   c.device = ops.a->device.device_id;

@@ -172,7 +172,7 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     // MN-major operands (backward passes, compiler/plan/gemm_view.hpp) are stored [k, m] / [k, n]: their
     // boxes are 64 elements of the contiguous dimension by box_k rows of K
     // (templates/kernels/sm90/producer.cuh).
-    const GemmView view = gemm_view(spec.pass, ProblemSizes{});
+    const GemmView view = gemm_view(spec, ProblemSizes{});
     if (view.a_mn_major) {
       KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "a", spec.a.format, gp.a, gp.k, gp.m, gp.lda, rule.box_k,
                                                kSm90MnChunk, &cache.map_a));

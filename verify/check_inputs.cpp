@@ -15,6 +15,7 @@
 #include "compiler/numerics/fp8_block.hpp"
 #include "compiler/numerics/mx.hpp"
 #include "compiler/numerics/nvfp4.hpp"
+#include "compiler/plan/gemm_view.hpp"
 
 namespace kiln {
 namespace {
@@ -325,6 +326,18 @@ Status group_vector(const KernelSpec& spec, int64_t m, const std::vector<int32_t
 // it: W as the forward's b, X as the forward's a, with their scales.
 Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
                                 const std::vector<int32_t>& group_rows, uint64_t& s, HostOperands& h) {
+  // Quantized wgrad (dense): the column-wise copies dYᵀ [N, M] and Xᵀ [K, M], each row quantized along M
+  // (1x128 blocks: M % 128 == 0); out = dW [N, K].
+  if (wgrad_reads_columnwise(spec)) {
+    if (spec.op != Op::kGemm)
+      return Unsupported("random_operands: a quantized wgrad is generated dense only");
+    KILN_RETURN_IF_ERROR(fp8_scaled(spec.a, n, m, s, h.a, h.a_scale, {n, m}));
+    KILN_RETURN_IF_ERROR(fp8_scaled(spec.b, k, m, s, h.b, h.b_scale, {k, m}));
+    h.out.bytes.assign(static_cast<size_t>(n * k * (format_bits(spec.out.format) / 8)), 0xFF);
+    h.out.shape = {n, k};
+    h.out.dtype = dtype_of(spec.out.format);
+    return Status::Ok();
+  }
   if (!format_is_high_precision(spec.a.format))
     return Unsupported(std::string("random_operands: pass=") + pass_name(spec.pass) + " dY is drawn in bf16 / f16");
   const bool grouped = spec.op == Op::kGroupedGemm;

@@ -22,6 +22,21 @@ GemmView gemm_view(Pass pass, const ProblemSizes& s) {
   return v;
 }
 
+bool wgrad_reads_columnwise(const KernelSpec& spec) {
+  return spec.pass == Pass::kWgrad && !format_is_high_precision(spec.a.format);
+}
+
+GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& s) {
+  GemmView v = gemm_view(spec.pass, s);
+  if (wgrad_reads_columnwise(spec)) v.a_mn_major = v.b_mn_major = false;
+  return v;
+}
+
+PassShapes pass_shapes(const KernelSpec& spec, const ProblemSizes& s) {
+  if (wgrad_reads_columnwise(spec)) return PassShapes{{s.n, s.m}, {s.k, s.m}, {s.n, s.k}};
+  return pass_shapes(spec.pass, s);
+}
+
 PassShapes pass_shapes(Pass pass, const ProblemSizes& s) {
   switch (pass) {
     case Pass::kFprop: return PassShapes{{s.m, s.k}, {s.n, s.k}, {s.m, s.n}};

@@ -7,6 +7,12 @@
 //   fprop   Y  [M, N]   X  [M, K]   K-major      W [N, K]   K-major       M   N   K
 //   dgrad   dX [M, K]   dY [M, N]   K-major      W [N, K]   MN-major      M   K   N
 //   wgrad   dW [N, K]   dY [M, N]   MN-major     X [M, K]   MN-major      N   K   M
+//   wgrad, mode quantized:
+//           dW [N, K]   dYᵀ [N, M]  K-major      Xᵀ [K, M]  K-major       N   K   M
+//
+// A quantized wgrad reduces over the tokens, so both operands are quantized along M: the column-wise
+// copies that `quantize ... transpose=true` writes (codes [N, M] / [K, M], 1x128 scales [N, M/128] /
+// [K, M/128]). Those copies are K-major for the kernel (FP8 wgmma reads 8-bit operands K-major only).
 //
 // "K-major": the stored rows run along m (or n) and each row is contiguous in k; "MN-major": the stored
 // rows run along k and each row is contiguous in m (or n). Nothing is transposed in memory: the kernels
@@ -33,8 +39,14 @@ struct GemmView {
   bool m_is_reduction = false;  // wgrad: the caller's M is k; m (= N) is fixed by the plan
 };
 
+// Whether a wgrad spec reads its operands as the column-wise (along M) copies: mode quantized (a
+// quantized dY; validation makes b quantized too).
+bool wgrad_reads_columnwise(const KernelSpec& spec);
+
+// The view of a pass with operands as the forward holds them (modes high_precision and dequantized).
 GemmView gemm_view(Pass pass, const ProblemSizes& sizes);
-inline GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& sizes) { return gemm_view(spec.pass, sizes); }
+// The view of a spec: gemm_view(spec.pass), except a quantized wgrad's (above).
+GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& sizes);
 
 // The kernel's (m, n, k) as ProblemSizes (what the tile heuristics and size rules reason about).
 inline ProblemSizes gemm_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {
@@ -45,7 +57,7 @@ inline ProblemSizes gemm_sizes(const KernelSpec& spec, const ProblemSizes& sizes
 // Rows x columns of one matrix of each tensor (grouped weights and outputs add a leading [E]):
 //   fprop  a [M, K]  b [N, K]  out [M, N]
 //   dgrad  a [M, N]  b [N, K]  out [M, K]
-//   wgrad  a [M, N]  b [M, K]  out [N, K]
+//   wgrad  a [M, N]  b [M, K]  out [N, K]    (mode quantized: a [N, M], b [K, M])
 struct TensorShape {
   int64_t rows = 0, cols = 0;
 };
@@ -53,5 +65,6 @@ struct PassShapes {
   TensorShape a, b, out;
 };
 PassShapes pass_shapes(Pass pass, const ProblemSizes& sizes);
+PassShapes pass_shapes(const KernelSpec& spec, const ProblemSizes& sizes);
 
 }  // namespace kiln

@@ -75,6 +75,8 @@ Status check_sm80_epilogue(const KernelSpec& spec) {
 // A backward spec's stored rows (compiler/plan/gemm_view.hpp pass_shapes): dY's of N elements, W's / X's
 // of K, each a whole number of 16 bytes (TMA row strides).
 Status check_backward_rows(const KernelSpec& spec, const ProblemSizes& sizes) {
+  // A quantized wgrad's rows hold M elements (the column-wise copies): checked per run (runtime/operands.cpp).
+  if (wgrad_reads_columnwise(spec)) return Status::Ok();
   const PassShapes sh = pass_shapes(spec.pass, sizes);
   const struct {
     const char* role;
@@ -107,9 +109,16 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
                               "(GLU, bias, routing weights) is not a dgrad/wgrad epilogue: drop epilogue and gate_up");
   StatusOr<BackwardMode> mode = backward_mode(spec);
   if (!mode.ok()) return mode.status();
-  if (*mode == BackwardMode::kQuantized)
-    return Unsupported(head + "mode quantized has no kernel; kiln computes backward passes in mode high_precision "
+  if (*mode == BackwardMode::kQuantized) {
+    // Quantized wgrad with FP8 1x128 blocks on both column-wise copies: the sm90 family (b's scales per
+    // column and 128 tokens, templates/kernels/sm90/promotion.cuh promote_col_blocks).
+    if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
+      return KernelFamily::kSm90Gemm;
+    return Unsupported(head + "mode quantized runs dense pass=wgrad with a=e4m3|e5m2:block1x128 "
+                              "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X) on sm_90a; other "
+                              "quantized backward specs have no kernel: compute them in mode high_precision "
                               "(two bf16 or two f16 operands) or dequantized (bf16 dY, b in its stored format)");
+  }
   if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
     return KernelFamily::kSm90Gemm;
   KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
@@ -361,8 +370,10 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
   KILN_RETURN_IF_ERROR(check_problem_kind(spec, arch));
   // With an epilogue the reference computes the plain GEMM (all N columns); run_check applies the
   // epilogue to its f32 output on the host (compiler/epilogue evaluate_epilogue).
-  // Backward: what the portable backward kernel takes, in the same stated math (docs/backward.md).
-  if (spec.pass != Pass::kFprop) KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
+  // Backward: what the portable backward kernel takes, in the same stated math (docs/backward.md); a
+  // quantized wgrad is the forward GEMM of its two column-wise copies (compiler/plan/gemm_view.hpp).
+  if (spec.pass != Pass::kFprop && !wgrad_reads_columnwise(spec))
+    KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
   if (has_epilogue(spec))
     return Unsupported(
         "the reference kernel computes the plain GEMM; strip epilogue and gate_up and apply the epilogue to its "

@@ -290,7 +290,8 @@ TileConfig backward_config(const KernelSpec& spec, const Arch& arch, TileConfig 
   if (sm90_check_config(spec, arch, c).ok()) return c;
   c.block_k = sm90_atom_k(spec);
   const int wg_n = c.block_n / std::max(1, c.warps_n);
-  if (wg_n % kSm90MnChunk != 0) {
+  // Quantized wgrad (sm90_col_blocks): at most 128 columns per warpgroup (b's per-column scales).
+  if (wg_n % kSm90MnChunk != 0 || (sm90_col_blocks(spec) && wg_n > 128)) {
     c.warps_n = 1;
     c.block_n = c.block_n >= 128 ? 128 : 64;
   }
@@ -304,6 +305,15 @@ TileConfig backward_config(const KernelSpec& spec, const Arch& arch, TileConfig 
 }  // namespace
 
 TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
+  // Quantized wgrad (per-column b scales, at most 128 columns per warpgroup): 128 x 128 tiles of two
+  // promoted 64 x 128 warpgroups, the ring as deep as fits; 64 x 128 when those tiles leave SMs idle.
+  if (sm90_col_blocks(spec)) {
+    const ProblemSizes g = gemm_sizes(spec, sizes);
+    const int64_t tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128);
+    TileConfig c = tiles >= arch.sms() ? make(spec, 128, 128, 8, 1) : make(spec, 64, 128, 4, 1);
+    c.stages = max_stages(spec, arch, c);
+    return c;
+  }
   if (spec.pass != Pass::kFprop) {
     KernelSpec fwd = spec;
     fwd.pass = Pass::kFprop;

@@ -47,6 +47,8 @@ int sm90_smem_bytes_with_slots(const KernelSpec& spec, const TileConfig& cfg, bo
   // column, the columns in 4 runs per consumer warpgroup padded by 4 floats each.
   int scale_slot = staged_slots ? atoms(spec, cfg) * 4 * (cfg.block_m + 4) : 0;
   if (sm90_mx(spec) && !dq) scale_slot = 4 * 4 * (cfg.block_m + cfg.block_n + 16 * std::max(1, cfg.warps_n));
+  // Quantized wgrad's per-column b scales: one such k-step per stage (one atom, f32 values).
+  if (sm90_col_blocks(spec)) scale_slot = 4 * (cfg.block_m + cfg.block_n + 16 * std::max(1, cfg.warps_n));
   // Grouped: the per-CTA expert table (cluster-tile ends, row bases, row counts: int32 each).
   const int group_table = spec.layout == GroupLayout::kDense ? 0 : 12 * spec.experts;
   const int split_flags = cfg.split_k > 1 ? 16 : 0;  // split-K: a "last split" flag per consumer warpgroup

@@ -47,8 +47,10 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
                       spec.a.scale == ScaleGranularity::kNone && spec.b.scale == ScaleGranularity::kNone;
   // Backward passes (compiler/plan/gemm_view.hpp): bf16 / f16 operands read MN-major, the plain GEMM (no
   // epilogue), dense or grouped (grouped wgrad: the experts' rows are the reduction, sm90/scheduler.cuh).
+  // Quantized wgrad (sm90_col_blocks): FP8 1x128 blocks on both column-wise copies, dense.
   if (spec.pass != Pass::kFprop)
-    return same16 && (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
+    return (same16 || (sm90_col_blocks(spec) && dense)) &&
+           (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
            spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty();
   // FP8 scales (sm90/promotion.cuh): tensor or per-row f32 factors in the epilogue, DeepSeek blocks
   // (f32 or ue8m0) promoted per 128-K tile; a: tensor | m | block1x128, b: tensor | n | block128x128.
@@ -88,7 +90,16 @@ bool sm90_mx_reg_a(const KernelSpec& spec, const TileConfig& cfg) {
 }
 
 bool sm90_block_scaled(const KernelSpec& spec) {
-  return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128;
+  return spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock128x128 ||
+         sm90_col_blocks(spec);
+}
+
+bool sm90_col_blocks(const KernelSpec& spec) {
+  const auto block = [](const OperandSpec& op) {
+    return format_is_fp8(op.format) && op.scale == ScaleGranularity::kBlock1x128 &&
+           (op.scale_type == ScaleType::kF32 || op.scale_type == ScaleType::kUe8m0);
+  };
+  return spec.pass == Pass::kWgrad && block(spec.a) && block(spec.b);
 }
 
 bool sm90_disabled_by_env() {
@@ -111,13 +122,13 @@ bool sm90_promotes(const KernelSpec& spec, const TileConfig& cfg) {
   // Block-scaled tiles with one atom per stage and 1 or 2 consumer warpgroups also promote 64 x 192 per
   // warpgroup: 96 accumulators + 96 partials in the consumers' 232 registers (sm90/promotion.cuh).
   // Other FP8 tiles that wide accumulate fast (unpromoted).
-  return (sm90_block_scaled(spec) && atoms(spec, cfg) == 1 && consumers(cfg) <= 2 &&
+  return (sm90_block_scaled(spec) && !sm90_col_blocks(spec) && atoms(spec, cfg) == 1 && consumers(cfg) <= 2 &&
           2 * acc_regs(cfg) <= kMaxPromotedBlockRegs) ||
          sm90_half_partial(spec, cfg);
 }
 
 bool sm90_half_partial(const KernelSpec& spec, const TileConfig& cfg) {
-  if (!sm90_block_scaled(spec) || atoms(spec, cfg) != 1 || consumers(cfg) > 2 || cfg.split_k != 1)
+  if (!sm90_block_scaled(spec) || sm90_col_blocks(spec) || atoms(spec, cfg) != 1 || consumers(cfg) > 2 || cfg.split_k != 1)
     return false;
   const int wgs_m = std::max(1, cfg.warps_m / 4), wgs_n = std::max(1, cfg.warps_n);
   return cfg.block_m / wgs_m == 64 && cfg.block_n / wgs_n == 256;
@@ -127,7 +138,8 @@ int sm90_atom_k(const KernelSpec& spec) { return kRowBytes / elem_bytes(spec.a.f
 
 bool sm90_staged_scales(const KernelSpec& spec, const TileConfig& cfg) {
   if (!sm90_block_scaled(spec)) return false;
-  if (atoms(spec, cfg) == 2 || consumers(cfg) == 3) return true;
+  // b's per-column scales are read from the staged slot only (sm90/producer.cuh stage_col_scales).
+  if (sm90_col_blocks(spec) || atoms(spec, cfg) == 2 || consumers(cfg) == 3) return true;
   // One-atom tiles with 1 or 2 consumers: staged wherever the slots fit beside the ring
   // (4 (block_m + 4) bytes per stage), which was 3-11% faster than the consumers' own global loads at
   // M = 128 .. 8192 on an H200 (docs/performance.md). A ring that fills shared memory keeps those loads.
@@ -144,7 +156,8 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   if (!sm90_supports(spec, arch))
     return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16, two FP8 (scales: a tensor, m "
                        "or block1x128; b tensor, n or block128x128) or two MXFP8 operands, and no stacked "
-                       "gate|up; backward passes two bf16 or two f16 operands without an epilogue (" +
+                       "gate|up; backward passes two bf16 or two f16 operands without an epilogue, or a dense "
+                       "quantized wgrad of two FP8 block1x128 column-wise copies (" +
                        arch.name() + ")");
   const struct {
     const char* field;
@@ -226,6 +239,14 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
                              "warpgroup), or in 64-column segments with one atom per stage and 1 or 2 "
                              "consumer warpgroups (192 per warpgroup: block_n 192 with warps 8x1; 64x256 per "
                              "warpgroup: block_n 256 with warps 8x1 or 4x1, block_k 128)");
+    // Quantized wgrad: b's scales vary per column; each consumer thread reads its columns' scales from the
+    // stage's slot in runs of 4 (sm90/promotion.cuh promote_col_blocks).
+    if (sm90_col_blocks(spec) && (atoms(spec, cfg) != 1 || wg_n > 128 || wg_n % 16 != 0 || n_consumers > 2))
+      return InvalidArgument(name + scales + " (per-column scales of b, per 128 K): one 128-byte atom per stage "
+                             "(block_k " + to_string(kRowBytes / eb) + "), at most 128 columns per consumer "
+                             "warpgroup in multiples of 16, and 1 or 2 consumer warpgroups; this config: block_k " +
+                             to_string(cfg.block_k) + ", " + to_string(wg_n) + " columns per warpgroup, " +
+                             to_string(n_consumers) + " warpgroups (e.g. 128x128 with warps 8x1)");
     if (!sm90_promotes(spec, cfg))
       return InvalidArgument(
           name + "a consumer warpgroup tile of " + to_string(cfg.block_m / wgs_m) + "x" + to_string(wg_n) +
@@ -334,7 +355,7 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     if (spec.pass == Pass::kWgrad && spec.layout != GroupLayout::kDense && cfg.cluster_m != 1)
       return InvalidArgument(name + "cluster_m=" + to_string(cfg.cluster_m) +
                              ": grouped wgrad runs without clusters (cluster_m 1)");
-    if (atoms(spec, cfg) != 1)
+    if (atoms(spec, cfg) != 1 && (v.a_mn_major || v.b_mn_major))
       return InvalidArgument(name + "block_k=" + to_string(cfg.block_k) + ": pass=" + pass_name(spec.pass) +
                              " reads MN-major operands one 128-byte atom of K per stage (block_k " +
                              to_string(kRowBytes / eb) + ")");

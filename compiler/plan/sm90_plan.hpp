@@ -90,6 +90,9 @@ KernelSpec sm90_mx_prepass_convert_spec(const KernelSpec& spec);
 // Whether spec has DeepSeek block scales (a block1x128 and/or b block128x128): the kernel multiplies
 // each 128-K tile's promoted partial by them, so only promoted configs implement it (sm90_promotes).
 bool sm90_block_scaled(const KernelSpec& spec);
+// Quantized wgrad of two FP8 1x128 column-wise copies (dYᵀ [N, M], Xᵀ [K, M]): b's block scales vary per
+// column (kernel n) and 128 K (tokens), staged per column (templates/kernels/sm90/producer.cuh).
+bool sm90_col_blocks(const KernelSpec& spec);
 // KILN_FAMILY=sm80 (common/env.hpp): select_family plans the portable family instead.
 bool sm90_disabled_by_env();
 // Problem sizes beyond the shared checks of can_implement (TMA: dimensions < 2^32, boxes <= 256 rows).

@@ -210,7 +210,8 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
   constexpr ScaleType kTB = Config::kScaleTypeB;
   constexpr Grouping kGrouping = Config::kGrouping;
   constexpr bool kPromoteA = kSA == Scale::kBlock1x128;
-  constexpr bool kPromoteB = kSB == Scale::kBlock128x128;
+  // b in 1x128 blocks: quantized wgrad's column-wise copy of X (one scale per row of Xᵀ per 128 tokens).
+  constexpr bool kPromoteB = kSB == Scale::kBlock128x128 || kSB == Scale::kBlock1x128;
   constexpr bool kPromote = kPromoteA || kPromoteB;
   static_assert(kA != Format::kF32 && kB != Format::kF32,
                 "operands are bf16/f16/e4m3/e5m2/mxfp8/mxfp4/nvfp4 (the planner offers no f32 operand)");

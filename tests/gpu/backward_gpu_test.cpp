@@ -5,7 +5,8 @@
 // multi-wave shapes; a set of pinned configs (both warpgroup layouts, clusters of 2, split-K, TMA stores,
 // ping-pong) on a tail shape and a multi-wave shape; grouped wgrad ignoring NaN in the rows no expert owns;
 // accumulate=true (TMA reduce-adds and direct stores); repeat runs of one plan bitwise equal; wgrad with
-// no rows writes zeros (accumulating: leaves dW as it was). Skips without a device or on anything but sm_90.
+// no rows writes zeros (accumulating: leaves dW as it was); mode quantized wgrad of two FP8 1x128
+// column-wise copies. Skips without a device or on anything but sm_90.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -269,6 +270,35 @@ void expect_wgrad_of_no_rows(bool accumulate) {
   } else {
     EXPECT_EQ(nonzero, 0);
   }
+}
+
+// Mode quantized: wgrad of the column-wise copies dYᵀ [N, M] and Xᵀ [K, M] in FP8 1x128 blocks along the
+// tokens (per-column b scales). f32 and E8M0 scales, e4m3 / e5m2, bf16 / f32 outputs, N and K tails, at
+// the default configs and pinned ones (one and two consumer warpgroups, 64 / 128 columns, split-K,
+// clusters, TMA stores), and accumulate=true.
+TEST(BackwardGpu, QuantizedWgrad) {
+  KILN_REQUIRE_SM90();
+  const Shape shapes[] = {{128, 64, 64}, {384, 392, 200}, {1152, 1032, 776}, {4096, 2048, 1024}};
+  for (const char* ab : {"a=e4m3:block1x128 b=e4m3:block1x128", "a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0",
+                         "a=e5m2:block1x128 b=e4m3:block1x128"})
+    for (const char* out : {"bf16", "f32"})
+      for (const Shape& sh : shapes) expect_passes(std::string("gemm ") + ab + " out=" + out + " pass=wgrad", sh.m, sh.n, sh.k);
+  const std::string spec = "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad";
+  for (const char* name : {"bm128_bn128_bk128_s6_w8x1_g8", "bm64_bn128_bk128_s8_w4x1_g8", "bm128_bn64_bk128_s6_w8x1_g8",
+                           "bm128_bn128_bk128_s5_w4x2_g8", "bm64_bn64_bk128_s6_w4x1_g8", "bm64_bn128_bk128_s6_w4x1_g8_k2",
+                           "bm128_bn128_bk128_s5_w8x1_g8_c2", "bm128_bn128_bk128_s4_w8x1_g8_t"}) {
+    const TileConfig c = *config_from_name(name);
+    const Status ok = check_config(spec_of(spec), kSm90a, c);
+    if (!ok.ok()) {
+      ADD_FAILURE() << name << " refused: " << ok.to_string();
+      continue;
+    }
+    expect_passes(spec, 384, 1000, 712, &c);
+    expect_passes(spec, 2048, 2048, 1024, &c);
+  }
+  for (const char* out : {"f32", "bf16"})
+    expect_passes(std::string("gemm a=e4m3:block1x128 b=e4m3:block1x128 out=") + out + " pass=wgrad accumulate=true",
+                  512, 1000, 712);
 }
 
 TEST(BackwardGpu, WgradOfNoRowsWritesZeros) {

@@ -147,6 +147,49 @@ TEST(BackwardNvrtcTest, PlannedTunedAndReferenceKernelsCompileWithoutSpills) {
   compile_all_clean(jobs);
 }
 
+// Quantized wgrad (two FP8 1x128 column-wise copies, per-column b scales staged beside each stage): the
+// default configs of a large and a small problem, every config of the tuner's space that check_config
+// takes (a spread of at most 14: one or two consumer warpgroups, 64 / 128 rows and columns, split-K), f32 and
+// E8M0 scales, bf16 / f32 outputs, accumulate, and the reference kernel.
+TEST(BackwardNvrtcTest, QuantizedWgradKernelsCompileWithoutSpills) {
+  const Arch a = h200();
+  std::vector<Job> jobs;
+  const char* const specs[] = {
+      "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
+      "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0 out=bf16 pass=wgrad",
+      "gemm a=e4m3:block1x128 b=e5m2:block1x128 out=f32 pass=wgrad accumulate=true",
+  };
+  for (const char* text : specs) {
+    const KernelSpec s = spec_of(text);
+    std::vector<TileConfig> cfgs;
+    for (const ProblemSizes& sz : {kSizes, ProblemSizes{4096, 1024, 1024}}) {
+      auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
+      ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+      EXPECT_EQ(p->families[bucket_index(4096)], KernelFamily::kSm90Gemm) << text;
+      cfgs.push_back(p->configs[bucket_index(4096)]);
+    }
+    if (s.out.format == Format::kF32 && !s.accumulate) {
+      // A spread of the tuner's space: every stride-th valid config, at most 14.
+      std::vector<TileConfig> space;
+      for (const TileConfig& c : sm90_config_space(s, a))
+        if (check_config(s, a, KernelFamily::kSm90Gemm, c).ok()) space.push_back(c);
+      EXPECT_GE(space.size(), 8u) << text;
+      const size_t stride = std::max<size_t>(1, (space.size() + 13) / 14);
+      for (size_t i = 0; i < space.size(); i += stride) cfgs.push_back(space[i]);
+    }
+    std::sort(cfgs.begin(), cfgs.end(), [](const TileConfig& x, const TileConfig& y) {
+      return x.to_string() < y.to_string();
+    });
+    cfgs.erase(std::unique(cfgs.begin(), cfgs.end()), cfgs.end());
+    for (const TileConfig& c : cfgs)
+      jobs.push_back({s, KernelFamily::kSm90Gemm, c, std::string(text) + " " + c.to_string()});
+    jobs.push_back({s, KernelFamily::kReferenceGemm, TileConfig{}, std::string("reference ") + text});
+  }
+  EXPECT_GE(jobs.size(), 10u);
+  EXPECT_LE(jobs.size(), 40u);
+  compile_all_clean(jobs);
+}
+
 // The portable backward kernel (kernels/sm80_backward.cuh) for sm_80 and sm_90a: high_precision, grouped
 // wgrad and mode dequantized, at the default configs of a large and a small M bucket, and the reference
 // kernel of each dequantized spec.

@@ -158,7 +158,11 @@ struct Gemm {
   static constexpr bool kRowB = kScaleB == Scale::kRow;             // b_scale[n] in the epilogue
   static constexpr bool kBlockA = kScaleA == Scale::kBlock1x128;    // sa[m, kb] per K tile
   static constexpr bool kBlockB = kScaleB == Scale::kBlock128x128;  // sb[n / 128, kb] per K tile
-  static constexpr bool kBlockScaled = kBlockA || kBlockB;
+  // b in 1x128 blocks as well (quantized wgrad: dYᵀ and Xᵀ quantized along the tokens, the kernel's K):
+  // sb[n, kb] per column and K tile, staged per column beside the stage (sm90/producer.cuh
+  // stage_col_scales) and applied by promote_col_blocks (sm90/promotion.cuh).
+  static constexpr bool kColBlockB = kScaleB == Scale::kBlock1x128;
+  static constexpr bool kBlockScaled = kBlockA || kBlockB || kColBlockB;
   // b's block scales per consumer thread: one 128-column block per warpgroup when its columns lie in
   // one (64 or 128 columns starting on a block edge). A 192-column warpgroup (tiles and warpgroups
   // start on multiples of 64) spans exactly two blocks in three 64-column segments: the first lies in
@@ -200,7 +204,12 @@ struct Gemm {
   static constexpr int kMxColStride = kWgTileN / 4 + 4;
   static constexpr int kMxStepFloats = kBlockM + kWgsN * 4 * kMxColStride;
   static constexpr int kMxSlotBytes = 4 * kKSteps * kMxStepFloats;
-  static constexpr int kScaleSlotBytes = kStagedScales ? kAtoms * kScaleAtomBytes : kMxPromoted ? kMxSlotBytes : 0;
+  // Per-column b scales (kColBlockB): one k-step's layout of the MXFP8 slot per (one-atom) stage, f32 values.
+  static constexpr int kColSlotBytes = 4 * kMxStepFloats;
+  static constexpr int kScaleSlotBytes = kColBlockB      ? kColSlotBytes
+                                         : kStagedScales ? kAtoms * kScaleAtomBytes
+                                         : kMxPromoted   ? kMxSlotBytes
+                                                         : 0;
   static constexpr bool kScaleWarp = kStagedScales || kMxPromoted;  // the producer's whole warp 0 walks the ring
   // The scale rows one producer lane stages (staged block scales; MXFP8).
   static constexpr int kScaleRowsPerLane = kBlockM / 32;
@@ -388,11 +397,11 @@ struct Gemm {
                 "MXFP8 operands, and only they, take E8M0 scales per 32 along K (block1x32)");
   static_assert(kMx || kScaleA == Scale::kNone || kScaleA == Scale::kTensor || kRowA || kBlockA,
                 "a takes tensor, per-row (m) or block1x128 scales");
-  static_assert(kMx || kScaleB == Scale::kNone || kScaleB == Scale::kTensor || kRowB || kBlockB,
-                "b takes tensor, per-row (n) or block128x128 scales");
+  static_assert(kMx || kScaleB == Scale::kNone || kScaleB == Scale::kTensor || kRowB || kBlockB || kColBlockB,
+                "b takes tensor, per-row (n), block128x128 or (quantized wgrad) block1x128 scales");
   static_assert(kMx || ((kBlockA ? (kScaleTypeA == ScaleType::kF32 || kScaleTypeA == ScaleType::kUe8m0)
                                  : (kScaleA == Scale::kNone || kScaleTypeA == ScaleType::kF32)) &&
-                        (kBlockB ? (kScaleTypeB == ScaleType::kF32 || kScaleTypeB == ScaleType::kUe8m0)
+                        (kBlockB || kColBlockB ? (kScaleTypeB == ScaleType::kF32 || kScaleTypeB == ScaleType::kUe8m0)
                                  : (kScaleB == Scale::kNone || kScaleTypeB == ScaleType::kF32))),
                 "block scales are f32 or E8M0 bytes; tensor and per-row scales are f32");
   static_assert(!kMxPromoted || (kPromote && kAtoms == 1 && kMmaM * kAccRegs <= 64 && kConsumers <= 2),
@@ -404,6 +413,11 @@ struct Gemm {
                kMmaM * kAccRegs <= 128),
       "MXFP8 with block_k 64: the operands are dequantized to bf16 (stages of one 64-K atom); two consumer "
       "warpgroups accumulate unpromoted, no clusters, no split-K");
+  static_assert(!kColBlockB || (kBlockA && kStagedScales && kPromote && kAtoms == 1 && kWgTileN <= 128 &&
+                                kWgTileN % 16 == 0 && kConsumers <= 2 && !kTransA && !kTransB),
+                "per-column b scales (quantized wgrad): a in 1x128 blocks too, staged scales, one promoted atom per "
+                "stage, at most 128 columns per warpgroup in multiples of 16, 1 or 2 consumer warpgroups, K-major "
+                "operands");
   static_assert(!kBlockScaled || kPromote,
                 "block scales multiply each K tile's partial sum: they need the promoted path");
   static_assert(!kBlockScaled || kAtomK == 128,
@@ -453,6 +467,8 @@ struct Gemm {
                                                     int n, bool async);
   static __device__ __forceinline__ void stage_scale_copies(const GemmParams& p, u32 slot, const ScaleSrc& src,
                                                             int kt, int k_end, bool async, int lane);
+  static __device__ __forceinline__ void stage_col_scales(const GemmParams& p, u32 slot, const ScaleSrc& src, int kt,
+                                                          bool async, int lane);
 
   // ---- MXFP8: scale staging and the per-k-step mainloop (sm90/mx.cuh) ----
   struct MxWords;
@@ -498,6 +514,12 @@ struct Gemm {
   template <int kRegs>
   static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAccRegs], const float (&part)[kMmaM][kRegs],
                                                  const BlockScales& s, bool mid1 = false, int off = 0);
+  static __device__ __forceinline__ void promote_col_runs(float (&acc)[kMmaM][kAccRegs],
+                                                          const float (&part)[kMmaM][kAccRegs],
+                                                          const float (&sa)[kMmaM][2], u32 run);
+  static __device__ __forceinline__ void promote_col_blocks(float (&acc)[kMmaM][kAccRegs],
+                                                            const float (&part)[kMmaM][kAccRegs], u32 slot, int kb,
+                                                            int wg_m, int wg_n, int warp, int lane);
 
   // ---- wgmma issue and the two-atom mainloop (sm90/mainloop.cuh) ----
   static __device__ __forceinline__ void release(const Smem& sm, int s, int lane);

@@ -181,7 +181,7 @@ __device__ __forceinline__ void Gemm<Config>::consume(const GemmParams& p, const
           if (kt + 1 == kr.end && tile.k_rows < kr.end * kAtomK)
             zero_k_tail(sm, stage, tile.k_rows - kt * kAtomK, int(threadIdx.x) - 128 * kProducerWgs);
         }
-        if constexpr (kStagedScales)
+        if constexpr (kStagedScales && !kColBlockB)
           bs = staged_block_scales(sm.scales + stage * kScaleSlotBytes, 0, kt, wg_m, wg_n, warp, lane);
         const u32 a_base = sm.a + stage * kTileBytesA + a_off;
         const u32 b_base = sm.b + stage * kTileBytesB + b_off;
@@ -206,8 +206,14 @@ __device__ __forceinline__ void Gemm<Config>::consume(const GemmParams& p, const
           wgmma_commit();
           wgmma_wait<0>();
           fence_all(part);
-          release(sm, stage, lane);
-          promote(acc, part, bs, rows.mid1);
+          if constexpr (kColBlockB) {
+            // The scales are read from the stage's slot: promote, then release.
+            promote_col_blocks(acc, part, sm.scales + stage * kScaleSlotBytes, kt, wg_m, wg_n, warp, lane);
+            release(sm, stage, lane);
+          } else {
+            release(sm, stage, lane);
+            promote(acc, part, bs, rows.mid1);
+          }
         } else {
           fence_all(acc);
           wgmma_fence();

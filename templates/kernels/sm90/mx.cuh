@@ -121,8 +121,7 @@ __device__ __forceinline__ void Gemm<Config>::mx_store(u32 slot, const MxWords& 
 
 // acc = fma(part, sa[h] * sb[column], acc) for one k-step (the reference's order; sm80_promotion.cuh),
 // with the decoded scales read from the stage's slot: 2 per m64 slab (rows g, g + 8) and this thread's
-// kAccRegs / 2 columns, read 4 at a time (16-byte shared loads of this thread quad's run) as the
-// promotion reaches them.
+// kAccRegs / 2 columns (promote_col_runs, sm90/promotion.cuh).
 template <class Config>
 __device__ __forceinline__ void Gemm<Config>::promote_mx(float (&acc)[kMmaM][kAccRegs],
                                                          const float (&part)[kMmaM][kAccRegs], u32 step, u32 b_run,
@@ -133,26 +132,7 @@ __device__ __forceinline__ void Gemm<Config>::promote_mx(float (&acc)[kMmaM][kAc
 #pragma unroll
     for (int h = 0; h < 2; ++h) sa[mi][h] = f32_from_bits(lds_u32(step + 4u * u32(row0 + mi * 64 + h * 8)));
   }
-#pragma unroll
-  for (int q = 0; q < kAccRegs / 8; ++q) {
-    u32 sb[4];
-    lds_128(sb, step + b_run + 16u * u32(q));
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi) {
-#pragma unroll
-      for (int jj = 0; jj < 2; ++jj) {
-        const int j = 2 * q + jj;  // n8 group j: columns 2j, 2j + 1 of the run
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int i = 4 * j + 2 * h + e;
-            acc[mi][i] = fma_rn(part[mi][i], sa[mi][h] * f32_from_bits(sb[2 * jj + e]), acc[mi][i]);
-          }
-        }
-      }
-    }
-  }
+  promote_col_runs(acc, part, sa, step + b_run);
 }
 
 template <class Config>

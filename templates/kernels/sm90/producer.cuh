@@ -32,8 +32,16 @@
 // and arrives on full[s] through cp.async.mbarrier.arrive.noinc (stage_scale_copies). The consumers read
 // 2 * kMmaM + kBBlocks shared words per atom after the full wait instead of issuing global loads
 // (sm90/promotion.cuh staged_block_scales); E8M0 words are decoded with a shift.
+//
+// Per-column b scales (kColBlockB, quantized wgrad: b = Xᵀ in 1x128 blocks along the tokens): the same
+// warp also copies each stage's scale of every tile column, into the MXFP8 slot layout of one k-step
+// (a's rows first, then each consumer warpgroup's columns in four runs, one per thread quad:
+// stage_col_scales), where promote_col_blocks reads a quad's four columns with one 16-byte load. f32
+// scales go by cp.async; E8M0 bytes are loaded, decoded to f32 and stored (the whole stage then
+// arrives synchronously: scales_async is false).
 #pragma once
 
+#include "common/decode.cuh"
 #include "common/gemm_params.cuh"
 #include "common/sm90_tma_desc.cuh"
 #include "common/types.cuh"
@@ -156,6 +164,7 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
 template <class Config>
 struct Gemm<Config>::ScaleSrc {
   int a[kScaleRowsPerLane];
+  int cols[kColBlockB ? kMxColsB : 1];  // kColBlockB: tile columns lane, lane + 32, ... (clamped to N - 1)
   int b;
   const float* b_base;  // b's scales of the tile's expert
 };
@@ -175,6 +184,13 @@ __device__ __forceinline__ typename Gemm<Config>::ScaleSrc Gemm<Config>::scale_s
   const int col = tile.n * kBlockN + (j / kBBlocks) * kWgTileN + (j % kBBlocks) * 128;
   r.b = (col < p.n ? col : p.n - 1) / 128;
   r.b_base = b_scale_of<kScaleTypeB>(p, tile.e);
+  if constexpr (kColBlockB) {
+#pragma unroll
+    for (int i = 0; i < kMxColsB; ++i) {
+      const int c = tile.n * kBlockN + 32 * i + lane;
+      r.cols[i] = c < p.n ? c : p.n - 1;
+    }
+  }
   return r;
 }
 
@@ -189,6 +205,7 @@ __device__ __forceinline__ bool Gemm<Config>::scales_async(const GemmParams& p, 
   if constexpr (kBlockB && kScaleTypeB == ScaleType::kUe8m0)
     async = async && ((reinterpret_cast<u64>(p.b_scale) | u64(p.lds_b) | u64(k_tiles) |
                        u64(kGrouped ? p.b_scale_expert_stride : 0)) & 3) == 0;
+  if constexpr (kColBlockB && kScaleTypeB == ScaleType::kUe8m0) async = false;  // decoded by the warp
   return async;
 }
 
@@ -247,6 +264,7 @@ __device__ __forceinline__ void Gemm<Config>::stage_scale_copies(const GemmParam
       }
     }
   }
+  if constexpr (kColBlockB) stage_col_scales(p, slot, src, kt, async, lane);
   if constexpr (kBlockB) {
     if (lane < kWgsN * kBBlocks) {
       const u32 words = slot + 4 * (kAtoms * kBlockM + lane);
@@ -258,6 +276,28 @@ __device__ __forceinline__ void Gemm<Config>::stage_scale_copies(const GemmParam
           if (t < n) copy_scale<kScaleTypeB>(words + 16 * t, src.b_base, src.b, p.lds_b, kt + t, 1, async);
         }
       }
+    }
+  }
+}
+
+// Per-column b scales (kColBlockB): element kt of tile column c's scale row goes to the slot's float
+// kBlockM + (4 * wg + t) * kMxColStride + 2 * (c' / 8) + c' % 2, c' = c % kWgTileN, wg = c / kWgTileN,
+// t = (c' % 8) / 2: the run of the thread quad whose accumulators hold the column (sm90/mx.cuh's layout
+// of one k-step). Lanes past a tile width that is not a multiple of 32 store nothing.
+template <class Config>
+__device__ __forceinline__ void Gemm<Config>::stage_col_scales(const GemmParams& p, u32 slot, const ScaleSrc& src,
+                                                               int kt, bool async, int lane) {
+#pragma unroll
+  for (int i = 0; i < kMxColsB; ++i) {
+    const int c = 32 * i + lane;
+    if (kBlockN % 32 != 0 && c >= kBlockN) break;
+    const int wg = c / kWgTileN, cl = c % kWgTileN;
+    const u32 dst = slot + 4 * (kBlockM + (4 * wg + ((cl & 7) >> 1)) * kMxColStride + 2 * (cl >> 3) + (cl & 1));
+    if constexpr (kScaleTypeB == ScaleType::kF32) {
+      copy_scale<ScaleType::kF32>(dst, src.b_base, src.cols[i], p.lds_b, kt, 1, async);
+    } else {
+      const u8* row = reinterpret_cast<const u8*>(src.b_base) + i64(src.cols[i]) * p.lds_b;
+      sts_u32(dst, bits_from_f32(decode_e8m0(ldg_u8(row + kt))));
     }
   }
 }

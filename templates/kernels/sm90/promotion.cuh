@@ -30,7 +30,10 @@
 // the ring) the consumers read the block scales from shared memory (staged_block_scales); otherwise they
 // are plain read-only global loads (tiny, L2-resident tensors; load_block_scales), issued one K tile ahead
 // into registers — across tiles too: the last K tile of a tile prefetches the next tile's first — so
-// their latency mostly hides behind a K tile's TMA wait and wgmmas. Rows >= M and columns >= N read the
+// their latency mostly hides behind a K tile's TMA wait and wgmmas. Quantized wgrad's b (kColBlockB:
+// 1x128 blocks per column, its copy of X quantized along the tokens) has a scale per column and K tile:
+//   acc = fma(part, sa[m, kb] * sb[n, kb], acc)
+// with both read from the stage's slot (promote_col_blocks). Rows >= M and columns >= N read the
 // last valid row / column's scales (their products are never stored). A K tail (K % 128 != 0) is a
 // zero-filled partial K tile with its own scale column: ceil(K / 128) blocks.
 #pragma once
@@ -205,6 +208,55 @@ __device__ __forceinline__ void Gemm<Config>::promote(float (&acc)[kMmaM][kAccRe
       }
     }
   }
+}
+
+// acc = fma(part, sa[mi][h] * sb[column], acc) with this thread's kAccRegs / 2 column scales read from
+// its quad's run of f32 at `run` (the MXFP8 slot layout, sm90/mx.cuh mx_store), 4 at a time (16-byte
+// shared loads) as the promotion reaches them. Shared by MXFP8's per-k-step promotion and quantized
+// wgrad's per-K-tile one.
+template <class Config>
+__device__ __forceinline__ void Gemm<Config>::promote_col_runs(float (&acc)[kMmaM][kAccRegs],
+                                                               const float (&part)[kMmaM][kAccRegs],
+                                                               const float (&sa)[kMmaM][2], u32 run) {
+#pragma unroll
+  for (int q = 0; q < kAccRegs / 8; ++q) {
+    u32 sb[4];
+    lds_128(sb, run + 16u * u32(q));
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj) {
+        const int j = 2 * q + jj;  // n8 group j: columns 2j, 2j + 1 of the quad's run
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = 4 * j + 2 * h + e;
+            acc[mi][i] = fma_rn(part[mi][i], sa[mi][h] * f32_from_bits(sb[2 * jj + e]), acc[mi][i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Quantized wgrad (kColBlockB): acc = fma(part, sa[m, kb] * sb[n, kb], acc) for one K tile, the scales
+// read from the stage's slot (sm90/producer.cuh stage_col_scales): a's word per tile row (rows g, g + 8 of
+// each m64 slab; E8M0 byte kb % 4) and this thread's columns (promote_col_runs). Read before the stage is
+// released.
+template <class Config>
+__device__ __forceinline__ void Gemm<Config>::promote_col_blocks(float (&acc)[kMmaM][kAccRegs],
+                                                                 const float (&part)[kMmaM][kAccRegs], u32 slot,
+                                                                 int kb, int wg_m, int wg_n, int warp, int lane) {
+  const int row0 = wg_m * kWgTileM + warp * 16 + (lane >> 2);
+  float sa[kMmaM][2];
+#pragma unroll
+  for (int mi = 0; mi < kMmaM; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      sa[mi][h] = staged_scale<kScaleTypeA>(lds_u32(slot + 4u * u32(row0 + mi * 64 + h * 8)), kb);
+  }
+  promote_col_runs(acc, part, sa, slot + 4u * u32(kBlockM + (4 * wg_n + (lane & 3)) * kMxColStride));
 }
 
 }  // namespace sm90

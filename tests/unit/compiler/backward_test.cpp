@@ -19,6 +19,7 @@
 #include "compiler/plan/gemm_view.hpp"
 #include "compiler/plan/gpus.hpp"
 #include "compiler/plan/planner.hpp"
+#include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
 #include "compiler/plan/launch_rule.hpp"
 #include "tests/common/tile_configs.hpp"
@@ -169,6 +170,34 @@ TEST(GemmViewTest, EachPassNamesItsGemmAndTensorShapes) {
   }
 }
 
+// A quantized wgrad reads the column-wise copies dYᵀ [N, M] and Xᵀ [K, M], both K-major for the kernel.
+TEST(GemmViewTest, QuantizedWgradReadsColumnWiseCopies) {
+  const ProblemSizes sz{3, 5, 7};  // M, N, K
+  const KernelSpec q = spec_of("gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad");
+  EXPECT_TRUE(wgrad_reads_columnwise(q));
+  const GemmView v = gemm_view(q, sz);
+  EXPECT_EQ(v.m, 5);
+  EXPECT_EQ(v.n, 7);
+  EXPECT_EQ(v.k, 3);
+  EXPECT_FALSE(v.a_mn_major);
+  EXPECT_FALSE(v.b_mn_major);
+  EXPECT_TRUE(v.m_is_reduction);
+  const PassShapes sh = pass_shapes(q, sz);
+  EXPECT_EQ(sh.a.rows, 5);
+  EXPECT_EQ(sh.a.cols, 3);
+  EXPECT_EQ(sh.b.rows, 7);
+  EXPECT_EQ(sh.b.cols, 3);
+  EXPECT_EQ(sh.out.rows, 5);
+  EXPECT_EQ(sh.out.cols, 7);
+  // Modes high_precision and dequantized keep the forward's tensors.
+  for (const char* text : {"gemm a=bf16 b=bf16 out=f32 pass=wgrad", "gemm a=bf16 b=e4m3:block1x128 out=f32 pass=wgrad",
+                           "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"}) {
+    const KernelSpec s = spec_of(text);
+    EXPECT_FALSE(wgrad_reads_columnwise(s)) << text;
+    EXPECT_EQ(gemm_view(s, sz).a_mn_major, s.pass == Pass::kWgrad) << text;
+  }
+}
+
 // ---- accumulate= ---------------------------------------------------------------------------------
 
 // out += the product: backward passes only, through text, JSON and the builder; planned on both families.
@@ -298,6 +327,56 @@ TEST(BackwardPlanTest, PortableFamilyTakesTheRest) {
     ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
     EXPECT_EQ(*f, KernelFamily::kSm80Gemm) << text;
   }
+}
+
+// Mode quantized: dense wgrad of two FP8 1x128 column-wise copies on the sm90 family (b's per-column
+// scales), every bucket's default legal and staged; the rest refused with what does run.
+TEST(BackwardPlanTest, QuantizedWgradPlansOnSm90a) {
+  const Arch a = h200();
+  for (const char* text : {"gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
+                           "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0 out=bf16 pass=wgrad",
+                           "gemm a=e5m2:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad accumulate=true"}) {
+    const KernelSpec s = spec_of(text);
+    auto f = select_family(s, a);
+    ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm90Gemm) << text;
+    for (const ProblemSizes& sz : {ProblemSizes{4096, 7168, 2048}, ProblemSizes{8192, 512, 256}}) {
+      auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
+      ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+      for (size_t b = 0; b < kMBuckets.size(); ++b) {
+        EXPECT_TRUE(check_config(s, a, p->families[b], p->configs[b]).ok()) << text << " bucket " << b;
+        EXPECT_EQ(p->configs[b].block_k, 128) << text;
+        EXPECT_TRUE(sm90_staged_scales(s, p->configs[b])) << text;
+      }
+    }
+    auto k = emit_kernel(s, KernelFamily::kSm90Gemm, default_config(s, a, {4096, 7168, 2048}), a);
+    ASSERT_TRUE(k.ok()) << text << ": " << k.status().to_string();
+    EXPECT_THAT(k->source, HasSubstr("kScaleB = kiln_dev::Scale::kBlock1x128")) << text;
+    EXPECT_THAT(k->source, Not(HasSubstr("kTransA"))) << text;
+    EXPECT_THAT(k->source, Not(HasSubstr("kTransB"))) << text;
+    EXPECT_THAT(k->source, HasSubstr("kStagedScales = true")) << text;
+  }
+  const KernelSpec q = spec_of("gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad");
+  auto why = [&](const char* name) {
+    return invalid(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name(name)), name);
+  };
+  EXPECT_THAT(why("bm128_bn192_bk128_s4_w8x1_g8"), HasSubstr("per-column scales of b"));
+  EXPECT_THAT(why("bm128_bn128_bk256_s3_w8x1_g8"), HasSubstr("one 128-byte atom per stage"));
+  EXPECT_THAT(why("bm192_bn128_bk128_s4_w12x1_g8"), HasSubstr("1 or 2 consumer warpgroups"));
+  EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s6_w8x1_g8")).ok());
+  EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s4_w4x2_g8")).ok());
+  // Grouped, other archs, other quantized pairings and dgrad: refused, naming what runs.
+  for (const char* text : {"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
+                           "gemm a=e4m3:tensor b=e4m3:tensor out=f32 pass=wgrad",
+                           "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad"}) {
+    auto f = select_family(spec_of(text), a);
+    ASSERT_FALSE(f.ok()) << text;
+    EXPECT_EQ(f.status().code(), StatusCode::kUnsupported) << text;
+    EXPECT_THAT(f.status().message(), HasSubstr("mode quantized runs dense pass=wgrad")) << text;
+  }
+  auto f90 = select_family(q, arch_of("sm_90"));
+  ASSERT_FALSE(f90.ok());
+  EXPECT_THAT(f90.status().message(), HasSubstr("on sm_90a"));
 }
 
 TEST(BackwardPlanTest, RefusesWithTheReason) {
