@@ -6,7 +6,7 @@ way in one process (anchors.bench_graph):
   grouped dgrad (offsets)                    anchor: torch._grouped_mm(dY, W, offs)
   grouped wgrad (offsets)                    anchor: torch._grouped_mm(dY.t(), X, offs)  ([E, N, K] bf16)
   frozen MXFP4 grouped dgrad (LoRA)          anchor: torch._grouped_mm on the bf16 dequantization of W
-  FP8 1x128 wgrad (mode quantized)           anchors: torch.mm(dY.t(), X) in bf16; torch._scaled_mm 1x128 x 1x128
+  FP8 1x128 wgrad (mode quantized)           anchors: torch.mm(dY.t(), X) in bf16; scaled_mm 1x128 x 1x128
 
 bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
 layers' dgrad and wgrad at their largest token count. Each kiln output is checked against the anchor's (relative
@@ -203,23 +203,33 @@ def dequant_colwise(codes, scales):
 
 
 def scaled_mm_blockwise(a, sa, b, sb):
-    """cuBLAS 1x128 x 1x128 block-scaled GEMM through torch._scaled_mm on the same FP8 copies (a [N, M],
-    b [K, M], both quantized along M), or None where this torch does not offer it."""
+    """cuBLAS 1x128 x 1x128 block-scaled GEMM (torch.nn.functional.scaled_mm, BlockWise1x128 on both sides)
+    on the same FP8 copies (a [N, M], b [K, M], both quantized along M), or None where this torch does
+    not offer it. The scale layouts cuBLAS takes are tried in turn; the first that runs is timed."""
     try:
-        fn = lambda: torch._scaled_mm(a.view(torch.float8_e4m3fn), b.view(torch.float8_e4m3fn).t(),
-                                      scale_a=sa.t().contiguous().t(), scale_b=sb.t().contiguous().t(),
-                                      out_dtype=torch.bfloat16)
-        fn()
-        return fn
-    except Exception as e:  # noqa: BLE001 - report, do not fail the table
-        print(f"torch._scaled_mm 1x128 x 1x128: not available ({type(e).__name__}: {str(e)[:120]})")
+        from torch.nn.functional import scaled_mm, ScalingType
+    except ImportError as e:
+        print(f"scaled_mm 1x128 x 1x128: not available ({e})")
         return None
+    fa, fb = a.view(torch.float8_e4m3fn), b.view(torch.float8_e4m3fn).t()
+    last = None
+    for s1, s2 in ((sa.t().contiguous().t(), sb.t()), (sa.t().contiguous().t(), sb.t().contiguous()),
+                   (sa, sb.t().contiguous())):
+        fn = lambda s1=s1, s2=s2: scaled_mm(fa, fb, s1, ScalingType.BlockWise1x128, s2, ScalingType.BlockWise1x128,
+                                            output_dtype=torch.bfloat16)
+        try:
+            fn()
+            return fn
+        except Exception as e:  # noqa: BLE001 - try the next layout, report the last failure
+            last = e
+    print(f"scaled_mm 1x128 x 1x128: not available ({type(last).__name__}: {str(last)[:160]})")
+    return None
 
 
 def fp8_block_wgrad_rows(rt, shapes):
     """Mode quantized wgrad: dW[N, K] = dYᵀ X on the column-wise FP8 copies (1x128 blocks along the M tokens,
     made by kiln's `quantize ... transpose=true`), bf16 dW. kiln's GEMM against cuBLAS bf16 on the transposed
-    view and against torch._scaled_mm's 1x128 x 1x128 block scaling on the same copies; end to end, kiln's
+    view and against cuBLAS's 1x128 x 1x128 block scaling (scaled_mm) on the same copies; end to end, kiln's
     two quantize passes included."""
     rows = []
     gemm = "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=bf16 pass=wgrad"
@@ -263,6 +273,11 @@ def fp8_block_wgrad_rows(rt, shapes):
         bf16_ms = bench_graph([lambda c=c: torch.mm(c[0].t(), c[1], out=c[6]) for c in copies])
         smm = [scaled_mm_blockwise(c[2], c[3], c[4], c[5]) for c in copies]
         smm_ms = bench_graph(smm) if all(f is not None for f in smm) else None
+        if smm_ms is not None:  # the anchor's product on the same copies, against the same reference
+            ref = dequant_colwise(cd, sd) @ dequant_colwise(cx, sx).t()
+            smm_err = rel_err(scaled_mm_blockwise(cd, sd, cx, sx)().float(), ref)
+            del ref
+            print(f"scaled_mm 1x128 x 1x128 rel. error {smm_err:.1e}")
         fl = 2 * m * n * k
         rows.append({"pass": "wgrad fp8 1x128", "m": m, "n": n, "k": k, "out": "bf16", "kiln_ms": kiln_ms,
                      "e2e_ms": e2e_ms, "anchor_ms": bf16_ms, "scaled_mm_ms": smm_ms,
