@@ -194,8 +194,7 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
   const bool fprop = spec.pass == Pass::kFprop;
   // Quantized wgrad (compiler/plan/gemm_view.hpp): a = dYᵀ [N, M] and b = Xᵀ [K, M], the column-wise copies
   // `quantize ... transpose=true` writes; M (the reduction) is their row length.
-  const bool columnwise = wgrad_reads_columnwise(spec);
-  if (columnwise) return check_columnwise_operands(spec, sizes, ops, epilogue, c);
+  if (wgrad_reads_columnwise(spec)) return check_columnwise_operands(spec, sizes, ops, epilogue, c);
   // a: [M, K] (backward: dY [M, N]); masked: [E, max_m, ...].
   KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, masked ? experts : -1, -1,
                                             fprop ? sizes.k : sizes.n, masked ? "max_m" : "M", fprop ? "K" : "N"));

@@ -77,7 +77,7 @@ Status check_sm80_epilogue(const KernelSpec& spec) {
 Status check_backward_rows(const KernelSpec& spec, const ProblemSizes& sizes) {
   // A quantized wgrad's rows hold M elements (the column-wise copies): checked per run (runtime/operands.cpp).
   if (wgrad_reads_columnwise(spec)) return Status::Ok();
-  const PassShapes sh = pass_shapes(spec.pass, sizes);
+  const PassShapes sh = pass_shapes(spec, sizes);
   const struct {
     const char* role;
     const char* what;
@@ -109,18 +109,14 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
                               "(GLU, bias, routing weights) is not a dgrad/wgrad epilogue: drop epilogue and gate_up");
   StatusOr<BackwardMode> mode = backward_mode(spec);
   if (!mode.ok()) return mode.status();
-  if (*mode == BackwardMode::kQuantized) {
-    // Quantized wgrad with FP8 1x128 blocks on both column-wise copies: the sm90 family (b's scales per
-    // column and 128 tokens, templates/kernels/sm90/promotion.cuh promote_col_blocks).
-    if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
-      return KernelFamily::kSm90Gemm;
+  if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
+    return KernelFamily::kSm90Gemm;
+  // Mode quantized: only the sm90 family's wgrad of two FP8 1x128 column-wise copies (sm90_col_blocks).
+  if (*mode == BackwardMode::kQuantized)
     return Unsupported(head + "mode quantized runs dense pass=wgrad with a=e4m3|e5m2:block1x128 "
                               "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X) on sm_90a; other "
                               "quantized backward specs have no kernel: compute them in mode high_precision "
                               "(two bf16 or two f16 operands) or dequantized (bf16 dY, b in its stored format)");
-  }
-  if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
-    return KernelFamily::kSm90Gemm;
   KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
   return KernelFamily::kSm80Gemm;
 }

@@ -290,8 +290,7 @@ TileConfig backward_config(const KernelSpec& spec, const Arch& arch, TileConfig 
   if (sm90_check_config(spec, arch, c).ok()) return c;
   c.block_k = sm90_atom_k(spec);
   const int wg_n = c.block_n / std::max(1, c.warps_n);
-  // Quantized wgrad (sm90_col_blocks): at most 128 columns per warpgroup (b's per-column scales).
-  if (wg_n % kSm90MnChunk != 0 || (sm90_col_blocks(spec) && wg_n > 128)) {
+  if (wg_n % kSm90MnChunk != 0) {
     c.warps_n = 1;
     c.block_n = c.block_n >= 128 ? 128 : 64;
   }

@@ -16,6 +16,23 @@
 
 namespace kiln_dev {
 
+// One warp's m16n8 accumulators into its part of red ([kParts][kBlockN][kBlockM], channel x token), before
+// the CTA's barrier and decode_store: acc[group][fragment][c] holds channel 16 group + g (+ 8 for c >= 2)
+// and token 8 fragment + 2t + (c & 1) (g = lane / 4, t = lane % 4; kernels/sm80_decode.cuh, sm80_decode_w4.cuh).
+template <int kBlockN, int kBlockM, int kGroups, int kTok>
+__device__ __forceinline__ void decode_stage_partials(float* red, const float (&acc)[kGroups][kTok][4], int warp,
+                                                      int g, int t) {
+#pragma unroll
+  for (int rg = 0; rg < kGroups; ++rg)
+#pragma unroll
+    for (int fr = 0; fr < kTok; ++fr)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int ch = 16 * rg + g + 8 * (c >> 1), tok = 8 * fr + 2 * t + (c & 1);
+        red[(warp * kBlockN + ch) * kBlockM + tok] = acc[rg][fr][c];
+      }
+}
+
 template <class Config, int kParts, int kBlockN, int kBlockM, int kThreads, int kTokenRow = 0>
 __device__ __forceinline__ void decode_store(const GemmParams& p, const float* red, const TileWork& work, int rows) {
   using Epi = sm80::Epilogue<Config>;

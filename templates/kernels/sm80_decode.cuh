@@ -321,16 +321,7 @@ struct Decode {
         units, warp, [&](Unit& f, long long u) { load_unit(f, lane_rows, u); },
         [&](const Unit& f) { compute_unit(acc, f); });
 
-    // Reduction over the warps: red[warp][channel][token].
-#pragma unroll
-    for (int rg = 0; rg < kGroups; ++rg)
-#pragma unroll
-      for (int f = 0; f < kTok; ++f)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int ch = 16 * rg + g + 8 * (c >> 1), tok = 8 * f + 2 * t + (c & 1);
-          red[(warp * kBlockN + ch) * kBlockM + tok] = acc[rg][f][c];
-        }
+    decode_stage_partials<kBlockN, kBlockM>(red, acc, warp, g, t);  // red[warp][channel][token]
     __syncthreads();
     const int rows = grp_rows - m0 < kBlockM ? grp_rows - m0 : kBlockM;
     decode_store<Config, kWarps, kBlockN, kBlockM, kThreads>(p, red, work, rows);

@@ -240,16 +240,7 @@ struct DecodeW4 {
     decode_units<kWarps, kInFlight, Unit>(
         units, warp, [&](Unit& f, int u) { load_unit(f, l, u); }, [&](const Unit& f) { compute(acc, f); });
 
-    // red[warp][channel][token]: accumulator c is channel g (+ 8 for c >= 2), token 2t + (c & 1).
-#pragma unroll
-    for (int rg = 0; rg < kGroups; ++rg)
-#pragma unroll
-      for (int fr = 0; fr < kTok; ++fr)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int ch = 16 * rg + g + 8 * (c >> 1), tok = 8 * fr + 2 * t + (c & 1);
-          red[(warp * kBlockN + ch) * kBlockM + tok] = acc[rg][fr][c];
-        }
+    decode_stage_partials<kBlockN, kBlockM>(red, acc, warp, g, t);  // red[warp][channel][token]
     __syncthreads();
     const int rows = grp_rows - m0 < kBlockM ? grp_rows - m0 : kBlockM;
     decode_store<Config, kWarps, kBlockN, kBlockM, kThreads>(p, red, work, rows);
