@@ -7,6 +7,7 @@ way in one process (anchors.bench_graph):
   grouped wgrad (offsets)                    anchor: torch._grouped_mm(dY.t(), X, offs)  ([E, N, K] bf16)
   frozen MXFP4 grouped dgrad (LoRA)          anchor: torch._grouped_mm on the bf16 dequantization of W
   FP8 1x128 wgrad (mode quantized)           anchors: torch.mm(dY.t(), X) in bf16; scaled_mm 1x128 x 1x128
+  FP8 1x128 x 128x128 dgrad (mode quantized) anchors: torch.mm(dY, W) in bf16; scaled_mm 1x128 x 128x128 on Wᵀ
 
 bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
 layers' dgrad and wgrad at their largest token count. Each kiln output is checked against the anchor's (relative
@@ -202,27 +203,30 @@ def dequant_colwise(codes, scales):
     return codes.view(torch.float8_e4m3fn).float() * scales.repeat_interleave(128, dim=1)
 
 
-def scaled_mm_blockwise(a, sa, b, sb):
-    """cuBLAS 1x128 x 1x128 block-scaled GEMM (torch.nn.functional.scaled_mm, BlockWise1x128 on both sides)
-    on the same FP8 copies (a [N, M], b [K, M], both quantized along M), or None where this torch does
-    not offer it. The scale layouts cuBLAS takes are tried in turn; the first that runs is timed."""
+def scaled_mm_blockwise(a, sa, b, sb, b_blocks="1x128"):
+    """cuBLAS block-scaled GEMM a . bᵀ (torch.nn.functional.scaled_mm): a [R, L] FP8 codes with 1x128 scales
+    [R, L/128], b [C, L] codes with 1x128 scales [C, L/128] (b_blocks "1x128") or 128x128 scales
+    [C/128, L/128] ("128x128"); both quantized along the reduction L. None where this torch does not offer
+    it. The scale layouts cuBLAS takes are tried in turn; the first that runs is timed."""
+    what = f"scaled_mm 1x128 x {b_blocks}"
     try:
         from torch.nn.functional import scaled_mm, ScalingType
     except ImportError as e:
-        print(f"scaled_mm 1x128 x 1x128: not available ({e})")
+        print(f"{what}: not available ({e})")
         return None
+    kind = ScalingType.BlockWise1x128 if b_blocks == "1x128" else ScalingType.BlockWise128x128
     fa, fb = a.view(torch.float8_e4m3fn), b.view(torch.float8_e4m3fn).t()
     last = None
     for s1, s2 in ((sa.t().contiguous().t(), sb.t()), (sa.t().contiguous().t(), sb.t().contiguous()),
-                   (sa, sb.t().contiguous())):
-        fn = lambda s1=s1, s2=s2: scaled_mm(fa, fb, s1, ScalingType.BlockWise1x128, s2, ScalingType.BlockWise1x128,
+                   (sa, sb.t().contiguous()), (sa, sb)):
+        fn = lambda s1=s1, s2=s2: scaled_mm(fa, fb, s1, ScalingType.BlockWise1x128, s2, kind,
                                             output_dtype=torch.bfloat16)
         try:
             fn()
             return fn
         except Exception as e:  # noqa: BLE001 - try the next layout, report the last failure
             last = e
-    print(f"scaled_mm 1x128 x 1x128: not available ({type(last).__name__}: {str(last)[:160]})")
+    print(f"{what}: not available ({type(last).__name__}: {str(last)[:160]})")
     return None
 
 
@@ -290,6 +294,66 @@ def fp8_block_wgrad_rows(rt, shapes):
     return rows
 
 
+def fp8_block_dgrad_rows(rt, shapes):
+    """Mode quantized dgrad: dX[M, K] = dY W with dY in 1x128 blocks along N (kiln's row-wise quantizer) and W
+    in 128x128 blocks as the forward holds it, bf16 dX. kiln's run includes its transpose of W (the GEMM reads
+    Wᵀ); the same GEMM on a pre-transposed Wᵀ (the forward spec, m=M, n=K, k=N) shows that copy's cost. Anchors:
+    cuBLAS bf16 torch.mm(dY, W), and cuBLAS 1x128 x 128x128 scaled_mm on the same codes with W pre-transposed
+    (not timed for the anchor)."""
+    rows = []
+    spec = "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"
+    for m, n, k in shapes:
+        plan = rt.plan(spec + " pass=dgrad", n, k, m)
+        plan.prepare()
+        fwd = rt.plan(spec, k, n, m)  # the GEMM alone on Wᵀ
+        fwd.prepare()
+        qd = rt.plan("quantize a=bf16 out=e4m3:block1x128", 0, n, m)
+        qw = rt.plan("quantize a=bf16 out=e4m3:block128x128", 0, k, n)
+        qd.prepare()
+        qw.prepare()
+
+        def make():
+            dy = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
+            w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) / n**0.5
+            cd = torch.empty(m, n, device=dev, dtype=torch.uint8)
+            sd = torch.empty(m, n // 128, device=dev, dtype=torch.float32)
+            cw = torch.empty(n, k, device=dev, dtype=torch.uint8)
+            sw = torch.empty(n // 128, k // 128, device=dev, dtype=torch.float32)
+            qd.run(dy, out=cd, out_scale=sd)
+            qw.run(w, out=cw, out_scale=sw)
+            cwt, swt = cw.t().contiguous(), sw.t().contiguous()
+            dx = torch.empty(m, k, device=dev, dtype=torch.bfloat16)
+            return dy, w, cd, sd, cw, sw, cwt, swt, dx
+
+        c0 = make()
+        dy, w, cd, sd, cw, sw, cwt, swt, dx = c0
+        plan.run(cd, cw, out=dx, a_scale=sd, b_scale=sw)
+        ref = (cd.view(torch.float8_e4m3fn).float() * sd.repeat_interleave(128, dim=1)) @ (
+            cw.view(torch.float8_e4m3fn).float() * sw.repeat_interleave(128, 0).repeat_interleave(128, 1))
+        err = rel_err(dx.float(), ref)
+        smm0 = scaled_mm_blockwise(cd, sd, cwt, swt, "128x128")
+        if smm0 is not None:
+            print(f"scaled_mm 1x128 x 128x128 rel. error {rel_err(smm0().float(), ref):.1e}")
+        del ref
+        bytes_per = m * n * 3 + 2 * n * k * 3 + m * k * 2
+        copies = [make() for _ in range(copies_for(bytes_per, cap=4))]
+        kiln_ms = bench_graph([lambda c=c: plan.run(c[2], c[4], out=c[8], a_scale=c[3], b_scale=c[5]) for c in copies])
+        gemm_ms = bench_graph([lambda c=c: fwd.run(c[2], c[6], out=c[8], a_scale=c[3], b_scale=c[7]) for c in copies])
+        bf16_ms = bench_graph([lambda c=c: torch.mm(c[0], c[1], out=c[8]) for c in copies])
+        smm = [scaled_mm_blockwise(c[2], c[3], c[6], c[7], "128x128") for c in copies]
+        smm_ms = bench_graph(smm) if all(f is not None for f in smm) else None
+        fl = 2 * m * n * k
+        rows.append({"pass": "dgrad fp8 1x128 x 128x128", "m": m, "n": n, "k": k, "out": "bf16", "kiln_ms": kiln_ms,
+                     "gemm_on_wt_ms": gemm_ms, "anchor_ms": bf16_ms, "scaled_mm_ms": smm_ms,
+                     "kiln_tflops": fl / kiln_ms / 1e9, "anchor_tflops": fl / bf16_ms / 1e9,
+                     "speedup": bf16_ms / kiln_ms, "err": err, "config": config_for(plan, m)})
+        print(f"| dgrad fp8 1x128 x 128x128 | {m} x {n} x {k} | {kiln_ms:.3f} ({fl / kiln_ms / 1e9:.0f} TFLOP/s) | "
+              f"GEMM on Wt {gemm_ms:.3f} | bf16 mm {bf16_ms:.3f} | scaled_mm "
+              f"{'n/a' if smm_ms is None else f'{smm_ms:.3f}'} | {err:.1e} | {rows[-1]['config']} |", flush=True)
+        del copies, smm
+    return rows
+
+
 def fmt_row(r):
     label = r["pass"] + (f" ({r['layer']})" if "layer" in r else "")
     return (f"| {label} | {r['m']} x {r['n']} x {r['k']} | {r['out']} | {r['kiln_ms']:.3f} | {r['anchor_ms']:.3f} | "
@@ -304,7 +368,7 @@ def main():
     ap.add_argument("--no-grouped", action="store_true")
     ap.add_argument("--grouped-only", action="store_true", help="only the MoE layers' grouped dgrad and wgrad rows")
     ap.add_argument("--fp8-block-only", action="store_true",
-                    help="only the FP8 1x128 quantized wgrad rows (M = 4096 dense shapes and 4096 x 7168 x 16384)")
+                    help="only the FP8 quantized wgrad and dgrad rows (M = 4096 dense shapes and 4096 x 7168 x 16384)")
     ap.add_argument("--frozen-only", action="store_true",
                     help="only the frozen MXFP4 grouped dgrad rows (LoRA over gpt-oss-20b-sized experts)")
     args = ap.parse_args()
@@ -318,6 +382,7 @@ def main():
     if args.fp8_block_only:
         fp8 = sorted({tuple(s) for s in dense if s[0] == 4096} | {(4096, 7168, 16384)})
         rows += fp8_block_wgrad_rows(rt, fp8)
+        rows += fp8_block_dgrad_rows(rt, fp8)
     elif args.grouped_only:
         rows += grouped_rows(rt, shapes["moe"])
     elif not args.frozen_only:

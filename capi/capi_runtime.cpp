@@ -6,6 +6,7 @@
 #include <string>
 
 #include "capi/capi_internal.hpp"
+#include "compiler/plan/gemm_view.hpp"  // quantized dgrad: W's transpose
 #include "compiler/plan/sm90_plan.hpp"  // the MXFP8 pre-pass's bf16 spec
 
 namespace {
@@ -149,6 +150,10 @@ kiln_status kiln_plan_compile(kiln_plan plan, int64_t m) {
                                          p.mx_prepass_family_for(m), p.mx_prepass_config_for(m), p.arch())
                                .status());
     }
+    // Quantized dgrad: W's transpose, which every run launches first (runtime/dgrad_transpose.hpp).
+    if (kiln::dgrad_reads_transposed_w(p.spec()))
+      KILN_RETURN_IF_ERROR(
+          plan->runtime->compile(p.spec(), kiln::KernelFamily::kFp8Transpose, kiln::TileConfig{}, p.arch()).status());
     return kiln::Status::Ok();
   });
 }

@@ -255,7 +255,9 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
                            ", " + to_string(ops.b->device.device_id) + ", " + to_string(ops.out->device.device_id));
   }
 
-  KILN_RETURN_IF_ERROR(check_operand_scale("a_scale", ops.a_scale, spec.a, true, c.m, sizes.k, -1, c.device, c));
+  // a's scales run along its rows: K (X), or N (dY of a quantized dgrad, quantized along N).
+  KILN_RETURN_IF_ERROR(
+      check_operand_scale("a_scale", ops.a_scale, spec.a, true, c.m, fprop ? sizes.k : sizes.n, -1, c.device, c));
   if (wgrad) {  // X's scales: over its M rows (masked: E * max_m) like the forward's a
     KILN_RETURN_IF_ERROR(
         check_operand_scale("b_scale", ops.b_scale, spec.b, true, c.m, sizes.k, -1, c.device, c, /*x_as_b=*/true));

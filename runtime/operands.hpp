@@ -9,7 +9,8 @@
 //
 // Tensors per spec (X = a, W = b; E = experts; M = total rows); backward passes (compiler/plan/gemm_view.hpp)
 // take a = dY [M, N] and, for dgrad, b = W [N, K] (grouped [E, N, K]) and out = dX [M, K] (masked
-// [E, max_m, K]); for wgrad (dense), b = X [M, K] and out = dW [N, K]. Fprop:
+// [E, max_m, K]); for wgrad (dense), b = X [M, K] and out = dW [N, K]. A quantized dgrad's dY scales run
+// along N (a_scale: tensor [1] | m [M] | block1x128 [M, N/128]) and W's are the forward's. Fprop:
 //   a        [M, K]; masked layout [E, max_m, K] (contiguous across experts: stride(0) = max_m * stride(1))
 //   b        [N, K]; grouped [E, N, K]
 //   out      [M, N]; masked [E, max_m, N] (likewise contiguous across experts)

@@ -6,6 +6,7 @@
 #include "compiler/plan/planner.hpp"
 #include "compiler/plan/sm90_plan.hpp"  // split-K workspace sizes
 #include "compiler/service/compile_service.hpp"
+#include "runtime/dgrad_transpose.hpp"  // quantized dgrad: W's transposed copy
 #include "runtime/mx_prepass.hpp"       // MXFP8 at large M through a bf16 pre-pass
 #include "runtime/operands.hpp"
 #include "runtime/quantize_launch.hpp"  // the quantize family's phases
@@ -98,7 +99,9 @@ const Arch& Plan::arch() const { return impl_->arch; }
 TileConfig Plan::config_for(int64_t m) const { return impl_->configs[bucket_index(m)]; }
 KernelFamily Plan::family_for(int64_t m) const { return impl_->families[bucket_index(m)]; }
 size_t PlanImpl::workspace_bytes(int bucket, int64_t m) const {
-  return static_cast<size_t>(launch[bucket].workspace_bytes(m));
+  const int64_t own = launch[bucket].workspace_bytes(m);
+  if (transposed_w.experts == 0) return static_cast<size_t>(own);
+  return static_cast<size_t>(TransposedWLayout::offset(own) + transposed_w.bytes());
 }
 
 size_t Plan::workspace_bytes(int64_t m) const { return impl_->workspace_bytes(bucket_index(m), m); }
@@ -143,6 +146,9 @@ Status Plan::prepare() const {
     workspace = std::max(workspace, impl_->workspace_bytes(static_cast<int>(b), m_hi));
   }
   if (workspace > 0) KILN_RETURN_IF_ERROR(impl_->workspace.get(*d, device, workspace, nullptr).status());
+  // Quantized dgrad: W's transpose kernel.
+  if (impl_->transposed_w.experts > 0)
+    KILN_RETURN_IF_ERROR(dgrad_transpose_kernel(*impl_, device, nullptr, /*in_run=*/false).status());
   // MXFP8 pre-pass: the conversion kernel and the bf16 plan's kernels of the buckets it serves.
   if (const PlanImpl* g = impl_->prepass_gemm.get()) {
     KILN_RETURN_IF_ERROR(mx_prepass_convert_kernel(*impl_, device, nullptr, /*in_run=*/false).status());
@@ -228,8 +234,8 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
   kiln_dev::GemmParams gp = gemm_params(c, p.sizes);
   // ---- The sm90 family takes TMA tensor maps and a persistent grid.
   if (p.families[bucket] == KernelFamily::kSm90Gemm) {
-    // Split-K configs need a workspace: the caller's (zero-filled before its first use), else the plan's.
-    void* ws = nullptr;
+    // Split-K configs and quantized dgrad's transposed W need a workspace: the caller's (zero-filled before
+    // its first use), else the plan's.
     if (p.configs[bucket].split_k > 1) {
       const int64_t slots = p.launch[bucket].split_slots(c.m);
       if (slots > kSm90SplitCounterSlots)
@@ -237,7 +243,10 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
                                p.configs[bucket].to_string() + " makes " + std::to_string(slots) +
                                " tile slots; split-K takes at most " + std::to_string(kSm90SplitCounterSlots) +
                                " (tune this M bucket, or pin a config without split_k)");
-      const size_t need = p.workspace_bytes(bucket, c.m);
+    }
+    void* ws = nullptr;
+    const size_t need = p.workspace_bytes(bucket, c.m);
+    if (need > 0) {
       if (workspace != nullptr) {
         if (workspace_bytes < need)
           return InvalidArgument("Plan::run: workspace of " + std::to_string(workspace_bytes) + " bytes; M=" +
@@ -247,6 +256,14 @@ Status run_plan(const PlanImpl& p, const Operands& ops, void* workspace, size_t 
       } else {
         KILN_ASSIGN_OR_RETURN(ws, p.workspace.get(*d, c.device, need, reinterpret_cast<CUstream>(stream)));
       }
+    }
+    // Quantized dgrad: W's transposed copy after the bucket's own workspace; the GEMM reads it.
+    if (p.transposed_w.experts > 0) {
+      if ((reinterpret_cast<uintptr_t>(ws) & 15) != 0)
+        return InvalidArgument("Plan::run: the workspace at " + std::to_string(reinterpret_cast<uintptr_t>(ws)) +
+                               " is not 16-byte aligned (cuMemAlloc and torch allocations are)");
+      void* region = static_cast<uint8_t*>(ws) + TransposedWLayout::offset(p.launch[bucket].workspace_bytes(c.m));
+      KILN_RETURN_IF_ERROR(dgrad_transpose_run(p, c, region, reinterpret_cast<CUstream>(stream), gp));
     }
     return sm90_launch(*d, *k, p.spec, p.configs[bucket], p.launch[bucket], gp, c.device,
                        reinterpret_cast<CUstream>(stream), ws, p.arch.sm_cap);
@@ -287,6 +304,8 @@ std::string Plan::describe_json() const {
       pb.push_back({{"m_max", kMBuckets[b]}, {"config", g->configs[b].to_string()}});
     j["mx_prepass"] = {{"min_m", kMxPrepassMinM}, {"spec", g->canonical}, {"buckets", pb}};
   }
+  // Quantized dgrad: W's transposed copy, written before each GEMM (runtime/dgrad_transpose.hpp).
+  if (p.transposed_w.experts > 0) j["w_transpose"] = {{"workspace_bytes", p.transposed_w.bytes()}};
   return j.dump();
 }
 

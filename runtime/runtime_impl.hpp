@@ -81,10 +81,13 @@ class PlanImpl : public PlanRecord {
   // kernel (loaded once). Null where the plan has no pre-pass.
   std::shared_ptr<const PlanImpl> prepass_gemm;
   mutable std::atomic<LoadedKernel*> prepass_convert{nullptr};
+  // Quantized dgrad (runtime/dgrad_transpose.hpp): W's transpose kernel (loaded once).
+  mutable std::atomic<LoadedKernel*> transpose_kernel{nullptr};
 
   // The spec's epilogue vector operands in slot order (empty without an epilogue).
   const std::vector<EpilogueOperand>& epilogue_operands() const;
-  // The workspace bytes run() needs for m rows with the bucket's config (0 for most configs).
+  // The workspace bytes run() needs for m rows with the bucket's config (0 for most configs): split-K's,
+  // then a quantized dgrad's transposed W (TransposedWLayout).
   size_t workspace_bytes(int bucket, int64_t m) const;
 
   StatusOr<LoadedKernel*> kernel_for(int bucket) const;

@@ -338,13 +338,29 @@ Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, in
     h.out.dtype = dtype_of(spec.out.format);
     return Status::Ok();
   }
-  if (!format_is_high_precision(spec.a.format))
+  const bool quantized_dgrad = dgrad_reads_transposed_w(spec);
+  if (!format_is_high_precision(spec.a.format) && !quantized_dgrad)
     return Unsupported(std::string("random_operands: pass=") + pass_name(spec.pass) + " dY is drawn in bf16 / f16");
   const bool grouped = spec.op == Op::kGroupedGemm;
   const bool masked = spec.layout == GroupLayout::kMasked;
   const int64_t experts = grouped ? spec.experts : 1;
   const int64_t rows = h.rows;
   const bool dgrad = spec.pass == Pass::kDgrad;
+  // Quantized dgrad: dY [rows, N] drawn as a forward's X quantized along N (its scales [rows, N/128], [rows]
+  // or [1]), with the grouped row vector; W below as the forward's b, for the same group sizes.
+  std::vector<int32_t> counts = group_rows;
+  if (quantized_dgrad && grouped && counts.empty())
+    counts = random_groups(masked, spec.experts, m, s);
+  if (quantized_dgrad) {
+    KernelSpec fwd = spec;
+    fwd.pass = Pass::kFprop;
+    fwd.b = OperandSpec{Format::kBf16, ScaleGranularity::kNone, ScaleType::kNone};
+    fwd.out = fwd.b;
+    KILN_ASSIGN_OR_RETURN(HostOperands q, random_operands(fwd, m, 8, n, counts, s));
+    h.a = std::move(q.a);
+    h.a_scale = std::move(q.a_scale);
+    h.group_rows = std::move(q.group_rows);
+  }
   if (!format_is_high_precision(spec.b.format)) {
     KernelSpec fwd = spec;
     fwd.pass = Pass::kFprop;
@@ -354,14 +370,15 @@ Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, in
     fwd.out = plain;
     fwd.a = dgrad ? plain : spec.b;
     fwd.b = dgrad ? spec.b : plain;
-    KILN_ASSIGN_OR_RETURN(HostOperands q, random_operands(fwd, m, dgrad ? n : 8, k, group_rows, s));
+    KILN_ASSIGN_OR_RETURN(HostOperands q, random_operands(fwd, m, dgrad ? n : 8, k, counts, s));
     h.b = dgrad ? std::move(q.b) : std::move(q.a);
     h.b_scale = dgrad ? std::move(q.b_scale) : std::move(q.a_scale);
     h.b_global = std::move(q.b_global);
-    h.group_rows = std::move(q.group_rows);
+    if (!quantized_dgrad) h.group_rows = std::move(q.group_rows);
   }
-  h.a = tensor_of(random_codes(spec.a.format, rows, n, s),
-                  masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n}, dtype_of(spec.a.format));
+  if (!quantized_dgrad)
+    h.a = tensor_of(random_codes(spec.a.format, rows, n, s),
+                    masked ? std::vector<int64_t>{experts, m, n} : std::vector<int64_t>{rows, n}, dtype_of(spec.a.format));
   const int ob = format_bits(spec.out.format) / 8;
   if (format_is_high_precision(spec.b.format) && dgrad) {
     h.b = tensor_of(random_codes(spec.b.format, experts * n, k, s),
@@ -381,6 +398,28 @@ Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, in
 }
 
 }  // namespace
+
+HostOperands transposed_w_operands(const KernelSpec& spec, const HostOperands& h, int64_t n, int64_t k) {
+  HostOperands t = h;
+  const bool grouped = spec.op == Op::kGroupedGemm;
+  const int64_t experts = grouped ? spec.experts : 1;
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c)
+        t.b.bytes[static_cast<size_t>((e * k + c) * n + r)] = h.b.bytes[static_cast<size_t>((e * n + r) * k + c)];
+  t.b.shape = grouped ? std::vector<int64_t>{experts, k, n} : std::vector<int64_t>{k, n};
+  if (spec.b.scale == ScaleGranularity::kBlock128x128) {
+    const int64_t nb = (n + 127) / 128, kb = (k + 127) / 128;
+    const size_t eb = spec.b.scale_type == ScaleType::kUe8m0 ? 1 : 4;
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t i = 0; i < nb; ++i)
+        for (int64_t j = 0; j < kb; ++j)
+          std::memcpy(t.b_scale.bytes.data() + static_cast<size_t>((e * kb + j) * nb + i) * eb,
+                      h.b_scale.bytes.data() + static_cast<size_t>((e * nb + i) * kb + j) * eb, eb);
+    t.b_scale.shape = grouped ? std::vector<int64_t>{experts, kb, nb} : std::vector<int64_t>{kb, nb};
+  }
+  return t;
+}
 
 StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
                                        const std::vector<int32_t>& group_rows, uint64_t& s) {

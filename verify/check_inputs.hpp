@@ -54,6 +54,12 @@ float host_epilogue_value(const HostOperands& h, size_t slot, int64_t row, int64
 StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
                                        const std::vector<int32_t>& group_rows, uint64_t& seed);
 
+// A quantized dgrad's operands as the forward GEMM of dY and Wᵀ reads them (compiler/plan/gemm_view.hpp):
+// h with b = W's codes transposed to [K, N] (grouped [E, K, N]) and 128 x 128 block scales to
+// [K/128, ceil(N/128)] per expert; a tensor scale as it is. The reference's operands in run_check, made on
+// the host independently of the runtime's transpose kernel.
+HostOperands transposed_w_operands(const KernelSpec& spec, const HostOperands& h, int64_t n, int64_t k);
+
 // The device copies (out poisoned with 0xFF: NaN in every float format) and their DLTensors.
 class DeviceOperands {
  public:

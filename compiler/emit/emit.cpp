@@ -195,6 +195,21 @@ StatusOr<EmittedKernel> emit_kernel(const KernelSpec& spec, KernelFamily family,
                       "kiln_dev::MxDequantParams");
       return k;
     }
+    case KernelFamily::kFp8Transpose: {
+      // A quantized dgrad's pre-pass: W's codes (and 128 x 128 block scales) transposed; one kernel for
+      // every 8-bit weight (the scale width is an argument).
+      if (!format_is_fp8(spec.b.format))
+        return InvalidArgument(string("emit: the fp8_transpose family transposes FP8 weights; this spec has b=") +
+                               format_name(spec.b.format));
+      k.entry = "kiln_fp8_transpose";
+      k.threads = 256;  // kiln_dev::kTransposeThreads
+      k.smem_bytes = 0;  // a static 16 KiB tile
+      // Launched with programmatic dependent launch on sm_90+ (runtime/dgrad_transpose.cpp).
+      k.source = unit("kernels/fp8_transpose.cuh", string("family fp8_transpose, arch ") + arch.name(), string(),
+                      k.entry.c_str(), k.threads, "kiln_dev::fp8_transpose", string(), /*pdl=*/true,
+                      "kiln_dev::TransposeParams");
+      return k;
+    }
     case KernelFamily::kReferenceGemm: {
       // The reference takes no tile config: one thread per output, 16 x 16 per block.
       KILN_RETURN_IF_ERROR(check_reference_spec(spec, arch));

@@ -26,9 +26,14 @@ bool wgrad_reads_columnwise(const KernelSpec& spec) {
   return spec.pass == Pass::kWgrad && !format_is_high_precision(spec.a.format);
 }
 
+bool dgrad_reads_transposed_w(const KernelSpec& spec) {
+  return spec.pass == Pass::kDgrad && !format_is_high_precision(spec.a.format);
+}
+
 GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& s) {
   GemmView v = gemm_view(spec.pass, s);
   if (wgrad_reads_columnwise(spec)) v.a_mn_major = v.b_mn_major = false;
+  if (dgrad_reads_transposed_w(spec)) v.b_mn_major = false;
   return v;
 }
 

@@ -9,10 +9,17 @@
 //   wgrad   dW [N, K]   dY [M, N]   MN-major     X [M, K]   MN-major      N   K   M
 //   wgrad, mode quantized:
 //           dW [N, K]   dYᵀ [N, M]  K-major      Xᵀ [K, M]  K-major       N   K   M
+//   dgrad, mode quantized:
+//           dX [M, K]   dY [M, N]   K-major      Wᵀ [K, N]  K-major       M   K   N
 //
 // A quantized wgrad reduces over the tokens, so both operands are quantized along M: the column-wise
 // copies that `quantize ... transpose=true` writes (codes [N, M] / [K, M], 1x128 scales [N, M/128] /
 // [K, M/128]). Those copies are K-major for the kernel (FP8 wgmma reads 8-bit operands K-major only).
+//
+// A quantized dgrad reduces over N, down W's columns. W's codes are quantized along K, but per-tensor and
+// 128 x 128 block scales transpose exactly, so the kernel reads Wᵀ: a copy the runtime writes into the
+// plan's workspace before the GEMM (runtime/dgrad_transpose.hpp; the caller passes W [N, K] as the
+// forward holds it).
 //
 // "K-major": the stored rows run along m (or n) and each row is contiguous in k; "MN-major": the stored
 // rows run along k and each row is contiguous in m (or n). Nothing is transposed in memory: the kernels
@@ -43,9 +50,13 @@ struct GemmView {
 // quantized dY; validation makes b quantized too).
 bool wgrad_reads_columnwise(const KernelSpec& spec);
 
+// Whether a dgrad spec reads W through its transposed copy: mode quantized (an FP8 dY; validation makes
+// W quantized too).
+bool dgrad_reads_transposed_w(const KernelSpec& spec);
+
 // The view of a pass with operands as the forward holds them (modes high_precision and dequantized).
 GemmView gemm_view(Pass pass, const ProblemSizes& sizes);
-// The view of a spec: gemm_view(spec.pass), except a quantized wgrad's (above).
+// The view of a spec: gemm_view(spec.pass), except a quantized wgrad's and a quantized dgrad's (above).
 GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& sizes);
 
 // The kernel's (m, n, k) as ProblemSizes (what the tile heuristics and size rules reason about).

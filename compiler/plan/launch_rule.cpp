@@ -39,6 +39,15 @@ LaunchRule sm90_internal::tile_grid(const TileConfig& cfg, int64_t n) {
 }
 
 LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t n, int64_t k) {
+  if (family == KernelFamily::kFp8Transpose) {  // W [E, N, K] -> Wᵀ [E, K, N]: one CTA per 128 x 128 tile
+    LaunchRule r;
+    r.grid = LaunchRule::Grid::kTranspose;
+    r.block_x = 256;  // kiln_dev::kTransposeThreads
+    r.w_rows = std::max<int64_t>(n, 1);
+    r.k = std::max<int64_t>(k, 1);
+    r.experts = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
+    return r;
+  }
   LaunchRule r = make_gemm_rule(spec, family, cfg, gemm_view(spec, ProblemSizes{0, n, k}), k);
   if (spec.pass == Pass::kWgrad) {
     r.fixed_m = std::max<int64_t>(n, 1);
@@ -100,6 +109,8 @@ LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const Til
       r.tiles_n = ceil_div(n1, kReferenceTile);
       r.block_x = kReferenceTile * kReferenceTile;
       break;
+    case KernelFamily::kFp8Transpose:  // make_launch_rule
+      break;
     case KernelFamily::kMxDequant:
       // One thread per 8-element unit of both operands ((M + N) K / 8; grouped W: E x N rows); the runtime
       // caps the grid at what the device holds at once (the kernel walks the rest grid-stride).
@@ -147,6 +158,16 @@ LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const Til
 }
 
 }  // namespace
+
+TransposedWLayout make_transposed_w_layout(const KernelSpec& spec, int64_t n, int64_t k) {
+  TransposedWLayout l;
+  if (!dgrad_reads_transposed_w(spec)) return l;
+  l.experts = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
+  l.n = n;
+  l.k = k;
+  if (spec.b.scale == ScaleGranularity::kBlock128x128) l.scale_bytes = spec.b.scale_type == ScaleType::kUe8m0 ? 1 : 4;
+  return l;
+}
 
 MxPrepassLayout make_mx_prepass_layout(const KernelSpec& spec, int64_t n, int64_t k) {
   MxPrepassLayout l;

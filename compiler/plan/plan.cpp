@@ -111,11 +111,13 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
   if (!mode.ok()) return mode.status();
   if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
     return KernelFamily::kSm90Gemm;
-  // Mode quantized: only the sm90 family's wgrad of two FP8 1x128 column-wise copies (sm90_col_blocks).
+  // Mode quantized: the sm90 family's wgrad of two FP8 1x128 column-wise copies (sm90_col_blocks) and its
+  // dgrad of FP8 dY with W scaled per tensor or in 128x128 blocks (dgrad_reads_transposed_w).
   if (*mode == BackwardMode::kQuantized)
-    return Unsupported(head + "mode quantized runs dense pass=wgrad with a=e4m3|e5m2:block1x128 "
-                              "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X) on sm_90a; other "
-                              "quantized backward specs have no kernel: compute them in mode high_precision "
+    return Unsupported(head + "mode quantized runs on sm_90a: dense pass=wgrad with a=e4m3|e5m2:block1x128 "
+                              "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X), and pass=dgrad with "
+                              "a=e4m3|e5m2:tensor|m|block1x128 (dY) and b=e4m3|e5m2:tensor|block128x128 (W); "
+                              "other quantized backward specs have no kernel: compute them in mode high_precision "
                               "(two bf16 or two f16 operands) or dequantized (bf16 dY, b in its stored format)");
   KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
   return KernelFamily::kSm80Gemm;
@@ -129,6 +131,7 @@ const char* family_name(KernelFamily f) {
     case KernelFamily::kSm90Gemm: return "sm90_gemm";
     case KernelFamily::kQuantize: return "quantize";
     case KernelFamily::kMxDequant: return "mx_dequant";
+    case KernelFamily::kFp8Transpose: return "fp8_transpose";
   }
   return "unknown";
 }

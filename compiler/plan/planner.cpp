@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "compiler/plan/gemm_view.hpp"
 #include "compiler/plan/sm90_plan.hpp"
 #include "compiler/spec/spec.hpp"
 
@@ -102,6 +103,11 @@ StatusOr<PlanRecord> make_plan(const KernelSpec& spec, const ProblemSizes& sizes
       p.prepass_convert_launch = make_launch_rule(spec, KernelFamily::kMxDequant, TileConfig{}, sizes.n, sizes.k);
       p.prepass_layout = make_mx_prepass_layout(spec, sizes.n, sizes.k);
     }
+  }
+  // Quantized dgrad: W's transposed copy, written before every run's GEMM (runtime/dgrad_transpose.hpp).
+  if (dgrad_reads_transposed_w(spec)) {
+    p.transpose_launch = make_launch_rule(spec, KernelFamily::kFp8Transpose, TileConfig{}, sizes.n, sizes.k);
+    p.transposed_w = make_transposed_w_layout(spec, sizes.n, sizes.k);
   }
   // ---- 5. Every bucket's launch rule, from its final family and config.
   for (size_t b = 0; b < kMBuckets.size(); ++b)

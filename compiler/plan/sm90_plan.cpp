@@ -45,13 +45,6 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   const Format a = spec.a.format, b = spec.b.format, o = spec.out.format;
   const bool same16 = (a == Format::kBf16 || a == Format::kF16) && a == b &&
                       spec.a.scale == ScaleGranularity::kNone && spec.b.scale == ScaleGranularity::kNone;
-  // Backward passes (compiler/plan/gemm_view.hpp): bf16 / f16 operands read MN-major, the plain GEMM (no
-  // epilogue), dense or grouped (grouped wgrad: the experts' rows are the reduction, sm90/scheduler.cuh).
-  // Quantized wgrad (sm90_col_blocks): FP8 1x128 blocks on both column-wise copies, dense.
-  if (spec.pass != Pass::kFprop)
-    return (same16 || (sm90_col_blocks(spec) && dense)) &&
-           (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
-           spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty();
   // FP8 scales (sm90/promotion.cuh): tensor or per-row f32 factors in the epilogue, DeepSeek blocks
   // (f32 or ue8m0) promoted per 128-K tile; a: tensor | m | block1x128, b: tensor | n | block128x128.
   auto fp8_scale_ok = [](const OperandSpec& op, bool is_a) {
@@ -62,6 +55,19 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
     if (op.scale == block) return op.scale_type == ScaleType::kF32 || op.scale_type == ScaleType::kUe8m0;
     return false;
   };
+  // Backward passes (compiler/plan/gemm_view.hpp): bf16 / f16 operands read MN-major, the plain GEMM (no
+  // epilogue), dense or grouped (grouped wgrad: the experts' rows are the reduction, sm90/scheduler.cuh).
+  // Quantized wgrad (sm90_col_blocks): FP8 1x128 blocks on both column-wise copies, dense.
+  // Quantized dgrad (dgrad_reads_transposed_w): the forward's FP8 kernel on dY and W's transposed copy,
+  // dense or grouped; W scaled per tensor or in 128x128 blocks, the scales that transpose exactly (a
+  // per-channel scale runs along dgrad's reduction).
+  if (spec.pass != Pass::kFprop) {
+    const bool quantized_dgrad = dgrad_reads_transposed_w(spec) && fp8_scale_ok(spec.a, true) &&
+                                 fp8_scale_ok(spec.b, false) && spec.b.scale != ScaleGranularity::kN;
+    return (same16 || (sm90_col_blocks(spec) && dense) || quantized_dgrad) &&
+           (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
+           spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty();
+  }
   const bool fp8 = fp8_scale_ok(spec.a, true) && fp8_scale_ok(spec.b, false);
   // MXFP8 x MXFP8 (sm90/mx.cuh): each k-step's partial promoted with its E8M0 scales.
   const bool mx = sm90_mx(spec);
@@ -74,7 +80,7 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
 }
 
 bool sm90_portable_bucket(const KernelSpec& spec, int64_t rows_per_expert) {
-  return spec.op == Op::kGroupedGemm && format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) &&
+  return spec.op == Op::kGroupedGemm && spec.pass == Pass::kFprop && format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) &&
          !sm90_block_scaled(spec) && rows_per_expert <= 16;
 }
 

@@ -25,7 +25,8 @@ void copy_compiled(const CompiledKernel& from, CompiledKernel& to) {
 
 // The cache row's config text: families without a tile config are listed by name.
 std::string config_text(KernelFamily family, const TileConfig& cfg) {
-  const bool tiled = family != KernelFamily::kReferenceGemm && family != KernelFamily::kMxDequant;
+  const bool tiled = family != KernelFamily::kReferenceGemm && family != KernelFamily::kMxDequant &&
+                     family != KernelFamily::kFp8Transpose;
   return tiled ? cfg.to_string() : family_name(family);
 }
 

@@ -1,6 +1,6 @@
 // validate_sizes (spec.hpp): which problem dimension breaks which block size. Sizes are the forward's
-// M, N, K in every pass (compiler/plan/gemm_view.hpp); the block rules below are the forward pass's, and
-// backward specs with scaled operands have no kernel yet (the planner refuses them first).
+// M, N, K in every pass (compiler/plan/gemm_view.hpp); the block rules below are the forward pass's, except
+// a quantized dgrad's (its dY is quantized along N).
 // Memory alignment (16-byte rows, TMA boxes) is the planner's business, not this file's.
 #include <string>
 
@@ -73,6 +73,13 @@ Status validate_valid_spec_sizes(const KernelSpec& spec, const ProblemSizes& siz
     if (!spec.transpose) return check_dim(Role::kOut, spec.out, 'K', sizes.k, "");
     if (sizes.m == 0) return Status::Ok();  // any M: checked per call
     return check_dim(Role::kOut, spec.out, 'M', sizes.m, " (transpose=true quantizes along M)");
+  }
+  // A quantized dgrad's dY [M, N] is quantized along N, its reduction; W keeps the forward's blocks along
+  // K, and its 128 x 128 blocks also tile N (the GEMM promotes per 128 of N, one W block row each).
+  if (spec.pass == Pass::kDgrad && !format_is_high_precision(spec.a.format)) {
+    KILN_RETURN_IF_ERROR(check_dim(Role::kA, spec.a, 'N', sizes.n, " (dgrad reduces over N)"));
+    KILN_RETURN_IF_ERROR(check_dim(Role::kB, spec.b, 'K', sizes.k, ""));
+    return check_dim(Role::kB, spec.b, 'N', sizes.n, " (dgrad reduces over N)");
   }
   KILN_RETURN_IF_ERROR(check_dim(Role::kA, spec.a, 'K', sizes.k, ""));
   KILN_RETURN_IF_ERROR(check_dim(Role::kB, spec.b, 'K', sizes.k, ""));

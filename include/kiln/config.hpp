@@ -24,8 +24,10 @@ enum class KernelFamily : uint8_t {
   kQuantize,       // quantize specs: FP8 / MX / NVFP4 quantizers, sm_80+ (compiler/plan/quantize_plan.hpp)
   kMxDequant,      // MXFP8 operands -> bf16 (the pre-pass of an MXFP8 GEMM; no tile config;
                    // runtime/mx_prepass.hpp)
+  kFp8Transpose,   // an FP8 weight's transposed copy (the pre-pass of a quantized dgrad; no tile config;
+                   // runtime/dgrad_transpose.hpp)
 };
-// "sm80_gemm", "reference_gemm", "sm90_gemm", "quantize", "mx_dequant"
+// "sm80_gemm", "reference_gemm", "sm90_gemm", "quantize", "mx_dequant", "fp8_transpose"
 const char* family_name(KernelFamily f);
 
 // A tile configuration for the sm80 family. block_k is in K *elements* per pipeline stage.

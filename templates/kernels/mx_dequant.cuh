@@ -49,11 +49,6 @@ __device__ __forceinline__ void ldg_v2(u32& a, u32& b, const void* p) {
   asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(a), "=r"(b) : "l"(p));
 }
 
-__device__ __forceinline__ void stg_128(void* p, u32 a, u32 b, u32 c, u32 d) {
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d)
-               : "memory");
-}
-
 inline constexpr int kMxDequantUnroll = 4;  // units per thread and step, all loads issued before the stores
 inline constexpr int kMxDequantUnit = 8;    // elements per unit: an 8-byte load, a 16-byte store
 inline constexpr int kMxScaleBlock = 32;    // elements per E8M0 scale (MX)
@@ -98,7 +93,7 @@ __device__ __forceinline__ void mx_dequant(const MxDequantParams& p) {
       if (base + u * stride >= total) break;
       u32 o[4];
       mx_dequant8(w[u][0], w[u][1], decode_e8m0(sb[u]), o);
-      stg_128(dst[u], o[0], o[1], o[2], o[3]);
+      stg_v4(dst[u], o[0], o[1], o[2], o[3]);
     }
   }
 }

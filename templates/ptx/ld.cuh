@@ -67,13 +67,17 @@ __device__ __forceinline__ u32 ld_u32_coherent(const void* p) {
   return r;
 }
 
-// Global stores of 1, 4 and 8 bytes (the address aligned to the size) and of an f32.
+// Global stores of 1, 4, 8 and 16 bytes (the address aligned to the size) and of an f32.
 __device__ __forceinline__ void stg_u8(void* p, u32 v) { asm volatile("st.global.u8 [%0], %1;\n" ::"l"(p), "r"(v)); }
 __device__ __forceinline__ void stg_u32(void* p, u32 v) { asm volatile("st.global.u32 [%0], %1;\n" ::"l"(p), "r"(v)); }
 __device__ __forceinline__ void stg_v2(void* p, u32 a, u32 b) {
   asm volatile("st.global.v2.u32 [%0], {%1, %2};\n" ::"l"(p), "r"(a), "r"(b));
 }
 __device__ __forceinline__ void stg_f32(void* p, float v) { asm volatile("st.global.f32 [%0], %1;\n" ::"l"(p), "f"(v)); }
+// 16 bytes (the address 16-byte aligned).
+__device__ __forceinline__ void stg_v4(void* p, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
 
 // *p = max(*p, v) as unsigned integers, atomically, without a result (PTX ISA "red").
 __device__ __forceinline__ void red_max_u32(void* p, u32 v) {

@@ -6,7 +6,7 @@
 // ping-pong) on a tail shape and a multi-wave shape; grouped wgrad ignoring NaN in the rows no expert owns;
 // accumulate=true (TMA reduce-adds and direct stores); repeat runs of one plan bitwise equal; wgrad with
 // no rows writes zeros (accumulating: leaves dW as it was); mode quantized wgrad of two FP8 1x128
-// column-wise copies. Skips without a device or on anything but sm_90.
+// column-wise copies, and mode quantized dgrad through W's transposed copy. Skips without a device or on anything but sm_90.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -299,6 +299,45 @@ TEST(BackwardGpu, QuantizedWgrad) {
   for (const char* out : {"f32", "bf16"})
     expect_passes(std::string("gemm a=e4m3:block1x128 b=e4m3:block1x128 out=") + out + " pass=wgrad accumulate=true",
                   512, 1000, 712);
+}
+
+// Mode quantized dgrad: FP8 dY (1x128 blocks along N, per token, per tensor) times W through its transposed
+// copy (128x128 block scales f32 or E8M0, or a tensor scale), against the reference GEMM of dY and a Wᵀ
+// transposed on the host. Dense and grouped (offsets with empty and one-row experts, masked), M from 1,
+// output tiles past K (block scales: K % 128 == 0), K and N tails for tensor scales (multiples of 16), default and pinned configs (split-K,
+// clusters, TMA stores, one and two consumer warpgroups), accumulate=true.
+TEST(BackwardGpu, QuantizedDgrad) {
+  KILN_REQUIRE_SM90();
+  const Shape block_shapes[] = {{1, 128, 128}, {77, 384, 256}, {513, 1024, 640}, {4096, 2048, 1024}};
+  for (const char* ab : {"a=e4m3:block1x128 b=e4m3:block128x128", "a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0",
+                         "a=e5m2:block1x128 b=e4m3:block128x128"})
+    for (const char* out : {"bf16", "f32"})
+      for (const Shape& sh : block_shapes)
+        expect_passes(std::string("gemm ") + ab + " out=" + out + " pass=dgrad", sh.m, sh.n, sh.k);
+  for (const char* ab : {"a=e4m3:tensor b=e4m3:tensor", "a=e5m2:m b=e4m3:tensor"})
+    for (const Shape& sh : {Shape{1, 64, 64}, Shape{77, 400, 208}, Shape{2048, 4096, 1024}})
+      expect_passes(std::string("gemm ") + ab + " out=bf16 pass=dgrad", sh.m, sh.n, sh.k);
+  const std::string offsets = "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad";
+  expect_passes(offsets, 1000, 512, 1024);
+  expect_passes(offsets, 300, 256, 384, nullptr, {0, 1, 0, 150, 1, 0, 148, 0});
+  expect_passes("grouped_gemm[experts=4,layout=masked] a=e4m3:tensor b=e4m3:tensor out=f32 pass=dgrad", 200, 512, 272);
+  expect_passes("grouped_gemm[experts=4,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16 pass=dgrad",
+                64, 1024, 512, nullptr, {64, 0, 1, 33});
+  const std::string spec = "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad";
+  for (const char* name : {"bm128_bn128_bk128_s6_w8x1_g8", "bm128_bn256_bk128_s3_w8x1_g8_c2_t", "bm64_bn128_bk128_s8_w4x1_g8",
+                           "bm64_bn64_bk128_s8_w4x1_g8_k4", "bm128_bn128_bk256_s2_w8x1_g8_c2_t"}) {
+    const TileConfig c = *config_from_name(name);
+    const Status ok = check_config(spec_of(spec), kSm90a, c);
+    if (!ok.ok()) {
+      ADD_FAILURE() << name << " refused: " << ok.to_string();
+      continue;
+    }
+    expect_passes(spec, 384, 1024, 640, &c);
+    expect_passes(spec, 2048, 2048, 1024, &c);
+  }
+  for (const char* out : {"f32", "bf16"})
+    expect_passes(std::string("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=") + out + " pass=dgrad accumulate=true",
+                  512, 1024, 640);
 }
 
 TEST(BackwardGpu, WgradOfNoRowsWritesZeros) {

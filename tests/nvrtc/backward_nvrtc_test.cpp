@@ -190,6 +190,37 @@ TEST(BackwardNvrtcTest, QuantizedWgradKernelsCompileWithoutSpills) {
   compile_all_clean(jobs);
 }
 
+// Quantized dgrad: the transpose of W (kernels/fp8_transpose.cuh) and the GEMM on dY and Wᵀ at the plan's
+// configs of a large and a small M bucket, dense and grouped, every scale pairing the family takes.
+TEST(BackwardNvrtcTest, QuantizedDgradKernelsCompileWithoutSpills) {
+  const Arch a = h200();
+  std::vector<Job> jobs;
+  const char* const specs[] = {
+      "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad",
+      "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32 pass=dgrad accumulate=true",
+      "gemm a=e5m2:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad",
+      "gemm a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad",
+      "gemm a=e5m2:m b=e4m3:tensor out=f32 pass=dgrad",
+      "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad",
+      "grouped_gemm[experts=4,layout=masked] a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad",
+  };
+  for (const char* text : specs) {
+    const KernelSpec s = spec_of(text);
+    auto p = make_plan(s, kSizes, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    std::vector<TileConfig> cfgs;
+    for (int64_t m : {int64_t{8192}, int64_t{8}}) {
+      EXPECT_EQ(p->families[bucket_index(m)], KernelFamily::kSm90Gemm) << text;
+      cfgs.push_back(p->configs[bucket_index(m)]);
+    }
+    cfgs.erase(std::unique(cfgs.begin(), cfgs.end()), cfgs.end());
+    for (const TileConfig& c : cfgs)
+      jobs.push_back({s, KernelFamily::kSm90Gemm, c, std::string(text) + " " + c.to_string()});
+  }
+  jobs.push_back({spec_of(specs[0]), KernelFamily::kFp8Transpose, TileConfig{}, "fp8_transpose"});
+  compile_all_clean(jobs);
+}
+
 // The portable backward kernel (kernels/sm80_backward.cuh) for sm_80 and sm_90a: high_precision, grouped
 // wgrad and mode dequantized, at the default configs of a large and a small M bucket, and the reference
 // kernel of each dequantized spec.

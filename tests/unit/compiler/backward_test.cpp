@@ -365,23 +365,104 @@ TEST(BackwardPlanTest, QuantizedWgradPlansOnSm90a) {
   EXPECT_THAT(why("bm192_bn128_bk128_s4_w12x1_g8"), HasSubstr("1 or 2 consumer warpgroups"));
   EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s6_w8x1_g8")).ok());
   EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s4_w4x2_g8")).ok());
-  // Grouped, other archs, other quantized pairings and dgrad: refused, naming what runs.
+  // Grouped, other archs and other quantized pairings (a per-channel W for dgrad): refused, naming what runs.
   for (const char* text : {"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
                            "gemm a=e4m3:tensor b=e4m3:tensor out=f32 pass=wgrad",
-                           "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad"}) {
+                           "gemm a=e4m3:block1x128 b=e4m3:n out=bf16 pass=dgrad"}) {
     auto f = select_family(spec_of(text), a);
     ASSERT_FALSE(f.ok()) << text;
     EXPECT_EQ(f.status().code(), StatusCode::kUnsupported) << text;
-    EXPECT_THAT(f.status().message(), HasSubstr("mode quantized runs dense pass=wgrad")) << text;
+    EXPECT_THAT(f.status().message(), HasSubstr("mode quantized runs on sm_90a: dense pass=wgrad")) << text;
+    EXPECT_THAT(f.status().message(), HasSubstr("pass=dgrad with a=e4m3|e5m2:tensor|m|block1x128")) << text;
   }
   auto f90 = select_family(q, arch_of("sm_90"));
   ASSERT_FALSE(f90.ok());
   EXPECT_THAT(f90.status().message(), HasSubstr("on sm_90a"));
 }
 
+// Quantized dgrad: the forward's FP8 kernel on dY and W's transposed copy, which the plan records (its
+// workspace bytes and the transpose's grid); W scaled per tensor or in 128x128 blocks, dense and grouped.
+TEST(BackwardPlanTest, QuantizedDgradPlansOnSm90aThroughWsTransposedCopy) {
+  const Arch a = h200();
+  const ProblemSizes sz{4096, 7168, 2048};  // M, N, K
+  const KernelSpec q = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad");
+  EXPECT_TRUE(dgrad_reads_transposed_w(q));
+  const GemmView v = gemm_view(q, sz);
+  EXPECT_EQ(v.m, 4096);
+  EXPECT_EQ(v.n, 2048);
+  EXPECT_EQ(v.k, 7168);
+  EXPECT_FALSE(v.a_mn_major);
+  EXPECT_FALSE(v.b_mn_major);  // Wᵀ [K, N] is K-major for the kernel
+  const PassShapes sh = pass_shapes(q, sz);  // the caller's tensors are the forward's
+  EXPECT_EQ(sh.b.rows, 7168);
+  EXPECT_EQ(sh.b.cols, 2048);
+  EXPECT_FALSE(dgrad_reads_transposed_w(spec_of("gemm a=bf16 b=e4m3:block128x128 out=bf16 pass=dgrad")));
+  EXPECT_FALSE(dgrad_reads_transposed_w(spec_of("gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad")));
+
+  for (const char* text : {"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad",
+                           "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=f32 pass=dgrad",
+                           "gemm a=e5m2:block1x128 b=e4m3:block128x128 out=f32 pass=dgrad accumulate=true",
+                           "gemm a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad",
+                           "gemm a=e5m2:m b=e4m3:tensor out=f16 pass=dgrad",
+                           "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad",
+                           "grouped_gemm[experts=4,layout=masked] a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad"}) {
+    const KernelSpec s = spec_of(text);
+    auto f = select_family(s, a);
+    ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm90Gemm) << text;
+    const int64_t experts = s.op == Op::kGroupedGemm ? s.experts : 1;
+    const bool blocks = s.b.scale == ScaleGranularity::kBlock128x128;
+    const int64_t scale_bytes = !blocks ? 0 : s.b.scale_type == ScaleType::kUe8m0 ? 1 : 4;
+    auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    EXPECT_EQ(p->transposed_w.experts, experts) << text;
+    EXPECT_EQ(p->transposed_w.bytes(), experts * 7168 * 2048 + (blocks ? experts * 16 * 56 * scale_bytes + 255 : 0) / 256 * 256)
+        << text;
+    const LaunchShape ls = p->transpose_launch.shape(1);
+    EXPECT_EQ(ls.grid_x, 16u) << text;  // K / 128
+    EXPECT_EQ(ls.grid_y, 56u) << text;  // N / 128
+    EXPECT_EQ(ls.grid_z, static_cast<unsigned>(experts)) << text;
+    EXPECT_EQ(ls.block_x, 256u) << text;
+    for (size_t b = 0; b < kMBuckets.size(); ++b) {
+      // Every bucket on the sm90 family (no portable fallback computes mode quantized).
+      EXPECT_EQ(p->families[b], KernelFamily::kSm90Gemm) << text << " bucket " << b;
+      EXPECT_TRUE(check_config(s, a, p->families[b], p->configs[b]).ok()) << text << " bucket " << b;
+    }
+    auto k = emit_kernel(s, KernelFamily::kSm90Gemm, p->configs[bucket_index(4096)], a);
+    ASSERT_TRUE(k.ok()) << text << ": " << k.status().to_string();
+    EXPECT_THAT(k->source, Not(HasSubstr("kTransB"))) << text;
+    auto t = emit_kernel(s, KernelFamily::kFp8Transpose, TileConfig{}, a);
+    ASSERT_TRUE(t.ok()) << text << ": " << t.status().to_string();
+    EXPECT_EQ(t->entry, "kiln_fp8_transpose");
+    EXPECT_THAT(t->source, HasSubstr("kernels/fp8_transpose.cuh"));
+  }
+  // Plans of other passes and modes have no transposed copy.
+  auto hp = make_plan(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), sz, a, PlanOptions{}, nullptr);
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->transposed_w.experts, 0);
+  EXPECT_EQ(hp->transposed_w.bytes(), 0);
+  // dY's 1x128 blocks and W's 128x128 blocks run along N, dgrad's reduction.
+  const Status n_rule = can_implement(q, a, ProblemSizes{0, 7168 + 64, 2048});
+  EXPECT_EQ(n_rule.code(), StatusCode::kInvalidArgument) << n_rule.to_string();
+  EXPECT_THAT(n_rule.message(), AllOf(HasSubstr("N=7232"), HasSubstr("dgrad reduces over N")));
+  EXPECT_TRUE(can_implement(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad"), a,
+                            ProblemSizes{0, 7168 + 64, 2048 + 16})
+                  .ok());
+  // A per-channel W (its scale runs along the reduction) and sm_90 (no wgmma): refused.
+  auto pc = select_family(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), a);
+  ASSERT_FALSE(pc.ok());
+  EXPECT_EQ(pc.status().code(), StatusCode::kUnsupported);
+  auto s90 = select_family(q, arch_of("sm_90"));
+  ASSERT_FALSE(s90.ok());
+  EXPECT_THAT(s90.status().message(), HasSubstr("on sm_90a"));
+  // The transpose family takes FP8 weights only.
+  auto bad = emit_kernel(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), KernelFamily::kFp8Transpose, TileConfig{}, a);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("b=bf16"));
+}
+
 TEST(BackwardPlanTest, RefusesWithTheReason) {
-  EXPECT_THAT(unsupported_reason("gemm a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad"),
-              HasSubstr("mode quantized"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), HasSubstr("mode quantized"));
   EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=mxfp4 out=bf16 pass=wgrad"), HasSubstr("mode quantized"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad epilogue=\"out = silu(acc)\""),
               HasSubstr("plain GEMM"));
