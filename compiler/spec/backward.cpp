@@ -19,9 +19,18 @@ StatusOr<BackwardSpecs> derive_backward(const KernelSpec& fprop, const BackwardO
     return InvalidArgument(head + "grad=" + format_name(o.grad) + "; gradients dY and dX are bf16 or f16");
   if (!format_is_high_precision(o.wgrad_out))
     return InvalidArgument(head + "wgrad_out=" + format_name(o.wgrad_out) + "; dW is written in bf16, f16 or f32");
-  if (o.mode == BackwardMode::kQuantized)
-    return Unsupported(head + "mode quantized (dY, W and X re-quantized along each reduction by the quantizers) is "
-                              "not derived; use high_precision or dequantized");
+  // Mode quantized: FP8 forwards whose W scales transpose exactly (128x128 blocks, or a tensor scale), so
+  // dgrad reads the forward's W; dY is quantized to e4m3 like the forward's X (1x128 blocks along N, or a
+  // tensor scale), and wgrad reads the column-wise copies of dY and X in the forward's X granularity.
+  const bool fp8_pair = format_is_fp8(fprop.a.format) && format_is_fp8(fprop.b.format);
+  const bool blocks = fp8_pair && fprop.a.scale == ScaleGranularity::kBlock1x128 &&
+                      fprop.b.scale == ScaleGranularity::kBlock128x128;
+  const bool tensors = fp8_pair && fprop.a.scale == ScaleGranularity::kTensor && fprop.b.scale == ScaleGranularity::kTensor;
+  if (o.mode == BackwardMode::kQuantized && !blocks && !tensors)
+    return Unsupported(head + "mode quantized is derived for FP8 forwards with a=e4m3|e5m2:block1x128 "
+                              "b=e4m3|e5m2:block128x128 or per-tensor scales on both (their W transposes exactly); "
+                              "other formats need W's copy quantized along N, which is not derived: use "
+                              "high_precision or dequantized");
   const OperandSpec g = with_implied_scales(OperandSpec{o.grad, ScaleGranularity::kNone, ScaleType::kNone});
   const OperandSpec dw = with_implied_scales(OperandSpec{o.wgrad_out, ScaleGranularity::kNone, ScaleType::kNone});
   // Same problem structure.
@@ -41,6 +50,12 @@ StatusOr<BackwardSpecs> derive_backward(const KernelSpec& fprop, const BackwardO
   if (o.mode == BackwardMode::kHighPrecision) {
     r.dgrad.b = g;
     r.wgrad.b = g;
+  } else if (o.mode == BackwardMode::kQuantized) {
+    const OperandSpec dy{Format::kE4m3, fprop.a.scale, fprop.a.scale_type};
+    r.dgrad.a = dy;
+    r.dgrad.b = fprop.b;
+    r.wgrad.a = dy;
+    r.wgrad.b = fprop.a;
   } else {  // dequantized: the forward's stored operands
     r.dgrad.b = fprop.b;
     r.wgrad.b = fprop.a;

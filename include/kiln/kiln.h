@@ -146,7 +146,8 @@ kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* w
 /* Parses and validates spec, writing its canonical text into buf (NUL-terminated). */
 kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size, size_t* needed);
 /* The canonical text of one backward spec of the forward spec fprop_spec (docs/backward.md): pass "dgrad" or
- * "wgrad", mode "high_precision" or "dequantized" (NULL: high_precision); gradients bf16, dW f32. */
+ * "wgrad", mode "high_precision", "dequantized" or "quantized" (NULL: high_precision); gradients bf16 (mode
+ * quantized: dY e4m3 in the forward X's scaling, dX bf16), dW f32. */
 kiln_status kiln_derive_backward(const char* fprop_spec, const char* mode, const char* pass, char* buf,
                                  size_t buf_size, size_t* needed);
 /* The same with the gradient formats chosen: options->grad names dY's and dX's format ("bf16" or "f16";
@@ -155,7 +156,7 @@ kiln_status kiln_derive_backward(const char* fprop_spec, const char* mode, const
 typedef struct kiln_backward_options {
   size_t struct_size;     /* sizeof(kiln_backward_options) */
   const char* mode;       /* "high_precision" (NULL), "dequantized" or "quantized" */
-  const char* grad;       /* dY and dX: "bf16" (NULL) or "f16" */
+  const char* grad;       /* dY and dX: "bf16" (NULL) or "f16"; mode quantized: dX only (dY is e4m3) */
   const char* wgrad_out;  /* dW: "f32" (NULL), "bf16" or "f16" */
 } kiln_backward_options;
 kiln_status kiln_derive_backward_with(const char* fprop_spec, const kiln_backward_options* options,

@@ -151,6 +151,8 @@ StatusOr<BackwardMode> backward_mode(const KernelSpec& spec);
 // dX is written in `grad`, dW in `wgrad_out` (bf16, f16 or f32). Mode quantized (column-wise copies made by
 // the quantizers) and specs with an epilogue or gate_up are UNSUPPORTED here; a derived spec may itself have
 // no kernel on a given arch (the planner says why).
+// grad: dY's and dX's format (bf16 or f16); in mode quantized dX's only: dY is e4m3 with the forward X's
+// scaling (1x128 blocks or a tensor scale), derived for FP8 forwards whose W transposes exactly.
 struct BackwardOptions {
   BackwardMode mode = BackwardMode::kHighPrecision;
   Format grad = Format::kBf16;

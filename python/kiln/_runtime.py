@@ -24,9 +24,9 @@ def canonicalize(spec: str) -> str:
 
 
 def derive_backward(spec: str, mode: str = "high_precision", grad: str = "bf16", wgrad_out: str = "f32") -> tuple:
-    """The (dgrad, wgrad) specs of a forward GEMM spec in mode "high_precision" or "dequantized"
-    (docs/backward.md), as canonical texts: dY and dX in grad ("bf16" or "f16"), dW in wgrad_out
-    ("f32", "bf16" or "f16")."""
+    """The (dgrad, wgrad) specs of a forward GEMM spec in mode "high_precision", "dequantized" or
+    "quantized" (docs/backward.md), as canonical texts: dY and dX in grad ("bf16" or "f16"; mode quantized:
+    dX only, dY is e4m3), dW in wgrad_out ("f32", "bf16" or "f16")."""
     lib = _lib.lib()
     if (grad, wgrad_out) == ("bf16", "f32"):
         return tuple(

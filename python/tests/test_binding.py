@@ -40,6 +40,10 @@ def test_derive_backward_gives_both_passes():
     with pytest.raises(kiln.KilnError) as info:
         kiln.derive_backward("gemm a=bf16 b=bf16 out=bf16", "quantized")
     assert info.value.status == kiln.Status.UNSUPPORTED
+    # FP8 blocks: dY in e4m3 1x128 blocks, W as the forward holds it, wgrad on the column-wise copies.
+    dgrad, wgrad = kiln.derive_backward("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", "quantized")
+    assert dgrad == "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad"
+    assert wgrad == "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad"
 
 
 def test_derive_backward_takes_the_gradient_formats():

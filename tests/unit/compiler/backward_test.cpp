@@ -757,11 +757,42 @@ TEST(DeriveBackwardTest, DequantizedReadsTheForwardsStoredOperands) {
   EXPECT_EQ(print_spec(row->wgrad), "gemm a=bf16 b=e4m3:m out=f32 pass=wgrad");
 }
 
-TEST(DeriveBackwardTest, RefusesWhatItDoesNotDerive) {
+// Mode quantized: FP8 forwards whose W transposes exactly. dgrad reads the forward's W with dY in e4m3 at
+// the forward X's granularity; wgrad the column-wise copies (1x128 along the tokens).
+TEST(DeriveBackwardTest, QuantizedFp8BlocksAndTensorScales) {
   BackwardOptions q;
   q.mode = BackwardMode::kQuantized;
-  EXPECT_EQ(derive_backward(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), q).status().code(),
-            StatusCode::kUnsupported);
+  auto b = derive_backward(spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16"), q);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(print_spec(b->dgrad), "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad");
+  EXPECT_EQ(print_spec(b->wgrad), "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad");
+  for (const KernelSpec* s : {&b->dgrad, &b->wgrad}) {
+    EXPECT_EQ(backward_mode(*s).value(), BackwardMode::kQuantized);
+    auto f = select_family(*s, arch_of("sm_90a"));
+    ASSERT_TRUE(f.ok()) << print_spec(*s) << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm90Gemm);
+  }
+  auto g = derive_backward(
+      spec_of("grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16"), q);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(print_spec(g->dgrad),
+            "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16 pass=dgrad");
+  EXPECT_TRUE(select_family(g->dgrad, arch_of("sm_90a")).ok());
+  // Grouped quantized wgrad is a valid spec without a kernel: planning says so.
+  EXPECT_EQ(select_family(g->wgrad, arch_of("sm_90a")).status().code(), StatusCode::kUnsupported);
+  auto t = derive_backward(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), q);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(print_spec(t->dgrad), "gemm a=e4m3 b=e4m3 out=bf16 pass=dgrad");  // tensor scales are implied
+  EXPECT_EQ(print_spec(t->wgrad), "gemm a=e4m3 b=e4m3 out=f32 pass=wgrad");
+  // W per channel (its scale runs along dgrad's reduction), MXFP8, a bf16 X: refused with the reason.
+  for (const char* fwd : {"gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=bf16 b=mxfp4 out=bf16"}) {
+    auto r = derive_backward(spec_of(fwd), q);
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << fwd;
+    EXPECT_THAT(r.status().message(), HasSubstr("block128x128")) << fwd;
+  }
+}
+
+TEST(DeriveBackwardTest, RefusesWhatItDoesNotDerive) {
   auto ep = derive_backward(spec_of("gemm a=bf16 b=bf16 out=bf16 epilogue=\"out = silu(acc)\""));
   EXPECT_EQ(ep.status().code(), StatusCode::kUnsupported);
   EXPECT_THAT(ep.status().message(), HasSubstr("epilogue"));
