@@ -118,10 +118,12 @@ void kiln_plan_destroy(kiln_plan plan);
 kiln_status kiln_plan_prepare(kiln_plan plan);
 /* Compiles (or finds in the kernel cache) the kernel run() uses for m rows (m >= 1) without loading
  * it: no GPU needed (fill a cache on a build machine; check that a spec compiles). MXFP8 plans with a
- * pre-pass for m (kiln_plan_mx_prepass_workspace_size > 0): its two kernels too. */
+ * pre-pass for m (kiln_plan_mx_prepass_workspace_size > 0): its two kernels too; a quantized dgrad: the
+ * transpose of W it launches first. */
 kiln_status kiln_plan_compile(kiln_plan plan, int64_t m);
 /* Bytes of workspace run() needs for m rows: 0 except for sm90 split-K configs (small M, few tiles),
- * which keep per-tile counters (a fixed first 1 MiB) and partial sums there. With workspace == NULL
+ * which keep per-tile counters (a fixed first 1 MiB) and partial sums there, and a quantized dgrad, which
+ * writes W's transposed copy after them (N K bytes and its scales, docs/backward.md). With workspace == NULL
  * run() uses one the plan owns (allocated zero-filled on first use, or by kiln_plan_prepare before graph
  * capture). A caller's workspace must be zero-filled before its first use; every completed run leaves
  * its counters (the first 1 MiB) zero again, the rest is scratch. Runs of ONE plan on several streams at

@@ -87,6 +87,8 @@ class Plan {
   // The family of the kernel run() uses for m rows: family(), or the portable family for the buckets
   // where it measured faster (grouped FP8 at a few rows per expert on sm_90a).
   KernelFamily family_for(int64_t m) const;
+  // Device workspace run() needs for m rows: split-K's counters and partials, and a quantized dgrad's
+  // transposed W (kiln.h kiln_plan_workspace_size); 0 for most plans.
   size_t workspace_bytes(int64_t m) const;
   // MXFP8 at large M (runtime/mx_prepass.hpp): the workspace bytes with which run() converts X and W to
   // bf16 first and runs the bf16 kernel (faster at large M; 1 MiB + 2 (M + N) K bytes, grouped 2 (M + E N)

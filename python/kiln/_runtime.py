@@ -207,8 +207,8 @@ class Plan:
         torch.cuda.Stream or an int CUstream). Allocates out in the spec's output dtype when it is
         None (shape: a's with the last dimension N). Returns out. Nothing synchronizes.
         workspace: a device tensor of at least workspace_size(M) bytes, zero-filled before its first use
-            (only sm90 split-K configs need one; None: the plan's own, fine unless this plan runs on
-            several streams at once). MXFP8 plans: a workspace of at least mx_prepass_workspace_size(M)
+            (sm90 split-K configs and quantized dgrad, which writes W's transposed copy there; None: the
+            plan's own, fine unless this plan runs on several streams at once). MXFP8 plans: a workspace of at least mx_prepass_workspace_size(M)
             bytes makes the run convert X and W to bf16 first and run the bf16 kernel (no zero fill).
 
         Quantized operands and scales are passed as the spec describes them (packed FP4 weights as
