@@ -81,8 +81,9 @@ RECIPES = {
 
 # Recipes of the training design that kiln does not run yet, with what is missing.
 _NOT_YET = {
-    "fp8_tensor": "trainable FP8 weights (per-tensor current scaling) need the fused row + column quantize pass",
-    "fp8_block": "trainable FP8 weights (1x128 / 128x128 blocks) need the fused row + column quantize pass",
+    "fp8_tensor": "trainable FP8 weights (per-tensor current scaling) need a per-tensor quantized wgrad kernel",
+    "fp8_block": "trainable FP8 weights (1x128 / 128x128 blocks): the quantized dgrad and dense wgrad kernels "
+                 "exist (docs/backward.md), the layer that quantizes X, W and dY around them does not",
     "mxfp8": "trainable MXFP8 weights need the fused row + column quantize pass",
     "nvfp4": "trainable NVFP4 weights need the fused row + column quantize pass",
 }
