@@ -7,8 +7,9 @@
 // did. The runtime writes it into the plan's workspace before the GEMM (runtime/dgrad_transpose.cpp).
 //
 // Work: one CTA of 256 threads per 128 x 128 tile of W (grid: K/128 x N/128 x experts; one scale block).
-//   1. Each thread loads four 16-byte pieces of W's rows (8 lanes cover one row's 128 bytes, coalesced)
-//      into a 128 x 128-byte shared tile, the 16-byte groups of row r XOR-swizzled by 4 * (r / 16) words.
+//   1. Each thread loads four 16-byte pieces of W's rows (8 lanes cover one row's 128 bytes, coalesced;
+//      the four loads in flight together) into a 128 x 128-byte shared tile, the 16-byte groups of row r
+//      XOR-swizzled by 4 * (r / 16) words.
 //   2. Each thread owns 4 output rows (word w of the tile: K columns 4w .. 4w + 3) by 16 N (rows
 //      16 s .. 16 s + 15). It reads those 16 words (one per tile row: with the swizzle, the 32 lanes of
 //      a warp hit 32 different banks), transposes four 4 x 4 byte blocks with prmt, and stores four
@@ -59,15 +60,20 @@ __device__ __forceinline__ void fp8_transpose(const TransposeParams& p) {
   const u32 base = smem_u32(tile);
   const int t = threadIdx.x;
 
-  // 1. Load: piece q of row r (r = t / 8 + 32 i, q = t % 8).
+  // 1. Load: piece q of row r (r = t / 8 + 32 i, q = t % 8); all four loads in flight before any store.
+  const int q = t % 8;
+  const bool col_ok = k0 + 16 * q < p.cols;
+  u32 piece[4][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const int r = t / 8 + 32 * i, q = t % 8;
-    if (n0 + r < p.rows && k0 + 16 * q < p.cols) {
-      u32 w[4];
-      ldg_v4(w, src + (n0 + r) * p.ld_src + k0 + 16 * q);
-      sts_128(base + transpose_smem_offset(r, 4 * q), w[0], w[1], w[2], w[3]);
-    }
+    const int r = t / 8 + 32 * i;
+    if (col_ok && n0 + r < p.rows) ldg_v4(piece[i], src + (n0 + r) * p.ld_src + k0 + 16 * q);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = t / 8 + 32 * i;
+    if (col_ok && n0 + r < p.rows) sts_128(base + transpose_smem_offset(r, 4 * q), piece[i][0], piece[i][1], piece[i][2],
+                                             piece[i][3]);
   }
   // The block's scale moves to its transposed place.
   if (p.scale_bytes != 0 && t == 0) {
