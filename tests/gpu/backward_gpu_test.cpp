@@ -340,6 +340,49 @@ TEST(BackwardGpu, QuantizedDgrad) {
                   512, 1024, 640);
 }
 
+// Quantized dgrad with the caller's workspace: Plan::workspace_bytes(m) holds W's transposed copy (plus
+// split-K's share at small M); a run with exactly that many bytes gives the same dX, bitwise, as a run on
+// the plan's own workspace; one byte less is INVALID_ARGUMENT naming the size, and nothing is written.
+TEST(BackwardGpu, QuantizedDgradWithTheCallersWorkspace) {
+  KILN_REQUIRE_SM90();
+  const KernelSpec s = spec_of("gemm a=e4m3:block1x128 b=e4m3:block128x128 out=f32 pass=dgrad");
+  ScopedContext ctx;
+  ASSERT_TRUE(ctx.enter(*Driver::get(), 0).ok());
+  for (const int64_t m : {int64_t{8}, int64_t{1000}}) {
+    const int64_t n = 1024, k = 640;
+    auto plan = runtime().plan(s, {m, n, k});
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    const size_t need = plan->workspace_bytes(m);
+    EXPECT_GE(need, static_cast<size_t>(n * k + (n / 128) * (k / 128) * 4)) << m;
+    uint64_t seed = 11 + m;
+    auto h = random_operands(s, m, n, k, {}, seed);
+    ASSERT_TRUE(h.ok()) << h.status().to_string();
+    auto dev = DeviceOperands::upload(*h);
+    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+    auto ws = DeviceBuffer::alloc(need);
+    ASSERT_TRUE(ws.ok()) << ws.status().to_string();
+    ASSERT_TRUE(ws->fill_bytes(0).ok());
+    std::vector<std::vector<uint8_t>> outs;
+    for (void* w : {static_cast<void*>(nullptr), ws->data()}) {
+      ASSERT_TRUE(dev->out().fill_bytes(0xFF).ok());
+      Status st = plan->run(dev->operands(), w, w ? need : 0, nullptr);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      ASSERT_TRUE(Driver::get().value()->check(Driver::get().value()->cuCtxSynchronize(), "sync").ok());
+      std::vector<uint8_t> o(h->out.bytes.size());
+      ASSERT_TRUE(dev->out().download(o.data(), o.size()).ok());
+      outs.push_back(std::move(o));
+    }
+    EXPECT_EQ(outs[0], outs[1]) << "m=" << m;
+    ASSERT_TRUE(dev->out().fill_bytes(0xFF).ok());
+    Status small = plan->run(dev->operands(), ws->data(), need - 1, nullptr);
+    EXPECT_EQ(small.code(), StatusCode::kInvalidArgument) << small.to_string();
+    EXPECT_NE(small.message().find(std::to_string(need)), std::string::npos) << small.message();
+    std::vector<uint8_t> o(h->out.bytes.size());
+    ASSERT_TRUE(dev->out().download(o.data(), o.size()).ok());
+    EXPECT_EQ(o, std::vector<uint8_t>(o.size(), 0xFF)) << "m=" << m << ": a refused run wrote dX";
+  }
+}
+
 TEST(BackwardGpu, WgradOfNoRowsWritesZeros) {
   KILN_REQUIRE_SM90();
   expect_wgrad_of_no_rows(false);
