@@ -45,7 +45,6 @@ Status dgrad_transpose_run(const PlanImpl& p, const CheckedOperands& c, void* re
   tp.cols = l.k;
   tp.ld_src = c.ldb;
   tp.src_expert = grouped ? c.b_expert_stride : 0;
-  tp.experts = static_cast<int>(l.experts);
   tp.scale_bytes = l.scale_bytes;
   if (l.scale_bytes > 0) {
     tp.src_scale = c.b_scale;
@@ -53,7 +52,7 @@ Status dgrad_transpose_run(const PlanImpl& p, const CheckedOperands& c, void* re
     tp.lds_src = c.lds_b;
     tp.src_scale_expert = grouped ? c.b_scale_expert_stride : 0;
   }
-  const LaunchShape ls = p.transpose_launch.shape(c.m);
+  const LaunchShape ls = l.shape();
   void* args[] = {&tp};
   KILN_RETURN_IF_ERROR(launch_kernel(d, reinterpret_cast<CUfunction>(k->kernel), ls, stream, args, /*pdl=*/true,
                                      "cuLaunchKernelEx(fp8_transpose)"));
@@ -62,10 +61,9 @@ Status dgrad_transpose_run(const PlanImpl& p, const CheckedOperands& c, void* re
   gp.ldb = l.n;
   gp.b_expert_stride = grouped ? l.n * l.k : 0;
   if (l.scale_bytes > 0) {
-    const int64_t snb = (l.n + 127) / 128, skb = (l.k + 127) / 128;
     gp.b_scale = reinterpret_cast<const float*>(scales);
-    gp.lds_b = snb;
-    gp.b_scale_expert_stride = grouped ? snb * skb : 0;
+    gp.lds_b = l.n_blocks();
+    gp.b_scale_expert_stride = grouped ? l.n_blocks() * l.k_blocks() : 0;
   }
   return Status::Ok();
 }

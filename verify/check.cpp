@@ -185,14 +185,11 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     const bool transposed_w = dgrad_reads_transposed_w(spec);
     std::optional<DeviceOperands> dev_t;
     ProblemSizes ref_sizes = plan.sizes();
-    int64_t ref_n = n, ref_k = k;
     if (transposed_w) {
       ref_spec.pass = Pass::kFprop;
       KILN_ASSIGN_OR_RETURN(DeviceOperands t, DeviceOperands::upload(transposed_w_operands(spec, h, n, k)));
       dev_t.emplace(std::move(t));
       ref_sizes = ProblemSizes{plan.sizes().m, k, n};
-      ref_n = k;
-      ref_k = n;
     }
     DeviceOperands& ref_dev = dev_t ? *dev_t : dev;
     ref_spec.epilogue.clear();
@@ -221,7 +218,7 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     KILN_ASSIGN_OR_RETURN(CheckedOperands c,
                           check_operands(ref_spec, ref_sizes, ref_dev.operands_with_out(&tref, /*with_epilogue=*/false)));
     kiln_dev::GemmParams gp = gemm_params(c, ref_sizes);
-    LaunchShape ls = launch_shape(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, {rows, ref_n, ref_k});
+    LaunchShape ls = launch_shape(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, {rows, ref_sizes.n, ref_sizes.k});
     void* args[] = {&gp};
     KILN_RETURN_IF_ERROR(RuntimeAccess::impl(rt)->prepare_on_device(ref, 0));
     KILN_RETURN_IF_ERROR(d->check(d->cuLaunchKernel(reinterpret_cast<CUfunction>(ref->kernel), ls.grid_x, ls.grid_y,

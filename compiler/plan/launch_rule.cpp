@@ -39,15 +39,6 @@ LaunchRule sm90_internal::tile_grid(const TileConfig& cfg, int64_t n) {
 }
 
 LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const TileConfig& cfg, int64_t n, int64_t k) {
-  if (family == KernelFamily::kFp8Transpose) {  // W [E, N, K] -> Wᵀ [E, K, N]: one CTA per 128 x 128 tile
-    LaunchRule r;
-    r.grid = LaunchRule::Grid::kTranspose;
-    r.block_x = 256;  // kiln_dev::kTransposeThreads
-    r.w_rows = std::max<int64_t>(n, 1);
-    r.k = std::max<int64_t>(k, 1);
-    r.experts = spec.op == Op::kGroupedGemm ? std::max(spec.experts, 1) : 1;
-    return r;
-  }
   LaunchRule r = make_gemm_rule(spec, family, cfg, gemm_view(spec, ProblemSizes{0, n, k}), k);
   if (spec.pass == Pass::kWgrad) {
     r.fixed_m = std::max<int64_t>(n, 1);
@@ -109,7 +100,7 @@ LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const Til
       r.tiles_n = ceil_div(n1, kReferenceTile);
       r.block_x = kReferenceTile * kReferenceTile;
       break;
-    case KernelFamily::kFp8Transpose:  // make_launch_rule
+    case KernelFamily::kFp8Transpose:  // no rule: its grid is TransposedWLayout::shape()
       break;
     case KernelFamily::kMxDequant:
       // One thread per 8-element unit of both operands ((M + N) K / 8; grouped W: E x N rows); the runtime

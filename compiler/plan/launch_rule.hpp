@@ -72,7 +72,6 @@ struct LaunchRule {
     kReference,   // 16 x 16 outputs per CTA on a 2-D grid
     kMxDequant,   // one thread per 8 elements of both operands, capped by the runtime at residency
     kPhases,      // quantize family: one launch per phase (phases[0 .. phase_count))
-    kTranspose,   // fp8_transpose: one CTA per 128 x 128 tile of W (K tiles x N tiles x experts)
   };
   Grid grid = Grid::kTiles;
   unsigned block_x = 1;
@@ -94,8 +93,7 @@ struct LaunchRule {
   // warpgroup slab in boxes of out_box_cols columns, 128-byte swizzled or not).
   int box_k = 0, box_b_rows = 0, out_box_rows = 0, out_box_cols = 0;
   bool out_swizzle128() const { return out_box_cols != 16; }  // 16-column boxes go unswizzled
-  // kMxDequant: rows of W converted alongside X (N, grouped E x N), and K. kTranspose: W's N and K (and
-  // `experts`, at least 1).
+  // kMxDequant: rows of W converted alongside X (N, grouped E x N), and K.
   int64_t w_rows = 0, k = 0;
   // kPhases.
   std::array<PhaseRule, 4> phases{};
@@ -152,11 +150,6 @@ struct LaunchRule {
         break;
       }
       case Grid::kPhases: ls = phase_shape(m, main_phase); break;
-      case Grid::kTranspose:
-        ls.grid_x = static_cast<unsigned>(std::min<int64_t>((k + 127) / 128, kLaunchMaxIndex));
-        ls.grid_y = static_cast<unsigned>(std::min<int64_t>((w_rows + 127) / 128, kLaunchMaxGridY));
-        ls.grid_z = static_cast<unsigned>(std::max<int64_t>(experts, 1));
-        break;
     }
     return ls;
   }
@@ -184,11 +177,13 @@ LaunchRule make_launch_rule(const KernelSpec& spec, KernelFamily family, const T
 
 // The MXFP8 pre-pass's workspace layout for m rows of X: the split-K counter region stays untouched,
 // then X's bf16 copy, then W's (grouped: every expert's).
+// Workspace regions start on 256-byte boundaries.
+inline int64_t align256(int64_t v) { return (v + 255) / 256 * 256; }
+
 struct MxPrepassLayout {
   int64_t min_rows = 0;  // no pre-pass below this many rows of X (grouped: per expert on average, times E)
   int64_t n = 0, k = 0, experts = 1;
   bool k_ok = false;     // K % 32 == 0
-  static int64_t align256(int64_t v) { return (v + 255) / 256 * 256; }
   int64_t a_offset() const { return kSm90SplitCounterSlots * 4; }
   int64_t b_offset(int64_t m) const { return a_offset() + align256(m * k * 2); }
   // Bytes of workspace the pre-pass takes for m rows (0: no pre-pass at this m).
@@ -202,18 +197,27 @@ MxPrepassLayout make_mx_prepass_layout(const KernelSpec& spec, int64_t n, int64_
 // A quantized dgrad's transposed copy of W (compiler/plan/gemm_view.hpp dgrad_reads_transposed_w;
 // runtime/dgrad_transpose.hpp) in the workspace, after what the bucket's kernel needs (split-K's counters
 // and partials): the codes Wᵀ [E, K, N], then, for 128 x 128 block scales, their transposed grid
-// [E, K/128, ceil(N/128)]. Per-tensor scales stay where the caller holds them. Its size does not depend
-// on M.
+// [E, K/128, ceil(N/128)]. Per-tensor scales stay where the caller holds them. Its size and the transpose's
+// grid (kernels/fp8_transpose.cuh: one CTA of 256 threads per 128 x 128 tile) do not depend on M.
 struct TransposedWLayout {
   int64_t n = 0, k = 0, experts = 0;  // experts 0: the plan has no transposed copy
   int scale_bytes = 0;                // 4 (f32 blocks), 1 (E8M0 blocks), 0 (tensor scales)
-  static int64_t align256(int64_t v) { return (v + 255) / 256 * 256; }
   // The region's offset in a workspace whose first `own` bytes the bucket's kernel uses.
   static int64_t offset(int64_t own) { return align256(own); }
+  int64_t n_blocks() const { return (n + 127) / 128; }
+  int64_t k_blocks() const { return (k + 127) / 128; }
   int64_t codes_bytes() const { return experts * n * k; }
   int64_t scales_offset() const { return align256(codes_bytes()); }  // from the region's start
-  int64_t scales_bytes() const { return experts * ((k + 127) / 128) * ((n + 127) / 128) * scale_bytes; }
+  int64_t scales_bytes() const { return experts * k_blocks() * n_blocks() * scale_bytes; }
   int64_t bytes() const { return experts == 0 ? 0 : scales_offset() + align256(scales_bytes()); }
+  LaunchShape shape() const {
+    LaunchShape ls;
+    ls.block_x = 256;  // kiln_dev::kTransposeThreads
+    ls.grid_x = static_cast<unsigned>(std::min<int64_t>(k_blocks(), kLaunchMaxIndex));
+    ls.grid_y = static_cast<unsigned>(std::min<int64_t>(n_blocks(), kLaunchMaxGridY));
+    ls.grid_z = static_cast<unsigned>(std::max<int64_t>(experts, 1));
+    return ls;
+  }
 };
 // The layout of spec's copy for the forward's N and K (experts 0 unless dgrad_reads_transposed_w(spec)).
 TransposedWLayout make_transposed_w_layout(const KernelSpec& spec, int64_t n, int64_t k);

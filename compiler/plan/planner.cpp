@@ -105,10 +105,7 @@ StatusOr<PlanRecord> make_plan(const KernelSpec& spec, const ProblemSizes& sizes
     }
   }
   // Quantized dgrad: W's transposed copy, written before every run's GEMM (runtime/dgrad_transpose.hpp).
-  if (dgrad_reads_transposed_w(spec)) {
-    p.transpose_launch = make_launch_rule(spec, KernelFamily::kFp8Transpose, TileConfig{}, sizes.n, sizes.k);
-    p.transposed_w = make_transposed_w_layout(spec, sizes.n, sizes.k);
-  }
+  p.transposed_w = make_transposed_w_layout(spec, sizes.n, sizes.k);
   // ---- 5. Every bucket's launch rule, from its final family and config.
   for (size_t b = 0; b < kMBuckets.size(); ++b)
     p.launch[b] = make_launch_rule(spec, p.families[b], p.configs[b], sizes.n, sizes.k);

@@ -9,7 +9,7 @@
 //      rows per expert: sm90_portable_bucket; dense decode: decode_bucket);
 //   4. MXFP8 plans on sm_90a get their bf16 pre-pass plan (the same problem on bf16 operands, planned by
 //      the same rules) with the conversion kernel's spec, launch rule and workspace layout; quantized dgrad
-//      plans get the launch rule and workspace layout of W's transpose;
+//      plans get the workspace layout and grid of W's transpose;
 //   5. every bucket records its launch rule (grid, split-K slots, workspace) as a function of M.
 // Nothing here touches a GPU, the cache or the tuning store: the planner is pure host code, testable
 // with a fake arch (tests/unit/compiler/planner_test.cpp).
@@ -78,10 +78,9 @@ struct PlanRecord {
   KernelSpec prepass_convert_spec;
   LaunchRule prepass_convert_launch;
   MxPrepassLayout prepass_layout;
-  // Quantized dgrad (compiler/plan/gemm_view.hpp dgrad_reads_transposed_w): the launch rule of W's transpose
-  // (kernels/fp8_transpose.cuh, spec = this spec) and where its copy lies in the workspace (experts 0
-  // where the plan has none).
-  LaunchRule transpose_launch;
+  // Quantized dgrad (compiler/plan/gemm_view.hpp dgrad_reads_transposed_w): where W's transposed copy lies
+  // in the workspace and the grid of its transpose (kernels/fp8_transpose.cuh, spec = this spec); experts 0
+  // where the plan has none.
   TransposedWLayout transposed_w;
 
   const EpilogueProgram* epilogue_program() const { return epilogue ? &*epilogue : nullptr; }

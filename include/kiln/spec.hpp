@@ -148,9 +148,11 @@ StatusOr<BackwardMode> backward_mode(const KernelSpec& spec);
 //   high_precision: dY and the saved high-precision X and W in `grad` (bf16 or f16) on both passes;
 //   dequantized:    dgrad reads the forward's own b (W as stored, any format), wgrad the forward's own a
 //                   (X as stored); dY in `grad`.
-// dX is written in `grad`, dW in `wgrad_out` (bf16, f16 or f32). Mode quantized (column-wise copies made by
-// the quantizers) and specs with an epilogue or gate_up are UNSUPPORTED here; a derived spec may itself have
-// no kernel on a given arch (the planner says why).
+//   quantized:      FP8 forwards whose W transposes exactly (1x128 x 128x128 blocks, or tensor scales):
+//                   dgrad reads the forward's W, wgrad the column-wise copies of dY and X (below).
+// dX is written in `grad`, dW in `wgrad_out` (bf16, f16 or f32). Other forwards in mode quantized (W's copy
+// along N needs its own quantization) and specs with an epilogue or gate_up are UNSUPPORTED here; a derived
+// spec may itself have no kernel on a given arch (the planner says why).
 // grad: dY's and dX's format (bf16 or f16); in mode quantized dX's only: dY is e4m3 with the forward X's
 // scaling (1x128 blocks or a tensor scale), derived for FP8 forwards whose W transposes exactly.
 struct BackwardOptions {

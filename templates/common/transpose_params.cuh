@@ -23,7 +23,6 @@ struct TransposeParams {
   long long ld_src, src_expert;
   long long lds_src, src_scale_expert;
   int scale_bytes;  // 4 (f32), 1 (E8M0), 0 (none)
-  int experts;
 };
 
 }  // namespace kiln_dev

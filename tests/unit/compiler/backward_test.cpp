@@ -418,7 +418,7 @@ TEST(BackwardPlanTest, QuantizedDgradPlansOnSm90aThroughWsTransposedCopy) {
     EXPECT_EQ(p->transposed_w.experts, experts) << text;
     EXPECT_EQ(p->transposed_w.bytes(), experts * 7168 * 2048 + (blocks ? experts * 16 * 56 * scale_bytes + 255 : 0) / 256 * 256)
         << text;
-    const LaunchShape ls = p->transpose_launch.shape(1);
+    const LaunchShape ls = p->transposed_w.shape();
     EXPECT_EQ(ls.grid_x, 16u) << text;  // K / 128
     EXPECT_EQ(ls.grid_y, 56u) << text;  // N / 128
     EXPECT_EQ(ls.grid_z, static_cast<unsigned>(experts)) << text;
