@@ -5,6 +5,10 @@ Each case times forward + backward (CUDA events around the whole step, median of
 steps) and checks the gradients (relative Frobenius error):
   dense bf16    kiln.torch.Linear (recipe bf16, bias) vs torch.nn.functional.linear; dX, dW, db against
                 the anchor's.
+  dense fp8     kiln.torch.Linear (recipe fp8_block: X and dY quantized to 1x128 blocks and along M
+                for wgrad in every step, W to 128x128 blocks once per optimizer step: that quantization is
+                timed apart as w_quant_ms) vs the bf16 step of torch.nn.functional.linear, at the M = 4096
+                shapes of bench/shapes.json; errors of dX and dW against the bf16 step's.
   grouped bf16  kiln.torch.GroupedLinear vs torch._grouped_mm with autograd; dX, dW against the anchor's.
   moe frozen    one gpt-oss-20b MoE block (32 experts, top-4, hidden 2880, intermediate 2880, interleaved
                 gate|up, clamped SwiGLU, biases) with MXFP4 experts kept packed (recipe mxfp4_frozen),
@@ -18,7 +22,7 @@ kiln and the grouped anchor, with the routing (sort by expert) made before the t
 scatter-reduce is a deterministic sum over each token's top-k slots. A last kiln row times
 kiln.torch.MoEExperts, which sorts the routing inside every step.
 
-    KILN_LIBRARY=build/capi/libkiln.so python3 bench/bench_training.py [--cases dense,grouped,moe] [--out DIR]
+    KILN_LIBRARY=build/capi/libkiln.so python3 bench/bench_training.py [--cases dense,fp8,grouped,moe] [--out DIR]
 """
 
 import argparse
@@ -53,16 +57,21 @@ def rel(got, ref):
     return ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
+def step_tensors(layer, m, n, k):
+    """Prepares layer's plans; returns the anchor's copy of its weight, x [m, k] and dY [m, n]."""
+    kt.prepare(layer)
+    w = layer.weight.detach().clone().requires_grad_()
+    x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    return w, x, torch.randn(m, n, device=DEV, dtype=torch.bfloat16)
+
+
 def dense_cases(reps):
     rows = []
     for m, n, k in ((4096, 4096, 4096), (4096, 14336, 4096), (4096, 4096, 14336), (1024, 7168, 7168)):
         torch.manual_seed(0)
         layer = kt.Linear(k, n, recipe="bf16", device=DEV)
-        kt.prepare(layer)
-        w = layer.weight.detach().clone().requires_grad_()
+        w, x, dy = step_tensors(layer, m, n, k)
         b = layer.bias.detach().clone().requires_grad_()
-        x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-        dy = torch.randn(m, n, device=DEV, dtype=torch.bfloat16)
 
         def run_kiln():
             x.grad = None
@@ -85,6 +94,40 @@ def dense_cases(reps):
     return rows
 
 
+def fp8_cases(reps):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.json")) as f:
+        shapes = [s for s in json.load(f)["dense"] if s[0] == 4096]
+    rows = []
+    for m, n, k in shapes:
+        torch.manual_seed(0)
+        layer = kt.Linear(k, n, bias=False, recipe="fp8_block", device=DEV)
+        w, x, dy = step_tensors(layer, m, n, k)
+
+        def run_kiln():
+            x.grad = None
+            layer.weight.grad = None
+            layer(x).backward(dy)
+
+        def run_torch():
+            x.grad = w.grad = None
+            torch.nn.functional.linear(x, w).backward(dy)
+
+        def quantize_w():
+            kt.quantize("quantize a=bf16 out=e4m3:block128x128", layer.weight.detach())
+
+        run_kiln()
+        got = (x.grad.clone(), layer.weight.grad.clone())
+        run_torch()
+        errs = [rel(g, r) for g, r in zip(got, (x.grad, w.grad))]
+        t_kiln, t_torch, t_w = step_ms(run_kiln, reps), step_ms(run_torch, reps), step_ms(quantize_w, reps)
+        rows.append({"case": "dense fp8_block fwd+bwd", "m": m, "n": n, "k": k, "kiln_ms": t_kiln,
+                     "anchor": "torch F.linear bf16", "anchor_ms": t_torch, "speedup": t_torch / t_kiln,
+                     "tflops": 6 * m * n * k / t_kiln / 1e9, "w_quant_ms": t_w, "dx_rel_err": errs[0],
+                     "dw_rel_err": errs[1]})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def grouped_cases(reps):
     rows = []
     for experts, tokens, n, k in ((8, 8192, 4096, 7168), (32, 16384, 5760, 2880), (128, 8192, 1536, 4096)):
@@ -94,10 +137,7 @@ def grouped_cases(reps):
         counts[-1] += tokens - counts.sum()
         offsets = counts.cumsum(0).to(torch.int32).to(DEV)
         layer = kt.GroupedLinear(experts, k, n, bias=False, recipe="bf16", device=DEV)
-        kt.prepare(layer)
-        w = layer.weight.detach().clone().requires_grad_()
-        x = torch.randn(tokens, k, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-        dy = torch.randn(tokens, n, device=DEV, dtype=torch.bfloat16)
+        w, x, dy = step_tensors(layer, tokens, n, k)
 
         def run_kiln():
             x.grad = None
@@ -272,7 +312,7 @@ def expert_of(offsets, rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", default="dense,grouped,moe")
+    ap.add_argument("--cases", default="dense,fp8,grouped,moe")
     ap.add_argument("--tokens", default="256,4096", help="MoE block token counts")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--out", help="directory for rows.json")
@@ -282,6 +322,8 @@ def main():
     cases = args.cases.split(",")
     if "dense" in cases:
         rows += dense_cases(args.reps)
+    if "fp8" in cases:
+        rows += fp8_cases(args.reps)
     if "grouped" in cases:
         rows += grouped_cases(args.reps)
     if "moe" in cases:

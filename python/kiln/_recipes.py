@@ -9,6 +9,9 @@ spec texts, so they can be planned, compiled or tuned like any other (`kiln tune
     specs.forward   # 'grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 epilogue="out = acc + bias[e,n]"'
     specs.dgrad     # 'grouped_gemm[experts=32,layout=offsets] a=bf16 b=mxfp4 out=bf16 pass=dgrad'
     specs.wgrad     # None: a frozen weight has no gradient
+
+    kiln.recipe("fp8_block").specs().dgrad
+    # 'gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad'
 """
 
 from dataclasses import dataclass
@@ -29,15 +32,19 @@ class LayerSpecs:
 
 @dataclass(frozen=True)
 class Recipe:
-    """name: the recipe's name. weight: the format the forward GEMM reads W in ("bf16", "mxfp4",
-    "nvfp4"). frozen: W has no gradient (its packed codes are buffers, not parameters). backward:
-    the backward mode of dgrad ("high_precision" or "dequantized")."""
+    """name: the recipe's name. weight: the format the layer holds W in ("bf16", "mxfp4", "nvfp4").
+    frozen: W has no gradient (its packed codes are buffers, not parameters). backward: the backward
+    mode ("high_precision", "dequantized" or "quantized"). x_format / w_format: for the quantized
+    recipes, the formats the GEMMs read X (and dY) and W in, made by kiln's quantizers from the bf16
+    tensors (W once per optimizer step); empty when the GEMMs read the held tensors."""
 
     name: str
     weight: str
     frozen: bool
     backward: str
     activation: str = "bf16"  # x, dY and dX
+    x_format: str = ""
+    w_format: str = ""
 
     def specs(self, experts: int = 0, bias: bool = False, wgrad_out: str = "f32",
               nvfp4_global: str = "tensor", wgrad_accumulate: bool = False) -> LayerSpecs:
@@ -62,12 +69,18 @@ class Recipe:
         op = f"grouped_gemm[experts={experts},layout=offsets]" if experts else "gemm"
         act = self.activation
         glob = " nvfp4_global=expert" if self.weight == "nvfp4" and nvfp4_global == "expert" else ""
-        plain = f"{op} a={act} b={self.weight} out={act}"
+        if self.x_format:  # quantized: X and dY in x_format (the column-wise copies for wgrad), W in w_format
+            plain = f"{op} a={self.x_format} b={self.w_format} out={act}"
+            wgrad = f"{op} a={self.x_format} b={self.x_format} out={wgrad_out} pass=wgrad"
+        else:
+            plain = f"{op} a={act} b={self.weight} out={act}"
+            wgrad = f"{op} a={act} b={act} out={wgrad_out} pass=wgrad"
+        if self.frozen:
+            wgrad = None
         forward = plain + glob
         if bias:
             forward += f' epilogue="out = acc + bias[{"e,n" if experts else "n"}]"'
         dgrad = f"{plain} pass=dgrad{glob}"
-        wgrad = None if self.frozen else f"{op} a={act} b={act} out={wgrad_out} pass=wgrad"
         if wgrad is not None and wgrad_accumulate:
             wgrad += " accumulate=true"
         return LayerSpecs(forward=forward, dgrad=dgrad, wgrad=wgrad)
@@ -77,13 +90,13 @@ RECIPES = {
     "bf16": Recipe("bf16", weight="bf16", frozen=False, backward="high_precision"),
     "mxfp4_frozen": Recipe("mxfp4_frozen", weight="mxfp4", frozen=True, backward="dequantized"),
     "nvfp4_frozen": Recipe("nvfp4_frozen", weight="nvfp4", frozen=True, backward="dequantized"),
+    "fp8_block": Recipe("fp8_block", weight="bf16", frozen=False, backward="quantized",
+                        x_format="e4m3:block1x128", w_format="e4m3:block128x128"),
 }
 
 # Recipes of the training design that kiln does not run yet, with what is missing.
 _NOT_YET = {
     "fp8_tensor": "trainable FP8 weights (per-tensor current scaling) need a per-tensor quantized wgrad kernel",
-    "fp8_block": "trainable FP8 weights (1x128 / 128x128 blocks): the quantized dgrad and dense wgrad kernels "
-                 "exist (docs/backward.md), the layer that quantizes X, W and dY around them does not",
     "mxfp8": "trainable MXFP8 weights need the fused row + column quantize pass",
     "nvfp4": "trainable NVFP4 weights need the fused row + column quantize pass",
 }

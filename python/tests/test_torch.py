@@ -46,6 +46,40 @@ def test_forward_shapes_through_fake_tensors():
         assert dw.shape == (4, 96, 64) and dw.dtype == torch.float32
 
 
+def test_fp8_block_shapes_through_fake_tensors():
+    with _fake_mode():
+        layer = kt.Linear(256, 384, recipe="fp8_block", device="cuda")
+        x = torch.empty(2, 50, 256, dtype=torch.bfloat16, device="cuda")
+        y = layer(x)
+        assert y.shape == (2, 50, 384) and y.dtype == torch.bfloat16
+        a = torch.empty(200, 256, dtype=torch.bfloat16, device="cuda")
+        codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=e4m3:block1x128", a)
+        assert codes.shape == (200, 256) and codes.dtype == torch.uint8 and scales.shape == (200, 2)
+        codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=e4m3:block1x128 transpose=true", a[:128])
+        assert codes.shape == (256, 128) and scales.shape == (256, 1) and scales.dtype == torch.float32
+        codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=e4m3:block128x128:ue8m0", a)
+        assert codes.shape == (200, 256) and scales.shape == (2, 2) and scales.dtype == torch.uint8
+    with pytest.raises(kiln.KilnError, match="the operator takes"):
+        kt.quantize("quantize a=bf16 out=mxfp8", torch.empty(4, 64, dtype=torch.bfloat16))
+
+
+def test_fp8_block_layers_check_their_sizes():
+    with pytest.raises(kiln.KilnError, match=r"in_features=192 is not a multiple of 128"):
+        kt.Linear(192, 256, recipe="fp8_block")
+    with pytest.raises(kiln.KilnError, match=r"out_features=100 is not a multiple of 8"):
+        kt.Linear(256, 100, recipe="fp8_block")
+    with pytest.raises(kiln.KilnError, match="grouped quantized wgrad") as info:
+        kt.GroupedLinear(4, 256, 256, recipe="fp8_block")
+    assert info.value.status == kiln.Status.UNSUPPORTED
+    with _fake_mode():
+        x = torch.empty(8, 256, dtype=torch.bfloat16, device="cuda")
+        with pytest.raises(kiln.KilnError, match=r"in_features \(the weight's K\) to be a multiple of 128"):
+            kt.linear(x[:, :200], torch.empty(96, 200, dtype=torch.bfloat16, device="cuda"), recipe="fp8_block")
+        # N needs no 128: dgrad pads dY's columns and W's rows with zeros
+        assert kt.linear(x, torch.empty(200, 256, dtype=torch.bfloat16, device="cuda"),
+                         recipe="fp8_block").shape == (8, 200)
+
+
 def test_grouped_bias_grad_sums_each_experts_rows():
     from kiln.torch._functional import _bias_grad
 
@@ -336,6 +370,86 @@ def test_torch_compile_matches_eager():
         step(x.detach())
     ref = 2 * torch.ones(24, 96, dtype=torch.float64, device="cuda").T @ x.detach().double()
     _close(acc.weight.main_grad, ref, tol=1e-5)
+
+
+# ---- fp8_block: FP8 1x128 / 128x128 training ----------------------------------------------------------
+
+
+def _fp8_decode(codes, scales, block_rows, block_cols):
+    """float64 values of FP8 codes with f32 scales, one per block_rows x block_cols block."""
+    vals = codes.view(torch.float8_e4m3fn).double()
+    s = scales.double().repeat_interleave(block_rows, 0).repeat_interleave(block_cols, 1)
+    return vals * s[:vals.shape[0], :vals.shape[1]]
+
+
+@cuda
+@pytest.mark.parametrize("m,n", [(1, 384), (200, 384), (512, 384), (130, 200)])
+def test_fp8_block_linear_computes_on_its_quantized_operands(m, n):
+    # Each of the three GEMMs against float64 products of the FP8 operands kiln's quantizers made (their
+    # bytes are checked against the CPU reference by the quantize gpu tier), and the whole against the
+    # float64 math on the bf16 tensors, whose error is the recipe's (reported on failure).
+    from kiln.torch._functional import quantized_weight
+
+    torch.manual_seed(m)
+    layer = kt.Linear(256, n, recipe="fp8_block", device="cuda")
+    x = torch.randn(m, 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    y = layer(x)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    row = "quantize a=bf16 out=e4m3:block1x128"
+    xq, xs = torch.ops.kiln.quantize(row, x.detach())
+    wq, ws = quantized_weight(layer.recipe, layer.weight)
+    dyq, dys = torch.ops.kiln.quantize(row, torch.nn.functional.pad(dy, (0, -n % 128)))  # N' = N up to 128
+    pad = -m % 128
+    xt, xts = torch.ops.kiln.quantize(row + " transpose=true", torch.nn.functional.pad(x.detach(), (0, 0, 0, pad)))
+    dyt, dyts = torch.ops.kiln.quantize(row + " transpose=true", torch.nn.functional.pad(dy, (0, 0, 0, pad)))
+    w64 = _fp8_decode(wq, ws, 128, 128)  # [N', K], zero rows past N
+    assert wq.shape == (n + (-n % 128), 256) and not w64[n:].any()
+    _close(y, _fp8_decode(xq, xs, 1, 128) @ w64[:n].T + layer.bias.double(), tol=5e-3)
+    _close(x.grad, _fp8_decode(dyq, dys, 1, 128) @ w64, tol=5e-3)
+    _close(layer.weight.grad, _fp8_decode(dyt, dyts, 1, 128) @ _fp8_decode(xt, xts, 1, 128).T, tol=5e-3)
+    _close(layer.bias.grad, dy.double().sum(0), tol=1e-2)
+    assert layer.weight.grad.dtype == torch.bfloat16
+    # The recipe's error against the float64 math on the bf16 tensors: FP8 E4M3 keeps 3 mantissa bits.
+    x64 = x.detach().double().requires_grad_()
+    wt64 = layer.weight.detach().double().requires_grad_()
+    y64 = x64 @ wt64.T + layer.bias.double()
+    y64.backward(dy.double())
+    _close(y, y64, tol=0.08)
+    _close(x.grad, x64.grad, tol=0.08)
+    _close(layer.weight.grad, wt64.grad, tol=0.08)
+
+
+@cuda
+def test_fp8_block_weight_is_quantized_once_per_value():
+    from kiln.torch._functional import quantized_weight
+
+    torch.manual_seed(3)
+    layer = kt.Linear(128, 256, bias=False, recipe="fp8_block", fuse_wgrad_accumulation=True, device="cuda")
+    layer.weight.main_grad = torch.zeros(256, 128, dtype=torch.float32, device="cuda")
+    first = quantized_weight(layer.recipe, layer.weight)
+    xs = [torch.randn(130, 128, dtype=torch.bfloat16, device="cuda") for _ in range(2)]
+    ref = torch.zeros(256, 128, dtype=torch.float64, device="cuda")
+    for x in xs:  # two micro-batches: one quantization of W, dW added into main_grad by the kernel
+        dy = torch.randn(130, 256, dtype=torch.bfloat16, device="cuda")
+        layer(x).backward(dy)
+        ref += dy.double().T @ x.double()
+        assert quantized_weight(layer.recipe, layer.weight) is first
+    assert layer.weight.grad is None
+    _close(layer.weight.main_grad, ref, tol=0.08)
+    with torch.no_grad():
+        layer.weight.mul_(2)  # the optimizer's in-place step moves the version counter
+    again = quantized_weight(layer.recipe, layer.weight)
+    assert again is not first
+    assert torch.equal(again[0], first[0]) and torch.equal(again[1], 2 * first[1])
+
+
+@cuda
+def test_quantize_op_passes_opcheck():
+    a = torch.randn(256, 384, dtype=torch.bfloat16, device="cuda")
+    for spec in ("quantize a=bf16 out=e4m3:block1x128", "quantize a=bf16 out=e4m3:block1x128 transpose=true",
+                 "quantize a=bf16 out=e4m3:block128x128"):
+        torch.library.opcheck(torch.ops.kiln.quantize.default, (spec, a))
 
 
 # ---- MoEExperts: the gpt-oss expert block ------------------------------------------------------------

@@ -11,9 +11,11 @@
     experts = kt.MoEExperts.from_gpt_oss(*checkpoint_tensors, lora_rank=16)  # gpt-oss block, packed
     y = experts(hidden, router_indices, routing_weights)
 
-Recipes (kiln.recipe): "bf16", "mxfp4_frozen", "nvfp4_frozen". The operators torch.ops.kiln.gemm and
-torch.ops.kiln.gemm_into (into an existing output, e.g. dW added into main_grad) have fake
-implementations, so torch.compile traces the layers; call prepare(model) before CUDA-graph capture.
+    fp8 = kt.Linear(7168, 16384, recipe="fp8_block", device="cuda")       # DeepSeek 1x128 / 128x128 FP8
+
+Recipes (kiln.recipe): "bf16", "fp8_block", "mxfp4_frozen", "nvfp4_frozen". The operators
+torch.ops.kiln.gemm, torch.ops.kiln.gemm_into (into an existing output, e.g. dW added into main_grad)
+and torch.ops.kiln.quantize have fake implementations, so torch.compile traces the layers; call prepare(model) before CUDA-graph capture.
 Importing this module imports torch; `import kiln` alone does not.
 """
 
@@ -21,7 +23,7 @@ from .._recipes import RECIPES, LayerSpecs, Recipe, recipe
 from ._functional import grouped_linear, linear
 from ._moe import MoEExperts
 from ._modules import GroupedLinear, Linear, PackedWeight, prepare, quantize_weight
-from ._ops import runtime
+from ._ops import quantize, runtime
 
 __all__ = [
     "RECIPES",
@@ -34,6 +36,7 @@ __all__ = [
     "grouped_linear",
     "linear",
     "prepare",
+    "quantize",
     "quantize_weight",
     "recipe",
     "runtime",

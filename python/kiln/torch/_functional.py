@@ -7,7 +7,7 @@ import torch
 
 from .._errors import KilnError, Status
 from .._recipes import Recipe, recipe as _recipe
-from ._ops import gemm, gemm_into
+from ._ops import gemm, gemm_into, quantize
 
 _TORCH_FORMAT = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 
@@ -29,6 +29,11 @@ def _layer(rec: Recipe, experts: int, bias: bool, wgrad_out: str, nvfp4_global: 
     specs = rec.specs(experts=experts, bias=bias, wgrad_out=wgrad_out, nvfp4_global=nvfp4_global,
                       wgrad_accumulate=wgrad_accumulate)
     return _Layer(specs.forward, specs.dgrad, specs.wgrad, n, k, experts)
+
+
+def format_of(dtype: torch.dtype) -> str:
+    """kiln's name of a torch float dtype ("f32" for any other)."""
+    return _TORCH_FORMAT.get(dtype, "f32")
 
 
 def _fail(message: str):
@@ -99,6 +104,80 @@ class _KilnLinear(torch.autograd.Function):
         return dx, dw, None, None, db, None, None, None
 
 
+def _rows_to_128(t: torch.Tensor) -> torch.Tensor:
+    """t [M, C] with zero rows appended up to a multiple of 128 (the column-wise copy's block along M;
+    zero tokens add nothing to dW)."""
+    pad = -t.shape[0] % 128
+    return torch.nn.functional.pad(t, (0, 0, 0, pad)) if pad else t
+
+
+def _cols_to_128(t: torch.Tensor) -> torch.Tensor:
+    """t [R, C] with zero columns appended up to a multiple of 128 (a 1x128 block along C)."""
+    pad = -t.shape[1] % 128
+    return torch.nn.functional.pad(t, (0, pad)) if pad else t
+
+
+def quantized_weight(rec: Recipe, w: torch.Tensor):
+    """(codes, scales) of the bf16 weight w [N, K] in the recipe's w_format, its rows padded with zeros to
+    a multiple of 128 (codes [N', K]: the blocks dgrad tiles N with; the forward reads the first N rows,
+    whose codes and scales the zero rows do not change). Made once per value of w: cached on the tensor
+    and remade when its version counter moves (the optimizer's in-place update), so the micro-batches of
+    one step share one quantization."""
+    spec = f"quantize a=bf16 out={rec.w_format}"
+    if type(w) not in (torch.Tensor, torch.nn.Parameter) or torch.compiler.is_compiling():
+        return quantize(spec, _rows_to_128(w.detach()))  # traced: no cache on a fake or functional tensor
+    key = (spec, w._version, w.data_ptr())
+    cached = getattr(w, "_kiln_quantized", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    made = quantize(spec, _rows_to_128(w.detach()))
+    w._kiln_quantized = (key, made)
+    return made
+
+
+class _KilnQuantizedLinear(torch.autograd.Function):
+    """A trainable quantized recipe (fp8_block): X, W and dY quantized by kiln's quantizers around the
+    three kiln GEMMs; the column-wise copies of X and dY feed wgrad (docs/training.md)."""
+
+    @staticmethod
+    def forward(ctx, x, w, bias, main_grad, w_codes, w_scales, layer: _Layer, x_format: str):
+        row = f"quantize a=bf16 out={x_format}"
+        x_codes, x_scales = quantize(row, x)
+        y = gemm(layer.forward, layer.n, layer.k, x_codes, w_codes[:layer.n], w_scales, None, None, bias, x_scales)
+        xt = (None, None)
+        if ctx.needs_input_grad[1]:  # X's column-wise copy, [K, M'] with M' = M rounded up to 128
+            xt = quantize(row + " transpose=true", _rows_to_128(x))
+        ctx.layer, ctx.row = layer, row
+        ctx.has_bias = bias is not None
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        ctx.w_dtype = w.dtype
+        ctx.save_for_backward(w_codes, w_scales, xt[0], xt[1], main_grad)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        w_codes, w_scales, xt_codes, xt_scales, main_grad = ctx.saved_tensors
+        layer = ctx.layer
+        dy = dy.contiguous()
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:  # over N' = N rounded up to 128: dY's zero columns meet W's zero rows
+            dy_codes, dy_scales = quantize(ctx.row, _cols_to_128(dy))
+            dx = gemm(layer.dgrad, w_codes.shape[0], layer.k, dy_codes, w_codes, w_scales, None, None, None,
+                      dy_scales)
+        if ctx.needs_input_grad[1]:
+            dyt_codes, dyt_scales = quantize(ctx.row + " transpose=true", _rows_to_128(dy))
+            if main_grad is not None:
+                gemm_into(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, main_grad, xt_scales, None, None,
+                          dyt_scales)
+            else:
+                dw = gemm(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, xt_scales, None, None, None,
+                          dyt_scales)
+                dw = dw if dw.dtype == ctx.w_dtype else dw.to(ctx.w_dtype)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = _bias_grad(dy, None, 0).to(ctx.bias_dtype)
+        return dx, dw, db, None, None, None, None, None
+
+
 def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has_bias: bool, into_main_grad: bool,
              experts: int) -> _Layer:
     """The specs and sizes one call runs, from the weight as it is held: dW added in f32 into main_grad by
@@ -109,6 +188,21 @@ def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has
     per_expert = w_global is not None and experts > 1 and w_global.numel() == experts
     return _layer(rec, experts, has_bias, wgrad_out, "expert" if per_expert else "tensor", int(n), int(k),
                   into_main_grad)
+
+
+def _run_quantized(where, rec, x2d, w, bias, main_grad):
+    n, k = w.shape
+    if k % 128:
+        _fail(f"{where}: recipe {rec.name} needs in_features (the weight's K) to be a multiple of 128, the "
+              f"quantization block of X and W along K; got {k}")
+    if n % 8:
+        _fail(f"{where}: recipe {rec.name} needs out_features (the weight's N) to be a multiple of 8 (16-byte rows "
+              f"of dY's FP8 copies); got {n}")
+    # The wgrad kernel writes dW in the weight's dtype, or adds it into the fp32 main_grad.
+    wgrad_out = "f32" if main_grad is not None else _TORCH_FORMAT.get(w.dtype, "f32")
+    layer = _layer(rec, 0, bias is not None, wgrad_out, "tensor", int(n), int(k), main_grad is not None)
+    w_codes, w_scales = quantized_weight(rec, w)
+    return _KilnQuantizedLinear.apply(x2d, w, bias, main_grad, w_codes, w_scales, layer, rec.x_format)
 
 
 def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts):
@@ -124,6 +218,13 @@ def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, expert
     if main_grad is not None and (main_grad.dtype != torch.float32 or main_grad.shape != w.shape):
         _fail(f"{where}: main_grad must be float32 with the weight's shape {list(w.shape)}, "
               f"got {main_grad.dtype} {list(main_grad.shape)}")
+    if rec.x_format:
+        if experts:
+            raise KilnError(Status.UNSUPPORTED,
+                            f"{where}: recipe {rec.name} on a grouped layer needs a grouped quantized wgrad (FP8 "
+                            "blocks along M that restart at each expert), which kiln does not have; use "
+                            f"kiln.torch.linear per expert or the bf16 recipe")
+        return _run_quantized(where, rec, x2d, w, bias, main_grad)
     layer = layer_of(rec, w, w_global, bias is not None, main_grad is not None, experts)
     return _KilnLinear.apply(x2d, w, w_scale, w_global, bias, offsets, main_grad, layer)
 

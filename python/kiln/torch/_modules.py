@@ -74,6 +74,17 @@ class _KilnLayer(torch.nn.Module):
         self.out_features = out_features
         self.fuse_wgrad_accumulation = fuse_wgrad_accumulation
         lead = (experts,) if experts else ()
+        if self.recipe.x_format:  # a quantized recipe: bf16 master weight, quantized per optimizer step
+            name = type(self).__name__
+            if experts:
+                raise KilnError(Status.UNSUPPORTED,
+                                f"{name}: recipe {self.recipe.name} on a grouped layer needs a grouped quantized "
+                                "wgrad (FP8 blocks along M that restart at each expert), which kiln does not have")
+            for what, size, rule in (("in_features", in_features, 128), ("out_features", out_features, 8)):
+                if size % rule:
+                    raise KilnError(Status.INVALID_ARGUMENT,
+                                    f"{name}: {what}={size} is not a multiple of {rule}, which the recipe "
+                                    f"{self.recipe.name} needs ({'the quantization block along K' if rule == 128 else '16-byte rows of the FP8 copies'})")
         if self.recipe.frozen:
             block = _BLOCK[self.recipe.weight]
             if in_features % block:
@@ -145,7 +156,18 @@ class _KilnLayer(torch.nn.Module):
         return main_grad
 
     def _plans(self):
-        """(spec, n, k) of every plan this layer runs."""
+        """(spec, n, k) of every plan this layer runs (quantize specs take n = 0 and k = the input's columns)."""
+        rec = self.recipe
+        if rec.x_format:
+            n, k = self.out_features, self.in_features
+            wgrad_out = "f32" if self.fuse_wgrad_accumulation else _functional.format_of(self.weight.dtype)
+            specs = rec.specs(bias=self.bias is not None, wgrad_out=wgrad_out,
+                              wgrad_accumulate=self.fuse_wgrad_accumulation)
+            row = f"quantize a=bf16 out={rec.x_format}"
+            n_blocks = -(-n // 128) * 128  # dgrad runs over N rounded up to 128
+            return [(specs.forward, n, k), (specs.dgrad, n_blocks, k), (specs.wgrad, n, k),
+                    (f"quantize a=bf16 out={rec.w_format}", 0, k), (row, 0, k), (row, 0, n_blocks),
+                    (row + " transpose=true", 0, k), (row + " transpose=true", 0, n)]
         layer = _functional.layer_of(self.recipe, self.weight, self.weight_global, self.bias is not None,
                                      self.fuse_wgrad_accumulation, self.experts)
         specs = [layer.forward, layer.dgrad] + ([layer.wgrad] if layer.wgrad else [])
@@ -160,7 +182,9 @@ class _KilnLayer(torch.nn.Module):
 class Linear(_KilnLayer):
     """torch.nn.Linear through kiln: y = x Wᵀ + b with x [..., in_features] bfloat16 on a GPU.
 
-    recipe "bf16": W a trainable bfloat16 parameter. "mxfp4_frozen" / "nvfp4_frozen": W packed in
+    recipe "bf16": W a trainable bfloat16 parameter. "fp8_block": W a trainable bfloat16 parameter that
+    kiln quantizes to FP8 128x128 blocks once per value (the optimizer step), X and dY quantized to
+    1x128 blocks (and along M for wgrad) on every call; in_features a multiple of 128, out_features of 8. "mxfp4_frozen" / "nvfp4_frozen": W packed in
     buffers (load them with load_packed(quantize_weight(w, ...)) or from a checkpoint; or use
     Linear.from_float) with no gradient; x still gets its true gradient, so adapters around the layer
     train. fuse_wgrad_accumulation: dW is added to weight.main_grad (fp32) and weight.grad stays None."""

@@ -5,6 +5,8 @@ grouped) and returns a new output tensor. Its fake implementation gives the outp
 from the spec alone, so torch.compile traces through it without running kiln.
 `torch.ops.kiln.gemm_into(spec, n, k, a, b, out, ...)` runs a spec into an existing output, which it
 declares as mutated: with accumulate=true the product is added to `out` (dW into an fp32 main_grad).
+`torch.ops.kiln.quantize(spec, a)` runs an FP8 quantize spec and returns (codes, scales) shaped as
+docs/formats.md gives them.
 """
 
 import functools
@@ -96,60 +98,118 @@ def _capture_ready(spec: str, n: int, k: int) -> _runtime.Plan:
     return p
 
 
-def run_gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
+def run_gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None,
+             a_scale=None):
     """Runs spec (planned for n, k) on a and b on torch's current stream; returns the new output."""
     p = _capture_ready(spec, n, k)
     out = torch.empty(output_shape(spec, n, k, a.shape), dtype=output_dtype(spec), device=a.device)
-    p.run(a, b, out=out, b_scale=b_scale, b_global=b_global, offsets=offsets, bias=bias)
+    p.run(a, b, out=out, a_scale=a_scale, b_scale=b_scale, b_global=b_global, offsets=offsets, bias=bias)
     return out
 
 
-def run_gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None, offsets=None) -> None:
+def run_gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None, offsets=None,
+                  a_scale=None) -> None:
     """Runs spec into out (with accumulate=true: out += the product) on torch's current stream."""
-    _capture_ready(spec, n, k).run(a, b, out=out, b_scale=b_scale, b_global=b_global, offsets=offsets)
+    _capture_ready(spec, n, k).run(a, b, out=out, a_scale=a_scale, b_scale=b_scale, b_global=b_global,
+                                   offsets=offsets)
 
 
 @torch.library.custom_op("kiln::gemm", mutates_args=())
 def gemm_op(spec: str, n: int, k: int, a: torch.Tensor, b: torch.Tensor, b_scale: Optional[torch.Tensor] = None,
             b_global: Optional[torch.Tensor] = None, offsets: Optional[torch.Tensor] = None,
-            bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+            bias: Optional[torch.Tensor] = None, a_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     """torch.ops.kiln.gemm: run_gemm as a torch operator (what torch.compile sees)."""
-    return run_gemm(spec, n, k, a, b, b_scale, b_global, offsets, bias)
+    return run_gemm(spec, n, k, a, b, b_scale, b_global, offsets, bias, a_scale)
 
 
 @gemm_op.register_fake
-def _gemm_fake(spec, n, k, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
+def _gemm_fake(spec, n, k, a, b, b_scale=None, b_global=None, offsets=None, bias=None, a_scale=None):
     return a.new_empty(output_shape(spec, n, k, a.shape), dtype=output_dtype(spec))
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
-def gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None):
+def _plain(*tensors) -> bool:
+    return all(t is None or type(t) in _PLAIN for t in tensors)
+
+
+def gemm(spec: str, n: int, k: int, a, b, b_scale=None, b_global=None, offsets=None, bias=None, a_scale=None):
     """The layers' entry: the operator while torch.compile traces or for tensor subclasses (fake tensors,
     functional tensors), the plain call otherwise (the operator's dispatch costs more host time than the
     launch itself)."""
-    if torch.compiler.is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN:
-        return gemm_op(spec, n, k, a, b, b_scale, b_global, offsets, bias)
-    return run_gemm(spec, n, k, a, b, b_scale, b_global, offsets, bias)
+    if torch.compiler.is_compiling() or not _plain(a, b):
+        return gemm_op(spec, n, k, a, b, b_scale, b_global, offsets, bias, a_scale)
+    return run_gemm(spec, n, k, a, b, b_scale, b_global, offsets, bias, a_scale)
 
 
 @torch.library.custom_op("kiln::gemm_into", mutates_args=("out",))
 def gemm_into_op(spec: str, n: int, k: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                  b_scale: Optional[torch.Tensor] = None, b_global: Optional[torch.Tensor] = None,
-                 offsets: Optional[torch.Tensor] = None) -> None:
+                 offsets: Optional[torch.Tensor] = None, a_scale: Optional[torch.Tensor] = None) -> None:
     """torch.ops.kiln.gemm_into: run_gemm_into as a torch operator that mutates out."""
-    run_gemm_into(spec, n, k, a, b, out, b_scale, b_global, offsets)
+    run_gemm_into(spec, n, k, a, b, out, b_scale, b_global, offsets, a_scale)
 
 
 @gemm_into_op.register_fake
-def _gemm_into_fake(spec, n, k, a, b, out, b_scale=None, b_global=None, offsets=None):
+def _gemm_into_fake(spec, n, k, a, b, out, b_scale=None, b_global=None, offsets=None, a_scale=None):
     return None
 
 
-def gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None, offsets=None) -> None:
+def gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None, offsets=None, a_scale=None) -> None:
     """gemm()'s counterpart for an existing output (the operator only while compiling or for subclasses)."""
-    if torch.compiler.is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN or type(out) not in _PLAIN:
-        gemm_into_op(spec, n, k, a, b, out, b_scale, b_global, offsets)
+    if torch.compiler.is_compiling() or not _plain(a, b, out):
+        gemm_into_op(spec, n, k, a, b, out, b_scale, b_global, offsets, a_scale)
     else:
-        run_gemm_into(spec, n, k, a, b, out, b_scale, b_global, offsets)
+        run_gemm_into(spec, n, k, a, b, out, b_scale, b_global, offsets, a_scale)
+
+
+# FP8 quantize specs the training layers run: out= format -> (codes, scales) layout of an [M, K] input.
+_FP8_QUANTIZE = re.compile(r"^quantize a=bf16 out=e4m3:(block1x128|block128x128)(:ue8m0)?( transpose=true)?$")
+
+
+def quantize_layout(spec: str, rows: int, cols: int):
+    """((codes shape), (scales shape), scales dtype) of an FP8 quantize spec on an [rows, cols] input, or
+    UNSUPPORTED for a spec the torch operator does not take (docs/formats.md has the table)."""
+    match = _FP8_QUANTIZE.match(spec)
+    if match is None or (match.group(1) == "block128x128" and match.group(3)):
+        raise KilnError(Status.UNSUPPORTED,
+                        f"kiln.torch.quantize: '{spec}'; the operator takes 'quantize a=bf16 out=e4m3:block1x128"
+                        "[:ue8m0] [transpose=true]' and 'quantize a=bf16 out=e4m3:block128x128[:ue8m0]'")
+    dtype = torch.uint8 if match.group(2) else torch.float32
+    if match.group(3):  # the column-wise copy: [K, M], one scale per 128 tokens
+        return (cols, rows), (cols, rows // 128), dtype
+    if match.group(1) == "block128x128":
+        return (rows, cols), ((rows + 127) // 128, cols // 128), dtype
+    return (rows, cols), (rows, cols // 128), dtype
+
+
+def run_quantize(spec: str, a):
+    """Runs an FP8 quantize spec on a [M, K] bf16 tensor; returns (codes uint8, scales)."""
+    codes_shape, scale_shape, scale_dtype = quantize_layout(spec, a.shape[0], a.shape[1])
+    p = _capture_ready(spec, 0, a.shape[1])  # n: unused by quantize specs
+    codes = torch.empty(codes_shape, dtype=torch.uint8, device=a.device)
+    scales = torch.empty(scale_shape, dtype=scale_dtype, device=a.device)
+    p.run(a, out=codes, out_scale=scales)
+    return codes, scales
+
+
+@torch.library.custom_op("kiln::quantize", mutates_args=())
+def quantize_op(spec: str, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.ops.kiln.quantize: run_quantize as a torch operator."""
+    return run_quantize(spec, a)
+
+
+@quantize_op.register_fake
+def _quantize_fake(spec, a):
+    codes_shape, scale_shape, scale_dtype = quantize_layout(spec, a.shape[0], a.shape[1])
+    return a.new_empty(codes_shape, dtype=torch.uint8), a.new_empty(scale_shape, dtype=scale_dtype)
+
+
+def quantize(spec: str, a):
+    """The layers' entry to quantize (the operator only while compiling or for subclasses)."""
+    if a.dim() != 2:
+        raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: a must be 2-D [M, K], got {list(a.shape)}")
+    if torch.compiler.is_compiling() or not _plain(a):
+        return quantize_op(spec, a)
+    return run_quantize(spec, a)
