@@ -553,9 +553,9 @@ def test_moe_experts_match_float64_and_train_lora_deterministically():
     assert not any(p.requires_grad for p in (block.gate_up.weight, block.down.weight))
 
 
-@cuda
-def test_swap_experts_in_a_transformers_gpt_oss_model():
-    transformers = pytest.importorskip("transformers")
+def _small_gpt_oss(transformers):
+    """A randomly initialised 2-layer GptOss in bf16 on the GPU whose expert weights are the dequantization
+    of MXFP4 codes (what loading the gpt-oss checkpoint gives), and its experts modules."""
     from kiln.torch import gpt_oss
 
     torch.manual_seed(0)
@@ -566,13 +566,60 @@ def test_swap_experts_in_a_transformers_gpt_oss_model():
     model = transformers.GptOssForCausalLM(config).to("cuda", torch.bfloat16)
     experts = [m for m in model.modules() if gpt_oss._is_gpt_oss_experts(m)]
     assert len(experts) == 2
-    with torch.no_grad():  # make every expert weight the dequantization of an MXFP4 checkpoint
+    with torch.no_grad():
         for m in experts:
             for name in ("gate_up_proj", "down_proj"):
                 w = getattr(m, name)
                 nk = w.transpose(1, 2).contiguous() * 0.02 / w.float().std()
                 packed = kt.quantize_weight(nk.to(torch.bfloat16), "mxfp4")
                 w.copy_(_dequantize(packed, "mxfp4").transpose(1, 2).to(torch.bfloat16))
+    return model, experts
+
+
+@cuda
+def test_kiln_experts_implementation_in_transformers():
+    # transformers' experts-implementation hook: the model keeps its modules; frozen experts are read
+    # packed in MXFP4, trainable ones through kiln's bf16 grouped GEMMs; gradients reach the hidden
+    # states (the embedding's gradient), the routing weights (the router's), the biases and the weights.
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers.integrations.moe")
+    from kiln.torch import gpt_oss
+
+    model, experts = _small_gpt_oss(transformers)
+    ids = torch.randint(0, 512, (2, 24), device="cuda")
+    router = model.model.layers[0].mlp.router
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        out = model(input_ids=ids, labels=ids)
+        out.loss.backward()
+        grads = [model.model.embed_tokens.weight.grad, router.weight.grad, experts[0].down_proj_bias.grad]
+        if experts[0].gate_up_proj.requires_grad:
+            grads.append(experts[0].gate_up_proj.grad)
+        return [out.logits.detach().float()] + [g.detach().float().clone() for g in grads]
+
+    for trainable in (True, False):
+        for m in experts:
+            m.gate_up_proj.requires_grad_(trainable)
+            m.down_proj.requires_grad_(trainable)
+        model.config._experts_implementation = "eager"
+        ref = step()
+        assert gpt_oss.use_kiln_experts(model) == 2
+        got = step()
+        assert got[0].shape == ref[0].shape and len(got) == len(ref)
+        for g, r in zip(got, ref):
+            _close(g, r, tol=5e-2)
+        recipe = experts[0].__dict__.get("_kiln_projections", {}).get("gate_up", (None, (None, None, "bf16")))[1][2]
+        assert recipe == ("bf16" if trainable else "mxfp4_frozen")
+
+
+@cuda
+def test_swap_experts_in_a_transformers_gpt_oss_model():
+    transformers = pytest.importorskip("transformers")
+    from kiln.torch import gpt_oss
+
+    model, experts = _small_gpt_oss(transformers)
+    config = model.config
     ids = torch.randint(0, 512, (2, 24), device="cuda")
 
     def step():
@@ -581,6 +628,7 @@ def test_swap_experts_in_a_transformers_gpt_oss_model():
         out.loss.backward()
         return out.logits.detach().float(), model.model.embed_tokens.weight.grad.detach().float().clone()
 
+    model.config._experts_implementation = "eager"
     logits_ref, grad_ref = step()
     assert gpt_oss.swap_experts(model) == 2
     assert not any(gpt_oss._is_gpt_oss_experts(m) for m in model.modules())

@@ -96,37 +96,48 @@ class MoEExperts(torch.nn.Module):
         # transformers' MoE blocks call their experts with either pair of names.
         router_indices = router_indices if router_indices is not None else top_k_index
         routing_weights = routing_weights if routing_weights is not None else top_k_weights
-        if router_indices is None or routing_weights is None:
-            _fail("MoEExperts: pass router_indices and routing_weights (or top_k_index and top_k_weights)")
-        x = hidden_states
-        if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != self.hidden_size:
-            _fail(f"MoEExperts: hidden_states must be [..., {self.hidden_size}], got "
-                  f"{list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
-        lead = x.shape[:-1]
-        x = x.reshape(-1, self.hidden_size)
-        tokens, top_k = router_indices.shape if router_indices.dim() == 2 else (-1, -1)
-        if tokens != x.shape[0]:
-            _fail(f"MoEExperts: router_indices must be [T, k] with T = {x.shape[0]} tokens, got "
-                  f"{list(router_indices.shape)}")
-        if routing_weights.shape == (tokens, self.num_experts) and top_k != self.num_experts:
-            routing_weights = routing_weights.gather(1, router_indices.long())  # gpt-oss's scattered scores
-        if routing_weights.shape != (tokens, top_k):
-            _fail(f"MoEExperts: routing_weights must be [T, k] = [{tokens}, {top_k}] or [T, E], "
-                  f"got {list(routing_weights.shape)}")
-        flat = router_indices.reshape(-1).long()
-        order = torch.argsort(flat, stable=True)
-        offsets = torch.bincount(flat, minlength=self.num_experts).cumsum(0).to(torch.int32)
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(order.numel(), device=order.device)
-        h = self._project(self.gate_up, "gate_up", _GatherSlots.apply(x, order, inverse, top_k), offsets)
-        gate = h[:, 0::2].clamp(max=self.limit)
-        up = h[:, 1::2].clamp(-self.limit, self.limit)
-        act = (gate * torch.sigmoid(self.alpha * gate) * (up + 1)).contiguous()
-        y = self._project(self.down, "down", act, offsets)
-        y = y * routing_weights.reshape(-1)[order, None].to(y.dtype)
-        return y[inverse].unflatten(0, (tokens, top_k)).sum(dim=1).reshape(*lead, self.hidden_size)
+        return route(hidden_states, router_indices, routing_weights, self.num_experts, self.hidden_size, self.alpha,
+                     self.limit, lambda which, rows, offsets: self._project(getattr(self, which), which, rows, offsets),
+                     "MoEExperts")
 
     def extra_repr(self):
         lora = f", lora_rank={self.lora_rank}" if self.lora_rank else ""
         return (f"experts={self.num_experts}, hidden={self.hidden_size}, intermediate={self.intermediate_size}, "
                 f"alpha={self.alpha}, limit={self.limit}{lora}")
+
+
+def route(hidden_states, router_indices, routing_weights, num_experts: int, hidden_size: int, alpha: float,
+          limit: float, project, where: str):
+    """The gpt-oss expert block around two grouped projections: gathers each token's row once per routing
+    slot in expert order (a stable sort), h = project("gate_up", rows, offsets), the clamped SwiGLU on the
+    interleaved gate|up columns, y = project("down", act, offsets), the routing-weight multiply and each
+    token's k outputs summed in slot order (deterministic). routing_weights may be [T, k] or gpt-oss's
+    scattered [T, E]."""
+    if router_indices is None or routing_weights is None:
+        _fail(f"{where}: pass router_indices and routing_weights (or top_k_index and top_k_weights)")
+    x = hidden_states
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != hidden_size:
+        _fail(f"{where}: hidden_states must be [..., {hidden_size}], got "
+              f"{list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    lead = x.shape[:-1]
+    x = x.reshape(-1, hidden_size)
+    tokens, top_k = router_indices.shape if router_indices.dim() == 2 else (-1, -1)
+    if tokens != x.shape[0]:
+        _fail(f"{where}: router_indices must be [T, k] with T = {x.shape[0]} tokens, got {list(router_indices.shape)}")
+    if routing_weights.shape == (tokens, num_experts) and top_k != num_experts:
+        routing_weights = routing_weights.gather(1, router_indices.long())  # gpt-oss's scattered scores
+    if routing_weights.shape != (tokens, top_k):
+        _fail(f"{where}: routing_weights must be [T, k] = [{tokens}, {top_k}] or [T, E], "
+              f"got {list(routing_weights.shape)}")
+    flat = router_indices.reshape(-1).long()
+    order = torch.argsort(flat, stable=True)
+    offsets = torch.bincount(flat, minlength=num_experts).cumsum(0).to(torch.int32)
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(order.numel(), device=order.device)
+    h = project("gate_up", _GatherSlots.apply(x, order, inverse, top_k), offsets)
+    gate = h[:, 0::2].clamp(max=limit)
+    up = h[:, 1::2].clamp(-limit, limit)
+    act = (gate * torch.sigmoid(alpha * gate) * (up + 1)).contiguous()
+    y = project("down", act, offsets)
+    y = y * routing_weights.reshape(-1)[order, None].to(y.dtype)
+    return y[inverse].unflatten(0, (tokens, top_k)).sum(dim=1).reshape(*lead, hidden_size)
