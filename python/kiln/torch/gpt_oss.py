@@ -35,11 +35,26 @@ def _is_gpt_oss_experts(module) -> bool:
     return all(hasattr(module, n) for n in names) and isinstance(getattr(module, "gate_up_proj"), torch.Tensor)
 
 
+def experts_modules(model: torch.nn.Module) -> list:
+    """The gpt-oss experts modules of a transformers model (gate_up_proj, down_proj, their biases,
+    alpha and limit), in module order."""
+    return [m for m in model.modules() if _is_gpt_oss_experts(m)]
+
+
 def _decode_mxfp4(packed):
     lut = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0],
                        dtype=torch.float32, device=packed.codes.device)
     vals = torch.stack([lut[(packed.codes & 15).long()], lut[(packed.codes >> 4).long()]], dim=-1).flatten(-2)
     return (vals.unflatten(-1, (-1, 32)) * torch.exp2(packed.scale.float() - 127.0).unsqueeze(-1)).flatten(-2)
+
+
+def to_mxfp4_values(weight: torch.Tensor, transposed: bool = True) -> torch.Tensor:
+    """weight (bf16 [E, K, N] as gpt-oss holds its experts when transposed, else [E, N, K]) rounded to the
+    values an MXFP4 checkpoint dequantizes to (kiln's MXFP4 quantizer along K, then decoded): what a
+    randomly initialised model needs to stand in for the real checkpoint."""
+    w = (weight.detach().transpose(1, 2) if transposed else weight.detach()).contiguous().to(torch.bfloat16)
+    values = _decode_mxfp4(quantize_weight(w, "mxfp4")).to(weight.dtype)
+    return values.transpose(1, 2) if transposed else values
 
 
 def _exact_mxfp4(w: torch.Tensor):

@@ -2,7 +2,7 @@
 """LoRA over frozen MXFP4 experts with kiln.torch: the experts stay packed (4.25 bits per weight), the
 gradient reaches the input and the low-rank adapters, and no bf16 copy of an expert is made.
 
-    KILN_LIBRARY=build/capi/libkiln.so python3 examples/torch/lora_frozen_mxfp4.py
+    KILN_LIBRARY=build/capi/libkiln.so python3 examples/training/lora_frozen_mxfp4.py
 
 A teacher with the same frozen base plus a hidden low-rank term makes the targets; the adapters learn
 that term, so the loss falls towards zero. Prints the loss every 20 steps.

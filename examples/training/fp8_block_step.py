@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""FP8 training with DeepSeek-V3's block scaling through kiln.torch: an MLP whose two Linear layers use
+recipe fp8_block (X and dY quantized to 1x128 blocks, W to 128x128 blocks once per optimizer step; the
+forward, dgrad and wgrad GEMMs in FP8), with bf16 master weights, dW added into fp32 main_grad over
+two micro-batches, and AdamW. The same MLP on recipe bf16 runs beside it from the same weights.
+
+    KILN_LIBRARY=build/capi/libkiln.so python3 examples/training/fp8_block_step.py [--steps 30]
+
+Prints both losses every 5 steps and the median time of a training step (two micro-batches' forward
+and backward and the optimizer step) for each recipe.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import kiln.torch as kt  # noqa: E402
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, hidden: int, inner: int, recipe: str):
+        super().__init__()
+        self.up = kt.Linear(hidden, inner, bias=False, recipe=recipe, fuse_wgrad_accumulation=True, device="cuda")
+        self.down = kt.Linear(inner, hidden, bias=False, recipe=recipe, fuse_wgrad_accumulation=True, device="cuda")
+        for p in self.parameters():
+            p.main_grad = torch.zeros(p.shape, dtype=torch.float32, device="cuda")
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.gelu(self.up(x)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--inner", type=int, default=14336)
+    ap.add_argument("--tokens", type=int, default=4096, help="tokens per micro-batch")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("fp8_block_step.py: needs a CUDA GPU")
+    torch.manual_seed(0)
+    models = {"fp8_block": MLP(args.hidden, args.inner, "fp8_block"), "bf16": MLP(args.hidden, args.inner, "bf16")}
+    models["bf16"].load_state_dict(models["fp8_block"].state_dict())
+    opts = {}
+    for name, model in models.items():
+        kt.prepare(model)
+        opts[name] = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    teacher = torch.randn(args.hidden, args.hidden, device="cuda", dtype=torch.bfloat16) / args.hidden ** 0.5
+    times = {name: [] for name in models}
+    for step in range(args.steps):
+        xs = [torch.randn(args.tokens, args.hidden, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+        losses = {}
+        for name, model in models.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            total = 0.0
+            for x in xs:  # two micro-batches: the FP8 weights are quantized once, dW accumulates in main_grad
+                loss = (model(x) - x @ teacher).float().square().mean()
+                loss.backward()
+                total = total + loss.detach()
+            for p in model.parameters():  # the optimizer reads main_grad
+                p.grad = p.main_grad.to(p.dtype)
+                p.main_grad.zero_()
+            opts[name].step()
+            opts[name].zero_grad(set_to_none=True)
+            end.record()
+            end.synchronize()
+            if step >= 3:
+                times[name].append(start.elapsed_time(end))
+            losses[name] = (total / len(xs)).item()
+        if step % 5 == 0 or step == args.steps - 1:
+            print(f"step {step:3d}  loss fp8_block {losses['fp8_block']:.5f}  bf16 {losses['bf16']:.5f}")
+    for name, t in times.items():
+        if t:
+            print(f"{name}: {statistics.median(t):.2f} ms per step (median of {len(t)})")
+
+
+if __name__ == "__main__":
+    main()
