@@ -2,10 +2,12 @@
 # Installs what is missing, builds, and runs every test tier: unit, nvrtc (compiles kernels with
 # the toolkit, no GPU needed) and gpu (each test skips itself without a device), then the Python
 # binding's tests against `pip install -e python/` in a throwaway venv and the bench driver's own tests
-# (bench/tests), then the epilogue parser's libFuzzer target for a bounded time (installing clang when
+# (bench/tests), then the wheel (`pip wheel .`) installed into a fresh venv with the binding's tests
+# against it, then the epilogue parser's libFuzzer target for a bounded time (installing clang when
 # missing). This is what CI runs (.ci/run).
 #   KILN_BUILD_DIR, KILN_JOBS, KILN_CUDA_HOME: as for build.sh
 #   KILN_CTEST_ARGS    extra ctest arguments, e.g. "-L unit" or "-L gpu"
+#   KILN_WHEEL         0: skip building and testing the wheel (default: build it)
 #   KILN_FUZZ          0: skip the libFuzzer run (default: run it)
 #   KILN_FUZZ_INSTALL  0: skip the run when clang / libFuzzer are missing instead of installing them
 #   KILN_FUZZ_SECONDS  length of the libFuzzer run (default 45)
@@ -55,6 +57,36 @@ if "$py" -m venv --system-site-packages "$venv" &&
 else
   echo "test.sh: pip install -e python/ into a venv failed (python3-venv and python3-wheel installed?)" >&2
   failed=1
+fi
+
+# The wheel (`pip wheel .` at the root: scikit-build-core builds libkiln, the CLI and the tuning module
+# with CMake in its own build directory, about 5 minutes on 2 cores), installed into a fresh venv; the
+# binding's tests then run against the installed package with no KILN_LIBRARY, from outside the
+# checkout, and the installed `kiln` console script compiles a kernel. pip fetches scikit-build-core
+# from the package index; without one (offline) the step says so and is skipped. KILN_WHEEL=0 skips it.
+if [[ ${KILN_WHEEL:-1} != 0 ]]; then
+  wheel_venv="$scratch/wheel-venv"
+  if ! "$py" -m venv --system-site-packages "$wheel_venv" ||
+     ! "$wheel_venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps -d "$scratch/probe" \
+       "scikit-build-core>=0.10" >/dev/null 2>&1; then
+    echo "test.sh: wheel step skipped: scikit-build-core cannot be fetched (no package index)"
+  else
+    wheel_start=$SECONDS
+    if "$wheel_venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$scratch/wheel" \
+         --config-settings=build-dir="$scratch/wheel-build" . &&
+       "$wheel_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps "$scratch"/wheel/kiln-*.whl; then
+      wheel_file=$(ls "$scratch"/wheel/kiln-*.whl)
+      echo "test.sh: built $(basename "$wheel_file") ($(du -k "$wheel_file" | cut -f1) KiB) in $((SECONDS - wheel_start)) s"
+      (cd "$scratch" && env -u KILN_LIBRARY "$wheel_venv/bin/python" -c \
+        'import kiln; print("test.sh: wheel:", kiln.version(), kiln.library_path(), kiln.include_dir())') || failed=1
+      (cd "$scratch" && env -u KILN_LIBRARY "$wheel_venv/bin/kiln" compile "gemm a=bf16 b=bf16 out=bf16" \
+        --m 64 --n 256 --k 256 --arch sm_90a >/dev/null) || { echo "test.sh: the wheel's kiln CLI failed" >&2; failed=1; }
+      env -u KILN_LIBRARY KILN_PYTEST_REQUIRE_INSTALLED=1 "$wheel_venv/bin/python" -m pytest -q python/tests || failed=1
+    else
+      echo "test.sh: building or installing the wheel failed" >&2
+      failed=1
+    fi
+  fi
 fi
 
 # Fuzzing (CI fuzzes the parsers for a bounded time on every run: the epilogue parser reads user-written

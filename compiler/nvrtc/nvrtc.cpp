@@ -75,8 +75,9 @@ NvrtcApi load_nvrtc() {
     const bool overridden = env::get(env::kNvrtcPath).has_value();
     api.error = "could not load NVRTC; tried:" + tried + "\n" +
                 (overridden ? std::string(env::kNvrtcPath) + " is set; point it at an existing libnvrtc.so.13"
-                            : "install the CUDA 13 NVRTC library or set " + std::string(env::kNvrtcPath) +
-                                  " to the full path of libnvrtc.so.13");
+                            : "install the CUDA 13 NVRTC library (a CUDA toolkit, or from pip: "
+                                  "pip install \"kiln[cu13]\" or nvidia-cuda-nvrtc) or set " +
+                                  std::string(env::kNvrtcPath) + " to the full path of libnvrtc.so.13");
     return api;
   }
   std::string missing;

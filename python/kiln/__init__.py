@@ -10,12 +10,15 @@
 Training layers (autograd, recipes, frozen packed weights): kiln.torch (docs/training.md).
 torch is imported only by Plan.run and kiln.torch; parsing, canonicalizing and planning need neither torch nor a GPU.
 Failures raise kiln.KilnError carrying kiln's status and message. Where libkiln.so is found:
-kiln._lib (KILN_LIBRARY, then the checkout's build tree, then the system loader); kiln.library_path().
+kiln._lib (KILN_LIBRARY, then the wheel's own, then the checkout's build tree, then the system loader);
+kiln.library_path(). kiln.include_dir(): the C/C++ headers; kiln.nvrtc_path(): the NVRTC kernels compile
+with (a CUDA toolkit's, else pip's nvidia-cuda-nvrtc: `pip install "kiln[cu13]"`).
 """
 
 from ._errors import KilnError, LibraryNotFoundError, Status
 from ._recipes import LayerSpecs, Recipe, recipe
-from ._runtime import Plan, Runtime, canonicalize, derive_backward, library_path, version
+from ._runtime import (Plan, Runtime, canonicalize, derive_backward, include_dir, library_path, nvrtc_path,
+                       version)
 
 __version__ = "0.1.0"
 
@@ -29,7 +32,9 @@ __all__ = [
     "Status",
     "canonicalize",
     "derive_backward",
+    "include_dir",
     "library_path",
+    "nvrtc_path",
     "recipe",
     "version",
 ]

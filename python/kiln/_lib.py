@@ -3,12 +3,13 @@
 The library is looked up, in order, at
   1. $KILN_LIBRARY (a full path; when set, it is the only candidate, so a wrong path is an error
      rather than a silent fallback to another build),
-  2. the build tree of the checkout this package lives in (a source checkout on PYTHONPATH, or
+  2. the package's own lib/libkiln.so (a wheel built with `pip install .` at the repository root),
+  3. the build tree of the checkout this package lives in (a source checkout on PYTHONPATH, or
      `pip install -e python/`): <repo>/$KILN_BUILD_DIR/capi/libkiln.so when KILN_BUILD_DIR is set
      (relative to <repo>, or absolute; scripts/build.sh reads the same variable), then
      <repo>/build/capi/libkiln.so,
-  3. the system loader (libkiln.so.0, libkiln.so: LD_LIBRARY_PATH, ldconfig's cache), which is the
-     only way a regular (non-editable) install into site-packages finds it without KILN_LIBRARY.
+  4. the system loader (libkiln.so.0, libkiln.so: LD_LIBRARY_PATH, ldconfig's cache), which is how
+     an install of python/ alone (not the wheel) finds it without KILN_LIBRARY.
 It is loaded on first use, so ``import kiln`` works without it; LibraryNotFoundError lists every
 place tried.
 """
@@ -156,6 +157,9 @@ def _candidates():
         # An explicit choice is the only one: silently falling back would hide a wrong path.
         return [env], True
     names = []
+    bundled = Path(__file__).resolve().parent / "lib" / "libkiln.so"
+    if bundled.is_file():
+        names.append(str(bundled))
     repo = _repo_root()
     if repo is not None:
         build_dir = os.environ.get("KILN_BUILD_DIR")
@@ -223,6 +227,7 @@ def lib():
     with _lock:
         if _lib is not None:
             return _lib
+        find_nvrtc()  # before libkiln reads KILN_NVRTC_PATH
         names, explicit = _candidates()
         errors = []
         for name in names:
@@ -241,6 +246,36 @@ def lib():
             "kiln: could not load libkiln.so (build it with ./scripts/build.sh, or set KILN_LIBRARY "
             "to its path); tried: " + "; ".join(errors)
         )
+
+
+_NVRTC = "libnvrtc.so.13"
+
+
+def find_nvrtc():
+    """Where libkiln will load NVRTC from (it dlopens it on the first compile): $KILN_NVRTC_PATH when
+    set; else a CUDA toolkit's (the system loader's libnvrtc.so.13, or /usr/local/cuda); else the NVRTC
+    of pip's nvidia-cuda-nvrtc package (`pip install "kiln[cu13]"`), which this then names in
+    KILN_NVRTC_PATH for libkiln. Returns the path or name, or None when there is none (kernels already
+    in the cache still run; compiling one fails with what to install)."""
+    import ctypes.util
+    import importlib.util
+
+    chosen = os.environ.get("KILN_NVRTC_PATH")
+    if chosen:
+        return chosen
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d] + ["/usr/local/cuda/lib64"]
+    for d in dirs:
+        if (Path(d) / _NVRTC).is_file():
+            return str(Path(d) / _NVRTC)
+    if ctypes.util.find_library("nvrtc"):
+        return _NVRTC  # ldconfig's cache: the system loader finds it
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(root) / "cu13" / "lib" / _NVRTC
+        if candidate.is_file():
+            os.environ["KILN_NVRTC_PATH"] = str(candidate)
+            return str(candidate)
+    return None
 
 
 def loaded_name():

@@ -3,6 +3,7 @@
 import ctypes
 import json
 import re
+from pathlib import Path
 
 from . import _dlpack, _lib
 from ._errors import KilnError, Status
@@ -55,6 +56,23 @@ def version() -> str:
 def library_path() -> str:
     """Where libkiln.so was loaded from (loading it if needed; see kiln._lib for the search order)."""
     return _lib.loaded_name()
+
+
+def include_dir() -> str:
+    """The C and C++ headers (kiln/kiln.h, kiln/kiln.hpp, dlpack/dlpack.h) of an installed wheel, for
+    compiling against libkiln: `cc -I$(python3 -c "import kiln; print(kiln.include_dir())") ...`; in a
+    checkout, its include/ directory."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "include", here.parent.parent / "include"):
+        if (candidate / "kiln" / "kiln.h").is_file():
+            return str(candidate)
+    raise KilnError(Status.INVALID_ARGUMENT, f"kiln.include_dir: no kiln/kiln.h under {here / 'include'} (install the wheel built from "
+                    "the repository root: pip install .)")
+
+
+def nvrtc_path():
+    """Where NVRTC will be loaded from for kernel compilation (see kiln._lib.find_nvrtc), or None."""
+    return _lib.find_nvrtc()
 
 
 def _stream_handle(stream, a, torch):
