@@ -111,6 +111,10 @@ def test_argument_errors_name_the_argument():
         with pytest.raises(kiln.KilnError, match="needs the weight's block scales"):
             kt.linear(xc.to(torch.bfloat16), torch.empty(32, 32, dtype=torch.uint8, device="cuda"),
                       recipe="mxfp4_frozen")
+        codes = torch.empty(32, 64, dtype=torch.uint8, device="cuda")[:, :32]  # rows 64 bytes apart
+        with pytest.raises(kiln.KilnError, match=r"weight is not contiguous .* pass weight.contiguous\(\)"):
+            kt.linear(xc.to(torch.bfloat16), codes, recipe="mxfp4_frozen",
+                      weight_scale=torch.empty(32, 2, dtype=torch.uint8, device="cuda"))
 
 
 def test_modules_hold_what_the_recipe_says():
@@ -326,6 +330,28 @@ def test_repeat_backward_is_bitwise_equal():
         grads.append((x.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone()))
     for g0, g1 in zip(*grads):
         assert torch.equal(g0, g1)
+
+
+@cuda
+@pytest.mark.parametrize("recipe", ["bf16", "fp8_block"])
+def test_activation_checkpointing_recomputes_the_same_forward(recipe):
+    # torch.utils.checkpoint runs the forward again in the backward: the gradients equal the plain run's
+    # bitwise (kiln is deterministic; fp8_block's weight quantization is reused, X's recomputed).
+    torch.manual_seed(8)
+    layer = kt.Linear(256, 256, recipe=recipe, device="cuda")
+    x = torch.randn(96, 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    dy = torch.randn(96, 256, dtype=torch.bfloat16, device="cuda")
+    grads = []
+    for checkpointed in (False, True):
+        x.grad = None
+        layer.zero_grad(set_to_none=True)
+        def block(t):
+            return layer(torch.nn.functional.gelu(layer(t)))
+        y = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) if checkpointed else block(x)
+        y.backward(dy)
+        grads.append((y.detach().clone(), x.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone()))
+    for plain, ckpt in zip(*grads):
+        assert torch.equal(plain, ckpt)
 
 
 @cuda

@@ -215,6 +215,14 @@ def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, expert
         _fail(f"{where}: recipe {rec.name} needs the weight's block scales (weight_scale)")
     if rec.weight == "nvfp4" and w_global is None:
         _fail(f"{where}: recipe {rec.name} needs the weight's global decode scale (weight_global, f32)")
+    for name, t in (("weight", w), ("weight_scale", w_scale), ("weight_global", w_global), ("offsets", offsets)):
+        if t is None:
+            continue
+        if t.device != x2d.device:
+            _fail(f"{where}: {name} is on {t.device} but x on {x2d.device}; both must be on one GPU")
+        if rec.weight != "bf16" and not t.is_contiguous():
+            _fail(f"{where}: {name} is not contiguous (shape {list(t.shape)}, strides {list(t.stride())}); the "
+                  f"packed recipes read it as stored: pass {name}.contiguous()")
     if main_grad is not None and (main_grad.dtype != torch.float32 or main_grad.shape != w.shape):
         _fail(f"{where}: main_grad must be float32 with the weight's shape {list(w.shape)}, "
               f"got {main_grad.dtype} {list(main_grad.shape)}")
