@@ -68,6 +68,8 @@ def test_fp8_block_layers_check_their_sizes():
         kt.Linear(192, 256, recipe="fp8_block")
     with pytest.raises(kiln.KilnError, match=r"out_features=100 is not a multiple of 8"):
         kt.Linear(256, 100, recipe="fp8_block")
+    with pytest.raises(kiln.KilnError, match="bfloat16 master weight"):
+        kt.Linear(256, 256, recipe="fp8_block", dtype=torch.float32)
     with pytest.raises(kiln.KilnError, match="grouped quantized wgrad") as info:
         kt.GroupedLinear(4, 256, 256, recipe="fp8_block")
     assert info.value.status == kiln.Status.UNSUPPORTED
@@ -468,6 +470,15 @@ def test_fp8_block_weight_is_quantized_once_per_value():
     again = quantized_weight(layer.recipe, layer.weight)
     assert again is not first
     assert torch.equal(again[0], first[0]) and torch.equal(again[1], 2 * first[1])
+    with torch.no_grad():
+        layer.weight.data.mul_(0.5)  # through .data: the version counter does not move
+    assert quantized_weight(layer.recipe, layer.weight) is again
+    assert kt.drop_quantized_copies(layer) == 1
+    assert torch.equal(quantized_weight(layer.recipe, layer.weight)[1], first[1])
+    with torch.inference_mode():  # a copy made under inference_mode can still be saved for backward later
+        kt.drop_quantized_copies(layer)
+        layer(xs[0])
+    layer(xs[0]).sum().backward()
 
 
 @cuda
@@ -635,8 +646,11 @@ def test_kiln_experts_implementation_in_transformers():
         assert got[0].shape == ref[0].shape and len(got) == len(ref)
         for g, r in zip(got, ref):
             _close(g, r, tol=5e-2)
-        recipe = experts[0].__dict__.get("_kiln_projections", {}).get("gate_up", (None, (None, None, "bf16")))[1][2]
-        assert recipe == ("bf16" if trainable else "mxfp4_frozen")
+        if trainable:  # read through autograd each call, never cached
+            assert "_kiln_projections" not in experts[0].__dict__
+        else:  # packed once: the weights hold MXFP4 values
+            assert experts[0]._kiln_projections["gate_up"][1][2] == "mxfp4_frozen"
+            assert kt.drop_quantized_copies(model) == 4 and "_kiln_projections" not in experts[0].__dict__
 
 
 @cuda

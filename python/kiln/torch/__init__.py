@@ -20,13 +20,14 @@ Importing this module imports torch; `import kiln` alone does not.
 """
 
 from .._recipes import RECIPES, LayerSpecs, Recipe, recipe
-from ._functional import grouped_linear, linear
+from ._functional import drop_quantized_copies, grouped_linear, linear
 from ._moe import MoEExperts
 from ._modules import GroupedLinear, Linear, PackedWeight, prepare, quantize_weight
 from ._ops import quantize, runtime
 
 __all__ = [
     "RECIPES",
+    "drop_quantized_copies",
     "GroupedLinear",
     "LayerSpecs",
     "Linear",

@@ -130,9 +130,25 @@ def quantized_weight(rec: Recipe, w: torch.Tensor):
     cached = getattr(w, "_kiln_quantized", None)
     if cached is not None and cached[0] == key:
         return cached[1]
-    made = quantize(spec, _rows_to_128(w.detach()))
+    with torch.inference_mode(False):  # an inference tensor in the cache could not be saved for backward later
+        made = quantize(spec, _rows_to_128(w.detach()))
     w._kiln_quantized = (key, made)
     return made
+
+
+def drop_quantized_copies(module: torch.nn.Module) -> int:
+    """Forgets every quantized copy kiln.torch cached for the parameters of `module` (fp8_block's FP8
+    weights, the transformers hook's packed experts), so the next call quantizes again. Needed after a
+    write the version counter does not see: through `param.data` (`p.data.copy_(master)`), or by a
+    wrapper that swaps storage (FSDP); in-place updates through the parameter itself (optimizers) are
+    seen. Returns how many copies were dropped."""
+    dropped = 0
+    for p in module.parameters():
+        if p.__dict__.pop("_kiln_quantized", None) is not None:
+            dropped += 1
+    for m in module.modules():
+        dropped += len(m.__dict__.pop("_kiln_projections", {}) or {})
+    return dropped
 
 
 class _KilnQuantizedLinear(torch.autograd.Function):
@@ -145,7 +161,7 @@ class _KilnQuantizedLinear(torch.autograd.Function):
         x_codes, x_scales = quantize(row, x)
         y = gemm(layer.forward, layer.n, layer.k, x_codes, w_codes[:layer.n], w_scales, None, None, bias, x_scales)
         xt = (None, None)
-        if ctx.needs_input_grad[1]:  # X's column-wise copy, [K, M'] with M' = M rounded up to 128
+        if torch.is_grad_enabled() and ctx.needs_input_grad[1]:  # X's column-wise copy [K, M'], M' = M up to 128
             xt = quantize(row + " transpose=true", _rows_to_128(x))
         ctx.layer, ctx.row = layer, row
         ctx.has_bias = bias is not None

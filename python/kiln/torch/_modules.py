@@ -80,6 +80,9 @@ class _KilnLayer(torch.nn.Module):
                 raise KilnError(Status.UNSUPPORTED,
                                 f"{name}: recipe {self.recipe.name} on a grouped layer needs a grouped quantized "
                                 "wgrad (FP8 blocks along M that restart at each expert), which kiln does not have")
+            if dtype != torch.bfloat16:
+                raise KilnError(Status.INVALID_ARGUMENT,
+                                f"{name}: recipe {self.recipe.name} keeps a bfloat16 master weight; got dtype={dtype}")
             for what, size, rule in (("in_features", in_features, 128), ("out_features", out_features, 8)):
                 if size % rule:
                     raise KilnError(Status.INVALID_ARGUMENT,

@@ -62,7 +62,14 @@ def _exact_mxfp4(w: torch.Tensor):
     if w.shape[-1] % 32:
         return None
     packed = quantize_weight(w, "mxfp4")
-    return packed if torch.equal(_decode_mxfp4(packed), w.float()) else None
+    # Checked a row block at a time: a whole f32 decode of a large expert tensor would cost gigabytes.
+    rows = w.reshape(-1, w.shape[-1])
+    codes, scales = packed.codes.reshape(rows.shape[0], -1), packed.scale.reshape(rows.shape[0], -1)
+    for r in range(0, rows.shape[0], 4096):
+        part = type(packed)(codes[r:r + 4096], scales[r:r + 4096])
+        if not torch.equal(_decode_mxfp4(part), rows[r:r + 4096].float()):
+            return None
+    return packed
 
 
 def _packed(name: str, weight: torch.Tensor, transposed: bool):
@@ -92,8 +99,9 @@ def _projection(module, which: str):
     hit = cache.get(which)
     if hit is not None and hit[0] == key:
         return hit[1]
-    w = (param.detach().transpose(1, 2) if transposed else param.detach()).to(torch.bfloat16).contiguous()
-    packed = _exact_mxfp4(w)
+    with torch.inference_mode(False):  # made under inference_mode, the cache would poison a later training step
+        w = (param.detach().transpose(1, 2) if transposed else param.detach()).to(torch.bfloat16).contiguous()
+        packed = _exact_mxfp4(w)
     made = (w, None, "bf16") if packed is None else (packed.codes, packed.scale, "mxfp4_frozen")
     cache[which] = (key, made)
     return made
