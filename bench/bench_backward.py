@@ -282,16 +282,24 @@ def fp8_block_wgrad_rows(rt, shapes):
             smm_err = rel_err(scaled_mm_blockwise(cd, sd, cx, sx)().float(), ref)
             del ref
             print(f"scaled_mm 1x128 x 1x128 rel. error {smm_err:.1e}")
-        fl = 2 * m * n * k
-        rows.append({"pass": "wgrad fp8 1x128", "m": m, "n": n, "k": k, "out": "bf16", "kiln_ms": kiln_ms,
-                     "e2e_ms": e2e_ms, "anchor_ms": bf16_ms, "scaled_mm_ms": smm_ms,
-                     "kiln_tflops": fl / kiln_ms / 1e9, "anchor_tflops": fl / bf16_ms / 1e9,
-                     "speedup": bf16_ms / kiln_ms, "err": err, "config": config_for(plan, m)})
-        print(f"| wgrad fp8 1x128 | {m} x {n} x {k} | {kiln_ms:.3f} ({fl / kiln_ms / 1e9:.0f} TFLOP/s) | "
-              f"{e2e_ms:.3f} | bf16 mm {bf16_ms:.3f} | scaled_mm "
-              f"{'n/a' if smm_ms is None else f'{smm_ms:.3f}'} | {err:.1e} | {rows[-1]['config']} |", flush=True)
+        rows.append(fp8_row("wgrad fp8 1x128", m, n, k, kiln_ms, ("e2e_ms", "", e2e_ms), bf16_ms, smm_ms, err,
+                            config_for(plan, m)))
         del copies, smm
     return rows
+
+
+def fp8_row(name, m, n, k, kiln_ms, extra, bf16_ms, smm_ms, err, config):
+    """One FP8 backward row (printed as it is made): kiln against cuBLAS bf16 torch.mm, with cuBLAS
+    scaled_mm's time and one more kiln time, extra = (key, label, ms)."""
+    fl = 2 * m * n * k
+    key, label, extra_ms = extra
+    row = {"pass": name, "m": m, "n": n, "k": k, "out": "bf16", "kiln_ms": kiln_ms, key: extra_ms,
+           "anchor_ms": bf16_ms, "scaled_mm_ms": smm_ms, "kiln_tflops": fl / kiln_ms / 1e9,
+           "anchor_tflops": fl / bf16_ms / 1e9, "speedup": bf16_ms / kiln_ms, "err": err, "config": config}
+    print(f"| {name} | {m} x {n} x {k} | {kiln_ms:.3f} ({fl / kiln_ms / 1e9:.0f} TFLOP/s) | {label}{extra_ms:.3f} | "
+          f"bf16 mm {bf16_ms:.3f} | scaled_mm {'n/a' if smm_ms is None else f'{smm_ms:.3f}'} | {err:.1e} | "
+          f"{config} |", flush=True)
+    return row
 
 
 def fp8_block_dgrad_rows(rt, shapes):
@@ -342,14 +350,8 @@ def fp8_block_dgrad_rows(rt, shapes):
         bf16_ms = bench_graph([lambda c=c: torch.mm(c[0], c[1], out=c[8]) for c in copies])
         smm = [scaled_mm_blockwise(c[2], c[3], c[6], c[7], "128x128") for c in copies]
         smm_ms = bench_graph(smm) if all(f is not None for f in smm) else None
-        fl = 2 * m * n * k
-        rows.append({"pass": "dgrad fp8 1x128 x 128x128", "m": m, "n": n, "k": k, "out": "bf16", "kiln_ms": kiln_ms,
-                     "gemm_on_wt_ms": gemm_ms, "anchor_ms": bf16_ms, "scaled_mm_ms": smm_ms,
-                     "kiln_tflops": fl / kiln_ms / 1e9, "anchor_tflops": fl / bf16_ms / 1e9,
-                     "speedup": bf16_ms / kiln_ms, "err": err, "config": config_for(plan, m)})
-        print(f"| dgrad fp8 1x128 x 128x128 | {m} x {n} x {k} | {kiln_ms:.3f} ({fl / kiln_ms / 1e9:.0f} TFLOP/s) | "
-              f"GEMM on Wt {gemm_ms:.3f} | bf16 mm {bf16_ms:.3f} | scaled_mm "
-              f"{'n/a' if smm_ms is None else f'{smm_ms:.3f}'} | {err:.1e} | {rows[-1]['config']} |", flush=True)
+        rows.append(fp8_row("dgrad fp8 1x128 x 128x128", m, n, k, kiln_ms, ("gemm_on_wt_ms", "GEMM on Wt ", gemm_ms),
+                            bf16_ms, smm_ms, err, config_for(plan, m)))
         del copies, smm
     return rows
 

@@ -206,6 +206,23 @@ def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has
                   into_main_grad)
 
 
+def quantized_layer(rec: Recipe, n: int, k: int, has_bias: bool, into_main_grad: bool, w_dtype) -> _Layer:
+    """The GEMM specs of a quantized recipe's dense layer: the wgrad kernel writes dW in the weight's
+    dtype, or adds it into the fp32 main_grad."""
+    wgrad_out = "f32" if into_main_grad else format_of(w_dtype)
+    return _layer(rec, 0, has_bias, wgrad_out, "tensor", n, k, into_main_grad)
+
+
+def quantized_plans(rec: Recipe, layer: _Layer):
+    """(spec, n, k) of every plan a quantized layer's call runs: the three GEMMs (dgrad over N rounded up
+    to 128, the rows of W's copy) and the quantizers of W, X and dY (n = 0, k = the input's columns)."""
+    n, k, n_blocks = layer.n, layer.k, -(-layer.n // 128) * 128
+    row = f"quantize a=bf16 out={rec.x_format}"
+    return [(layer.forward, n, k), (layer.dgrad, n_blocks, k), (layer.wgrad, n, k),
+            (f"quantize a=bf16 out={rec.w_format}", 0, k), (row, 0, k), (row, 0, n_blocks),
+            (row + " transpose=true", 0, k), (row + " transpose=true", 0, n)]
+
+
 def _run_quantized(where, rec, x2d, w, bias, main_grad):
     n, k = w.shape
     if k % 128:
@@ -214,9 +231,7 @@ def _run_quantized(where, rec, x2d, w, bias, main_grad):
     if n % 8:
         _fail(f"{where}: recipe {rec.name} needs out_features (the weight's N) to be a multiple of 8 (16-byte rows "
               f"of dY's FP8 copies); got {n}")
-    # The wgrad kernel writes dW in the weight's dtype, or adds it into the fp32 main_grad.
-    wgrad_out = "f32" if main_grad is not None else _TORCH_FORMAT.get(w.dtype, "f32")
-    layer = _layer(rec, 0, bias is not None, wgrad_out, "tensor", int(n), int(k), main_grad is not None)
+    layer = quantized_layer(rec, int(n), int(k), bias is not None, main_grad is not None, w.dtype)
     w_codes, w_scales = quantized_weight(rec, w)
     return _KilnQuantizedLinear.apply(x2d, w, bias, main_grad, w_codes, w_scales, layer, rec.x_format)
 

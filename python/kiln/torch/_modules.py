@@ -162,15 +162,9 @@ class _KilnLayer(torch.nn.Module):
         """(spec, n, k) of every plan this layer runs (quantize specs take n = 0 and k = the input's columns)."""
         rec = self.recipe
         if rec.x_format:
-            n, k = self.out_features, self.in_features
-            wgrad_out = "f32" if self.fuse_wgrad_accumulation else _functional.format_of(self.weight.dtype)
-            specs = rec.specs(bias=self.bias is not None, wgrad_out=wgrad_out,
-                              wgrad_accumulate=self.fuse_wgrad_accumulation)
-            row = f"quantize a=bf16 out={rec.x_format}"
-            n_blocks = -(-n // 128) * 128  # dgrad runs over N rounded up to 128
-            return [(specs.forward, n, k), (specs.dgrad, n_blocks, k), (specs.wgrad, n, k),
-                    (f"quantize a=bf16 out={rec.w_format}", 0, k), (row, 0, k), (row, 0, n_blocks),
-                    (row + " transpose=true", 0, k), (row + " transpose=true", 0, n)]
+            layer = _functional.quantized_layer(rec, self.out_features, self.in_features, self.bias is not None,
+                                                self.fuse_wgrad_accumulation, self.weight.dtype)
+            return _functional.quantized_plans(rec, layer)
         layer = _functional.layer_of(self.recipe, self.weight, self.weight_global, self.bias is not None,
                                      self.fuse_wgrad_accumulation, self.experts)
         specs = [layer.forward, layer.dgrad] + ([layer.wgrad] if layer.wgrad else [])
