@@ -22,21 +22,6 @@ namespace {
 using std::string;
 using std::to_string;
 
-// An int32 [E] per-expert vector (offsets / counts).
-StatusOr<const int32_t*> check_group_rows(const Who& n, const DLTensor* t, int64_t experts, int device,
-                                          const char* meaning) {
-  KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
-  if (!(t->dtype.code == kDLInt && t->dtype.bits == 32 && t->dtype.lanes == 1))
-    return InvalidArgument(n() + ": dtype " + dtype_name(t->dtype) + "; expected int32 (" + meaning + ")");
-  if (t->ndim != 1 || t->shape[0] != experts)
-    return InvalidArgument(n() + ": " + to_string(t->ndim) + "-D with " + to_string(numel(t)) +
-                           " elements; expected 1-D [" + to_string(experts) + "] (" + meaning + ")");
-  if (!contiguous(t)) return InvalidArgument(n() + ": not contiguous (stride 1 expected)");
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
-  if (addr % 4 != 0) return InvalidArgument(n() + ": data address is not 4-byte aligned");
-  return reinterpret_cast<const int32_t*>(addr);
-}
-
 // The scale of operand a or b per its spec. rows: M (a) or N (b); experts: b's leading dimension
 // (-1 for none). x_as_b: wgrad's b is X, scaled like the forward's a (per token, 1x128 and 1x32 blocks
 // along K over its M rows, masked: E * max_m) and passed in b's fields.
@@ -127,30 +112,70 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
   return Status::Ok();
 }
 
+// The per-expert row vector of a grouped spec: offsets (layout=offsets) or counts (layout=masked), int32
+// [E] on the device; the other one, or either for a dense spec, is refused.
+Status check_group_vector(const KernelSpec& spec, const Operands& ops, CheckedOperands& c) {
+  const bool offsets = spec.layout == GroupLayout::kOffsets;
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  if (!offsets && ops.offsets != nullptr)
+    return InvalidArgument("operand offsets: given, but the spec is not grouped_gemm[layout=offsets]");
+  if (!masked && ops.counts != nullptr)
+    return InvalidArgument("operand counts: given, but the spec is not grouped_gemm[layout=masked]");
+  if (offsets) {
+    if (ops.offsets == nullptr)
+      return InvalidArgument("operand offsets: missing; layout=offsets needs an int32 [" + to_string(spec.experts) +
+                             "] device tensor of cumulative row ends");
+    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows(Who{"offsets"}, ops.offsets, spec.experts, c.device,
+                                                         "cumulative row ends per expert"));
+  }
+  if (masked) {
+    if (ops.counts == nullptr)
+      return InvalidArgument("operand counts: missing; layout=masked needs an int32 [" + to_string(spec.experts) +
+                             "] device tensor of rows per expert");
+    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows(Who{"counts"}, ops.counts, spec.experts, c.device,
+                                                         "rows per expert"));
+  }
+  c.experts = spec.op == Op::kGroupedGemm ? spec.experts : 0;
+  return Status::Ok();
+}
+
 // Quantized wgrad's operands: a = dYᵀ [N, M], b = Xᵀ [K, M] (quantized along M in 1x128 blocks: scales
-// [N, M/128], [K, M/128]), out = dW [N, K]; dense (the planner offers no grouped form).
+// [N, M/128], [K, M/128]), out = dW [N, K]. Grouped: the grouped quantizer's padded copies [N, W], [K, W]
+// (each expert's tokens from a 128-column boundary, W >= 128 * (ceil(M / 128) + E)), the row vector the
+// quantizer read, and dW [E, N, K].
 Status check_columnwise_operands(const KernelSpec& spec, const ProblemSizes& sizes, const Operands& ops,
                                  const std::vector<EpilogueOperand>& epilogue, CheckedOperands& c) {
+  const bool grouped = spec.op == Op::kGroupedGemm;
+  const char* copy = grouped ? "; a grouped quantized wgrad takes dY's padded column-wise copy [N, W] "
+                               "(quantize[experts=E,layout=...] ... transpose=true)"
+                             : "; a quantized wgrad takes dY's column-wise copy [N, M] (quantize ... transpose=true)";
   if (ops.a == nullptr || ops.a->ndim != 2)
     return InvalidArgument("operand a: " + (ops.a == nullptr ? string("missing") : to_string(ops.a->ndim) + "-D") +
-                           "; a quantized wgrad takes dY's column-wise copy [N, M] (quantize ... transpose=true)");
+                           copy);
   const int64_t m = ops.a->shape[1];
-  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, -1, sizes.n, m, "N", "M (dY's column-wise copy)"));
-  KILN_ASSIGN_OR_RETURN(Mat b, check_matrix("b", ops.b, spec.b.format, -1, sizes.k, m, "K", "M (X's column-wise copy)"));
+  const char* cols_a = grouped ? "W (dY's padded column-wise copy)" : "M (dY's column-wise copy)";
+  const char* cols_b = grouped ? "W (X's padded column-wise copy)" : "M (X's column-wise copy)";
+  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, -1, sizes.n, m, "N", cols_a));
+  KILN_ASSIGN_OR_RETURN(Mat b, check_matrix("b", ops.b, spec.b.format, -1, sizes.k, m, "K", cols_b));
   if (m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(m) + " exceeds 2^31 - 1");
   const bool blocks = spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock1x128;
   if (blocks && m % 128 != 0)
-    return InvalidArgument("operands a, b: M=" + to_string(m) +
-                           " tokens is not a multiple of 128; the column-wise copies hold 1x128 blocks along M "
-                           "(quantize ... transpose=true takes M % 128 == 0)");
+    return InvalidArgument("operands a, b: " + string(grouped ? "W=" : "M=") + to_string(m) +
+                           " columns is not a multiple of 128; the column-wise copies hold 1x128 blocks along the "
+                           "tokens (quantize ... transpose=true writes whole blocks)");
   c.device = ops.a->device.device_id;
   c.m = m;
   c.a = a.data;
   c.lda = a.ld;
   c.b = b.data;
   c.ldb = b.ld;
-  KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, -1, sizes.n, sizes.k, "N", "K",
-                                            /*vector_rows=*/false));
+  KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, grouped ? spec.experts : -1, sizes.n,
+                                            sizes.k, "N", "K", /*vector_rows=*/false));
+  if (grouped && o.batch_stride != o.rows * o.ld)
+    return InvalidArgument("operand out: expert stride " + to_string(o.batch_stride) +
+                           " elements; grouped wgrad writes dW [E, N, K] with the experts' rows contiguous "
+                           "(stride(0) = N * stride(1) = " +
+                           to_string(o.rows * o.ld) + ")");
   c.ldc = o.ld;
   c.out = const_cast<void*>(o.data);
   if (ops.b->device.device_id != c.device || ops.out->device.device_id != c.device)
@@ -160,9 +185,7 @@ Status check_columnwise_operands(const KernelSpec& spec, const ProblemSizes& siz
   KILN_RETURN_IF_ERROR(
       check_operand_scale("b_scale", ops.b_scale, spec.b, true, sizes.k, m, -1, c.device, c, /*x_as_b=*/true));
   if (ops.b_global != nullptr) return InvalidArgument("operand b_global: given, but only nvfp4 weights take one");
-  if (ops.offsets != nullptr || ops.counts != nullptr)
-    return InvalidArgument(string("operand ") + (ops.offsets ? "offsets" : "counts") +
-                           ": given, but the spec is a dense gemm");
+  KILN_RETURN_IF_ERROR(check_group_vector(spec, ops, c));
   return check_epilogue_operands(spec, epilogue, ops, sizes.k, c);
 }
 
@@ -286,26 +309,7 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
   }
 
   // Grouped: the per-expert row vector.
-  const bool offsets = spec.layout == GroupLayout::kOffsets;
-  if (!offsets && ops.offsets != nullptr)
-    return InvalidArgument("operand offsets: given, but the spec is not grouped_gemm[layout=offsets]");
-  if (!masked && ops.counts != nullptr)
-    return InvalidArgument("operand counts: given, but the spec is not grouped_gemm[layout=masked]");
-  if (offsets) {
-    if (ops.offsets == nullptr)
-      return InvalidArgument("operand offsets: missing; layout=offsets needs an int32 [" + to_string(spec.experts) +
-                             "] device tensor of cumulative row ends");
-    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows(Who{"offsets"}, ops.offsets, spec.experts, c.device,
-                                                         "cumulative row ends per expert"));
-  }
-  if (masked) {
-    if (ops.counts == nullptr)
-      return InvalidArgument("operand counts: missing; layout=masked needs an int32 [" + to_string(spec.experts) +
-                             "] device tensor of rows per expert");
-    KILN_ASSIGN_OR_RETURN(c.group_rows, check_group_rows(Who{"counts"}, ops.counts, spec.experts, c.device,
-                                                         "rows per expert"));
-  }
-  c.experts = grouped ? spec.experts : 0;
+  KILN_RETURN_IF_ERROR(check_group_vector(spec, ops, c));
   return check_epilogue_operands(spec, epilogue, ops, n_out, c);
 }
 

@@ -87,6 +87,11 @@ struct CheckedQuantize {
   void* scale = nullptr;
   float* global = nullptr;
   int64_t ld_in = 0, ld_out = 0, ld_scale = 0;  // elements; scale elements
+  // Grouped transposed quantize: the row vector (offsets or counts), masked max_m, the copy's columns.
+  const int* group_rows = nullptr;
+  int experts = 0, max_m = 0;
+  bool masked = false;
+  int64_t out_cols = 0;
 };
 StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const ProblemSizes& sizes,
                                                   const Operands& ops);

@@ -167,4 +167,8 @@ StatusOr<ScaleView> check_scale_matrix(const Who& n, const DLTensor* t, ScaleTyp
 Status check_epilogue_operands(const KernelSpec& spec, const std::vector<EpilogueOperand>& epilogue,
                                const Operands& ops, int64_t n_out, CheckedOperands& c);
 
+// An int32 [E] per-expert vector (offsets / counts) on the device, contiguous and 4-byte aligned.
+StatusOr<const int32_t*> check_group_rows(const Who& n, const DLTensor* t, int64_t experts, int device,
+                                          const char* meaning);
+
 }  // namespace kiln::operands_internal

@@ -20,27 +20,71 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
       return InvalidArgument("operand " + string(ep_vector_name(static_cast<EpVector>(vi))) +
                              ": given, but quantize specs have no epilogue");
   }
+  const bool grouped = spec.experts > 0;
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  const bool offsets_given = ops.offsets != nullptr && !(grouped && !masked);
+  const bool counts_given = ops.counts != nullptr && !(grouped && masked);
   if (ops.b != nullptr || ops.a_scale != nullptr || ops.b_scale != nullptr || ops.b_global != nullptr ||
-      ops.offsets != nullptr || ops.counts != nullptr)
-    return InvalidArgument("quantize takes a (the input), out, out_scale and (nvfp4) out_global; operand " +
+      offsets_given || counts_given)
+    return InvalidArgument("quantize takes a (the input), out, out_scale, (nvfp4) out_global and (quantize[experts=E,"
+                           "layout=offsets|masked]) offsets or counts; operand " +
                            string(ops.b ? "b" : ops.a_scale ? "a_scale" : ops.b_scale ? "b_scale"
-                                          : ops.b_global ? "b_global" : ops.offsets ? "offsets" : "counts") +
-                           " was given");
-  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, -1, -1, sizes.k, "M", "K"));
+                                          : ops.b_global ? "b_global" : offsets_given ? "offsets" : "counts") +
+                           " was given" + (offsets_given || counts_given ? " (the spec's layout does not take it)" : ""));
+  // a: X [M, K]; masked grouped: [E, max_m, K] with the experts' rows contiguous.
+  KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, grouped && masked ? spec.experts : -1, -1,
+                                            sizes.k, grouped && masked ? "max_m" : "M", "K"));
   q.device = ops.a->device.device_id;
-  q.m = a.rows;
+  q.m = grouped && masked ? a.rows * spec.experts : a.rows;
   q.in = a.data;
   q.ld_in = a.ld;
   if (q.m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(q.m) + " exceeds 2^31 - 1");
+  if (grouped && masked && a.rows > 0 && a.batch_stride != a.rows * a.ld)
+    return InvalidArgument("operand a: expert stride " + to_string(a.batch_stride) +
+                           " elements; the masked layout needs the experts' rows contiguous (stride(0) = max_m * "
+                           "stride(1) = " + to_string(a.rows * a.ld) + ")");
   const QuantizeShape qs = quantize_shape(spec);
   const bool transposed = qs.mode == QuantizeMode::kTransposed;
-  if (transposed && q.m % qs.block != 0)
+  if (grouped) {
+    q.experts = spec.experts;
+    q.max_m = masked ? static_cast<int>(a.rows) : 0;
+    q.masked = masked;
+    const char* vname = masked ? "counts" : "offsets";
+    const DLTensor* v = masked ? ops.counts : ops.offsets;
+    if (v == nullptr)
+      return InvalidArgument("operand " + string(vname) + ": missing; quantize[experts=" + to_string(spec.experts) +
+                             ",layout=" + group_layout_name(spec.layout) + "] needs an int32 [" +
+                             to_string(spec.experts) + "] device tensor of " +
+                             (masked ? "rows per expert" : "cumulative row ends"));
+    KILN_ASSIGN_OR_RETURN(q.group_rows, check_group_rows(Who{vname}, v, spec.experts, q.device,
+                                                         masked ? "rows per expert" : "cumulative row ends per expert"));
+  }
+  if (transposed && !grouped && q.m % qs.block != 0)
     return InvalidArgument("operand a: M = " + to_string(q.m) + " is not a multiple of " + to_string(qs.block) +
                            "; transpose=true quantizes blocks of " + to_string(qs.block) + " rows");
-  // out: codes, written in 4-byte (mxfp4) or 8-byte chunks: rows and base aligned to that.
-  const int64_t out_rows = transposed ? sizes.k : q.m, out_cols = transposed ? q.m : sizes.k;
+  // out: codes, written in 4-byte (mxfp4) or 8-byte chunks: rows and base aligned to that. Grouped: the
+  // padded copy [K, W], W a whole number of blocks and at least grouped_transposed_cols (its columns are the
+  // caller's choice: a buffer sized once for the largest M serves every batch).
+  int64_t out_cols = transposed ? q.m : sizes.k;
+  if (grouped) {
+    if (ops.out == nullptr || ops.out->ndim != 2)
+      return InvalidArgument("operand out: " +
+                             (ops.out == nullptr ? string("missing") : to_string(ops.out->ndim) + "-D") +
+                             "; a grouped transposed quantize writes the padded copy [K, W]");
+    out_cols = ops.out->shape[1];
+    const int64_t need = grouped_transposed_cols(spec, q.m);
+    if (out_cols < need || out_cols % qs.block != 0 || out_cols > INT32_MAX)
+      return InvalidArgument("operand out: " + to_string(out_cols) + " columns; the padded copy of M = " +
+                             to_string(q.m) + " rows for " + to_string(spec.experts) +
+                             " experts needs a multiple of " + to_string(qs.block) + " of at least " +
+                             to_string(need) + " (" + to_string(qs.block) + " x (ceil(M / " + to_string(qs.block) +
+                             ") + E): every expert's rows rounded up to whole blocks)");
+    q.out_cols = out_cols;
+  }
+  const int64_t out_rows = transposed ? sizes.k : q.m;
   KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, -1, out_rows, out_cols,
-                                            transposed ? "K" : "M", transposed ? "M" : "K", /*vector_rows=*/false));
+                                            transposed ? "K" : "M", grouped ? "W" : transposed ? "M" : "K",
+                                            /*vector_rows=*/false));
   const int64_t chunk = spec.out.format == Format::kMxfp4 ? 4 : 8;
   const int64_t row_bytes = format_bits(spec.out.format) == 4 ? o.ld / 2 : o.ld;
   if (row_bytes % chunk != 0 || reinterpret_cast<uintptr_t>(o.data) % chunk != 0)
@@ -83,7 +127,7 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
         cols = sizes.k / 128;
       } else if (transposed) {
         rows = sizes.k;
-        cols = q.m / qs.block;
+        cols = out_cols / qs.block;
       } else {
         rows = q.m;
         cols = sizes.k / qs.block;

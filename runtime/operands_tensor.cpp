@@ -202,4 +202,19 @@ Status check_same_device(const Who& n, const DLTensor* t, int device) {
   return Status::Ok();
 }
 
+// An int32 [E] per-expert vector (offsets / counts).
+StatusOr<const int32_t*> check_group_rows(const Who& n, const DLTensor* t, int64_t experts, int device,
+                                          const char* meaning) {
+  KILN_RETURN_IF_ERROR(check_same_device(n, t, device));
+  if (!(t->dtype.code == kDLInt && t->dtype.bits == 32 && t->dtype.lanes == 1))
+    return InvalidArgument(n() + ": dtype " + dtype_name(t->dtype) + "; expected int32 (" + meaning + ")");
+  if (t->ndim != 1 || t->shape[0] != experts)
+    return InvalidArgument(n() + ": " + std::to_string(t->ndim) + "-D with " + std::to_string(numel(t)) +
+                           " elements; expected 1-D [" + to_string(experts) + "] (" + meaning + ")");
+  if (!contiguous(t)) return InvalidArgument(n() + ": not contiguous (stride 1 expected)");
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  if (addr % 4 != 0) return InvalidArgument(n() + ": data address is not 4-byte aligned");
+  return reinterpret_cast<const int32_t*>(addr);
+}
+
 }  // namespace kiln::operands_internal

@@ -19,6 +19,11 @@ Status quantize_launch(const Driver& d, const LoadedKernel& k, const LaunchRule&
   p.ld_scale = q.ld_scale;
   p.m = static_cast<int>(q.m);
   p.k = static_cast<int>(k_cols);
+  p.group_rows = q.group_rows;
+  p.experts = q.experts;
+  p.max_m = q.max_m;
+  p.out_cols = static_cast<int>(q.out_cols);
+  p.masked = q.masked ? 1 : 0;
   for (int i = 0; i < rule.phase_count; ++i) {
     const int phase = rule.phases[static_cast<size_t>(i)].phase;
     // M = 0: nothing to read or write, but a tensor-scale spec still gets its scale (amax 0).

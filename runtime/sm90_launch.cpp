@@ -182,7 +182,8 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
     }
     // With clusters each CTA loads block_n / cluster_m rows of B and multicasts them to its peers.
     // Grouped: W [E, N, K] as a 3-D map (templates/kernels/sm90/scheduler.cuh); grouped wgrad's X is every
-    // expert's rows [M, K], a 2-D map like dY's, and its dW [E, N, K] is E x N output rows.
+    // expert's rows [M, K] (quantized: the padded copy Xᵀ [K, W]), a 2-D map like dY's, and its dW [E, N, K]
+    // is E x N output rows.
     const bool grouped = spec.layout != GroupLayout::kDense;
     const bool grouped_w = grouped && spec.pass != Pass::kWgrad;
     const int64_t out_rows = grouped && spec.pass == Pass::kWgrad ? int64_t{gp.m} * gp.experts : gp.m;
@@ -192,8 +193,8 @@ Status sm90_launch(const Driver& d, const LoadedKernel& k, const KernelSpec& spe
                                                grouped_w ? gp.b_expert_stride : 0));
     } else {
       KILN_RETURN_IF_ERROR(sm90_encode_operand(d, "b", spec.b.format, gp.b, gp.n, gp.k, gp.ldb, rule.box_b_rows,
-                                               rule.box_k, &cache.map_b, grouped ? gp.experts : 0,
-                                               grouped ? gp.b_expert_stride : 0));
+                                               rule.box_k, &cache.map_b, grouped_w ? gp.experts : 0,
+                                               grouped_w ? gp.b_expert_stride : 0));
     }
     // The TMA-store epilogue (templates/kernels/sm90/epilogue_tma_store.cuh): Y [M, N] in the boxes the
     // rule names (a consumer warpgroup's rows by 128 bytes, 128-byte swizzled, or by 16 columns unswizzled

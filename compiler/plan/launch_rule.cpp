@@ -128,9 +128,12 @@ LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const Til
             case QuantizeMode::kRow: p.den = kQuantThreads / 32; p.num = 1; break;
             case QuantizeMode::kBlock2d: p.num = 1; p.den = 128; p.mult = k8 / 128; break;
             case QuantizeMode::kTransposed:
+              // One CTA per block of rows x 64 columns; grouped: per block of the padded copy, ceil(M /
+              // block) + E of them at most (the CTAs past the experts' blocks return at once).
               p.num = 1;
               p.den = qs.block;
-              p.floor = true;
+              p.floor = spec.experts == 0;
+              p.add = spec.experts;
               p.mult = ceil_div(k8, kTransposeCols);
               break;
             case QuantizeMode::kTensor:

@@ -58,10 +58,10 @@ inline constexpr int64_t kSm90SplitCounterSlots = 1 << 18;
 inline constexpr int kSm90MnChunk = 64;
 
 // One launch of a multi-phase kernel (the quantize family): blocks(m) = min(cap, mult *
-// round(m * num / den)) with round = floor or ceil, at least 1.
+// (round(m * num / den) + add)) with round = floor or ceil, at least 1.
 struct PhaseRule {
   int phase = 0;
-  int64_t num = 0, den = 1, mult = 1, cap = kLaunchMaxIndex;
+  int64_t num = 0, den = 1, mult = 1, cap = kLaunchMaxIndex, add = 0;
   bool floor = false;
 };
 
@@ -164,7 +164,7 @@ struct LaunchRule {
       const PhaseRule& p = phases[static_cast<size_t>(i)];
       if (p.phase != phase) continue;
       const int64_t q = p.floor ? m1 * p.num / p.den : (m1 * p.num + p.den - 1) / p.den;
-      blocks = std::min(p.cap, p.mult * q);
+      blocks = std::min(p.cap, p.mult * (q + p.add));
     }
     ls.grid_x = static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kLaunchMaxIndex));
     return ls;

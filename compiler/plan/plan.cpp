@@ -114,7 +114,7 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
   // Mode quantized: the sm90 family's wgrad of two FP8 1x128 column-wise copies (sm90_col_blocks) and its
   // dgrad of FP8 dY with W scaled per tensor or in 128x128 blocks (dgrad_reads_transposed_w).
   if (*mode == BackwardMode::kQuantized)
-    return Unsupported(head + "mode quantized runs on sm_90a: dense pass=wgrad with a=e4m3|e5m2:block1x128 "
+    return Unsupported(head + "mode quantized runs on sm_90a: pass=wgrad (dense or grouped) with a=e4m3|e5m2:block1x128 "
                               "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X), and pass=dgrad with "
                               "a=e4m3|e5m2:tensor|m|block1x128 (dY) and b=e4m3|e5m2:tensor|block128x128 (W); "
                               "other quantized backward specs have no kernel: compute them in mode high_precision "

@@ -38,6 +38,10 @@ Status quantize_supported(const KernelSpec& spec, const Arch& arch) {
     return Unsupported(string("fp8_sat=") + fp8_saturation_name(spec.fp8_saturation) +
                        ": the quantize family writes saturating (satfinite) FP8 codes only, as the "
                        "docs/numerics.md references do");
+  if (spec.experts > 0 && !(o == Format::kE4m3 && spec.out.scale == ScaleGranularity::kBlock1x128))
+    return Unsupported(out_text(spec) + " with quantize[experts=" + to_string(spec.experts) +
+                       ",...]: the grouped transposed quantizer writes e4m3:block1x128 (the column-wise copies a "
+                       "grouped FP8 wgrad reads)");
   if (o == Format::kE4m3) {
     const ScaleGranularity g = spec.out.scale;
     if (g == ScaleGranularity::kTensor && spec.out.scale_type != ScaleType::kF32)
@@ -88,10 +92,16 @@ Status quantize_check_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {
     return InvalidArgument("M x K = " + to_string(sizes.m) + " x " + to_string(sizes.k) +
                            " is too large; the quantize family indexes rows and columns with 32-bit integers");
   const QuantizeShape qs = quantize_shape(spec);
-  if (qs.mode == QuantizeMode::kTransposed && sizes.m > 0 && sizes.m % qs.block != 0)
+  if (qs.mode == QuantizeMode::kTransposed && spec.experts == 0 && sizes.m > 0 && sizes.m % qs.block != 0)
     return InvalidArgument("M=" + to_string(sizes.m) + " is not a multiple of " + to_string(qs.block) +
                            "; transpose=true quantizes blocks of " + to_string(qs.block) + " rows");
   return Status::Ok();
+}
+
+int64_t grouped_transposed_cols(const KernelSpec& spec, int64_t m) {
+  const int64_t block = quantize_shape(spec).block;
+  if (block <= 0) return 0;
+  return block * ((std::max<int64_t>(m, 0) + block - 1) / block + std::max(spec.experts, 0));
 }
 
 bool quantize_needs_amax(const KernelSpec& spec) {

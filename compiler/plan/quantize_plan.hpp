@@ -9,6 +9,10 @@
 //   out=e4m3:block128x128               kBlock2d     weights
 //   out=mxfp8 | mxfp4                   kBlockK 32   transpose=true: kTransposed 32
 //   out=nvfp4 (four_over_six, bound)    kBlockK 16   transpose=true: kTransposed 16; + amax launches
+// Grouped: `quantize[experts=E,layout=offsets|masked] a=bf16 out=e4m3:block1x128 transpose=true` writes
+// each expert's rows as its own run of 128x1 blocks, every expert from a block boundary of the copy
+// [K, W], W >= grouped_transposed_cols(spec, M) (templates/common/quantize_params.cuh; the copies a
+// grouped quantized wgrad reads).
 // Not implemented (UNSUPPORTED with the reason): e5m2 outputs, fp8_sat=nonsat, per-tensor ue8m0,
 // transpose=true of tensor / m / block128x128 scales.
 // TileConfig does not apply to this family: plans hold quantize_config() in every bucket, and
@@ -38,6 +42,9 @@ QuantizeShape quantize_shape(const KernelSpec& spec);
 Status quantize_can_implement(const KernelSpec& spec, const ProblemSizes& sizes);
 // The same for a spec validate_spec accepted (the sizes' rules only).
 Status quantize_check_sizes(const KernelSpec& spec, const ProblemSizes& sizes);
+// A grouped transposed quantize of M rows in all: the columns its copy needs at least, block * (ceil(M /
+// block) + E) (every expert's rows rounded up to whole blocks fit in it whatever the routing).
+int64_t grouped_transposed_cols(const KernelSpec& spec, int64_t m);
 // Whether the spec needs the tensor amax first (FP8 per tensor, NVFP4's global scale).
 bool quantize_needs_amax(const KernelSpec& spec);
 // The kernel's phases in launch order (kiln_dev::QuantPhase values).

@@ -305,11 +305,14 @@ TileConfig backward_config(const KernelSpec& spec, const Arch& arch, TileConfig 
 
 TileConfig sm90_default_config(const KernelSpec& spec, const Arch& arch, const ProblemSizes& sizes) {
   // Quantized wgrad (per-column b scales, at most 128 columns per warpgroup): 128 x 128 tiles of two
-  // promoted 64 x 128 warpgroups, the ring as deep as fits; 64 x 128 when those tiles leave SMs idle.
+  // promoted 64 x 128 warpgroups, the ring as deep as fits; 64 x 128 when those tiles leave SMs idle
+  // (grouped: every expert owns the tiles of its dW, without clusters).
   if (sm90_col_blocks(spec)) {
     const ProblemSizes g = gemm_sizes(spec, sizes);
-    const int64_t tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128);
+    const int64_t groups = spec.layout != GroupLayout::kDense ? std::max(spec.experts, 1) : 1;
+    const int64_t tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128) * groups;
     TileConfig c = tiles >= arch.sms() ? make(spec, 128, 128, 8, 1) : make(spec, 64, 128, 4, 1);
+    if (groups > 1 || spec.layout != GroupLayout::kDense) c.cluster_m = 1;
     c.stages = max_stages(spec, arch, c);
     return c;
   }

@@ -57,14 +57,15 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   };
   // Backward passes (compiler/plan/gemm_view.hpp): bf16 / f16 operands read MN-major, the plain GEMM (no
   // epilogue), dense or grouped (grouped wgrad: the experts' rows are the reduction, sm90/scheduler.cuh).
-  // Quantized wgrad (sm90_col_blocks): FP8 1x128 blocks on both column-wise copies, dense.
+  // Quantized wgrad (sm90_col_blocks): FP8 1x128 blocks on both column-wise copies, dense or grouped (the
+  // grouped quantizer's padded copies: each expert's tokens from a 128-column boundary).
   // Quantized dgrad (dgrad_reads_transposed_w): the forward's FP8 kernel on dY and W's transposed copy,
   // dense or grouped; W scaled per tensor or in 128x128 blocks, the scales that transpose exactly (a
   // per-channel scale runs along dgrad's reduction).
   if (spec.pass != Pass::kFprop) {
     const bool quantized_dgrad = dgrad_reads_transposed_w(spec) && fp8_scale_ok(spec.a, true) &&
                                  fp8_scale_ok(spec.b, false) && spec.b.scale != ScaleGranularity::kN;
-    return (same16 || (sm90_col_blocks(spec) && dense) || quantized_dgrad) &&
+    return (same16 || sm90_col_blocks(spec) || quantized_dgrad) &&
            (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
            spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty();
   }
@@ -162,8 +163,9 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
   if (!sm90_supports(spec, arch))
     return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16, two FP8 (scales: a tensor, m "
                        "or block1x128; b tensor, n or block128x128) or two MXFP8 operands, and no stacked "
-                       "gate|up; backward passes two bf16 or two f16 operands without an epilogue, or a dense "
-                       "quantized wgrad of two FP8 block1x128 column-wise copies (" +
+                       "gate|up; backward passes two bf16 or two f16 operands without an epilogue, a quantized "
+                       "wgrad of two FP8 block1x128 column-wise copies, or a quantized dgrad of FP8 dY and a W "
+                       "scaled per tensor or in 128x128 blocks (" +
                        arch.name() + ")");
   const struct {
     const char* field;

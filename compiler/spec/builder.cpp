@@ -14,7 +14,7 @@ SpecBuilder& SpecBuilder::op(Op op) {
 }
 
 SpecBuilder& SpecBuilder::grouped(int experts, GroupLayout layout) {
-  spec_.op = Op::kGroupedGemm;
+  if (spec_.op != Op::kQuantize) spec_.op = Op::kGroupedGemm;  // quantize stays quantize (its grouped form)
   spec_.experts = experts;
   spec_.layout = layout;
   return *this;

@@ -1,7 +1,8 @@
 // The DSL text form -> KernelSpec (parse_spec). Grammar (docs/dsl.md):
 //
 //   spec    := op [ '[' prop (',' prop)* ']' ] kv*
-//   prop    := 'experts' '=' INT | 'layout' '=' ('offsets' | 'masked')      -- grouped_gemm only
+//   prop    := 'experts' '=' INT | 'layout' '=' ('offsets' | 'masked')      -- grouped_gemm; quantize
+//                                                                            (transpose=true: grouped copies)
 //   kv      := key '=' value
 //   operand := format [ ':' granularity ] [ ':' scale_type ]
 //   epilogue=STRING -- "..." in kiln's closed epilogue language (compiler/epilogue, docs/epilogue.md)
@@ -152,10 +153,11 @@ StatusOr<KernelSpec> Parser::run() {
   pos_.op = t.pos;
 
   if (lex_.peek().kind == Tok::kLBracket) {
-    if (spec_.op != Op::kGroupedGemm)
+    if (spec_.op != Op::kGroupedGemm && spec_.op != Op::kQuantize)
       return error(lex_.peek().pos, "'" + string(op_name(spec_.op)) +
-                                        "' takes no [properties]; only grouped_gemm has "
-                                        "[experts=E,layout=offsets|masked]");
+                                        "' takes no [properties]; grouped_gemm has "
+                                        "[experts=E,layout=offsets|masked] (and quantize, for its grouped "
+                                        "transposed form)");
     KILN_RETURN_IF_ERROR(parse_props());
   } else if (spec_.op == Op::kGroupedGemm) {
     return unexpected(lex_.peek(), "'[' after grouped_gemm: grouped_gemm[experts=E,layout=offsets|masked]");
@@ -266,9 +268,9 @@ Status Parser::parse_props() {
     if (sep.kind == Tok::kEnd) return error(sep.pos, unterminated + "; expected ',' or ']'");
     if (sep.kind != Tok::kComma) return unexpected(sep, "',' or ']'");
   }
-  if (!pos_.experts) return error(pos_.op, "grouped_gemm needs experts=E in its [properties]");
-  if (!pos_.layout)
-    return error(pos_.op, "grouped_gemm needs layout=offsets or layout=masked in its [properties]");
+  const string op = op_name(spec_.op);
+  if (!pos_.experts) return error(pos_.op, op + " needs experts=E in its [properties]");
+  if (!pos_.layout) return error(pos_.op, op + " needs layout=offsets or layout=masked in its [properties]");
   return Status::Ok();
 }
 

@@ -71,7 +71,8 @@ Status validate_valid_spec_sizes(const KernelSpec& spec, const ProblemSizes& siz
   if (quantize) {
     // The input is X[M,K]; blocks run along K, or along M with transpose=true (the 128x1 wgrad form).
     if (!spec.transpose) return check_dim(Role::kOut, spec.out, 'K', sizes.k, "");
-    if (sizes.m == 0) return Status::Ok();  // any M: checked per call
+    // Any M: checked per call. Grouped: each expert's rows are padded to whole blocks, so M is free.
+    if (sizes.m == 0 || spec.experts > 0) return Status::Ok();
     return check_dim(Role::kOut, spec.out, 'M', sizes.m, " (transpose=true quantizes along M)");
   }
   // A quantized dgrad's dY [M, N] is quantized along N, its reduction; W keeps the forward's blocks along

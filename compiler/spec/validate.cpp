@@ -196,22 +196,31 @@ std::optional<Violation> find_violation(const KernelSpec& s, std::optional<Epilo
   // ---- op structure ----
   if (s.op != Op::kGemm && s.op != Op::kGroupedGemm && s.op != Op::kQuantize)
     return Violation{at(Field::kOp), string("unknown op; expected one of ") + op_names()};
-  if (s.op == Op::kGroupedGemm) {
+  // A grouped quantize (quantize[experts=E,layout=...] ... transpose=true) writes the padded column-wise
+  // copies a grouped quantized wgrad reads: each expert's rows quantized along M on their own.
+  const bool grouped_quantize = s.op == Op::kQuantize && (s.experts != 0 || s.layout != GroupLayout::kDense);
+  if (s.op == Op::kGroupedGemm || grouped_quantize) {
     if (s.experts < 1 || s.experts > kMaxExperts)
-      return Violation{at(Field::kExperts), "experts=" + std::to_string(s.experts) +
-                                                " is out of range; grouped_gemm accepts 1.." +
-                                                std::to_string(kMaxExperts) + " experts"};
+      return Violation{at(Field::kExperts), "experts=" + std::to_string(s.experts) + " is out of range; " + op +
+                                                " accepts 1.." + std::to_string(kMaxExperts) + " experts"};
     if (s.layout != GroupLayout::kOffsets && s.layout != GroupLayout::kMasked)
       return Violation{at(Field::kLayout), string("layout=") + group_layout_name(s.layout) +
-                                               " is not a grouped layout; grouped_gemm accepts "
-                                               "layout=offsets or layout=masked"};
+                                               " is not a grouped layout; " + op +
+                                               " accepts layout=offsets or layout=masked"};
+    if (grouped_quantize && !s.transpose)
+      return Violation{at(Field::kExperts),
+                       "quantize[experts=" + std::to_string(s.experts) +
+                           ",...] writes the per-expert column-wise copies a grouped wgrad reads: it needs "
+                           "transpose=true (a row-wise quantize of grouped rows is the plain quantize of all rows)"};
   } else {
     if (s.experts != 0)
       return Violation{at(Field::kExperts), "experts=" + std::to_string(s.experts) +
-                                                " is only accepted on grouped_gemm, not on " + op};
+                                                " is only accepted on grouped_gemm (and quantize[...] "
+                                                "transpose=true), not on " + op};
     if (s.layout != GroupLayout::kDense)
       return Violation{at(Field::kLayout), string("layout=") + group_layout_name(s.layout) +
-                                               " is only accepted on grouped_gemm, not on " + op};
+                                               " is only accepted on grouped_gemm (and quantize[...] "
+                                               "transpose=true), not on " + op};
   }
 
   // ---- operand roles per op ----

@@ -93,8 +93,8 @@ struct OperandSpec {
 struct KernelSpec {
   Op op = Op::kGemm;
   Pass pass = Pass::kFprop;
-  GroupLayout layout = GroupLayout::kDense;  // kDense unless op == kGroupedGemm
-  int experts = 0;                           // > 0 iff op == kGroupedGemm
+  GroupLayout layout = GroupLayout::kDense;  // kDense unless grouped (as experts)
+  int experts = 0;                           // > 0 iff op == kGroupedGemm, or a grouped transposed quantize
   OperandSpec a;                             // X[M,K] (quantize: the input)
   OperandSpec b;                             // W[N,K] (unused by quantize)
   OperandSpec out;                           // Y[M,N] (quantize: the quantized output + its scales)
@@ -182,6 +182,7 @@ Status validate_sizes(const KernelSpec& spec, const ProblemSizes& sizes);
 class SpecBuilder {
  public:
   SpecBuilder& op(Op op);
+  // grouped_gemm[experts, layout]; after op(Op::kQuantize), the grouped transposed quantize.
   SpecBuilder& grouped(int experts, GroupLayout layout);
   SpecBuilder& pass(Pass p);
   SpecBuilder& a(Format f, ScaleGranularity g = ScaleGranularity::kNone, ScaleType t = ScaleType::kNone);

@@ -376,7 +376,59 @@ __device__ void quantize_block2d(const QuantizeParams& p) {
   }
 }
 
-// kTransposed: blocks of kBlock rows x 1 column; output row c of [K, M] holds X's column c.
+// Grouped transposed quantize: which rows of X output block `block` (columns block * kB ..) holds. Warp 0
+// walks the experts 32 at a time (row vector sanitized as the GEMMs do: offsets clamped to [0, M] and made
+// non-decreasing, counts clamped to [0, max_m]) with running sums of their rows rounded up to whole
+// blocks; the expert whose blocks contain `block` writes its first row of X and the block's valid rows
+// (1..kB) to shared memory. Rows past them are staged as zeros. No expert: rows = 0 (nothing written).
+template <class C>
+__device__ void grouped_block_rows(const QuantizeParams& p, long long block, long long* first_row, int* rows) {
+  constexpr int kB = C::kBlock;
+  const int lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) *rows = 0;
+  if (threadIdx.x >= 32) return;
+  int end_before = 0;
+  long long padded_before = 0;
+  for (int e0 = 0; e0 < p.experts; e0 += 32) {
+    const int e = e0 + lane;
+    int start = 0, n = 0;
+    if (!p.masked) {  // offsets
+      int end = e < p.experts ? ldg_s32(p.group_rows + e) : 0;
+      end = end < 0 ? 0 : end > p.m ? p.m : end;
+      if (end < end_before) end = end_before;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int o = shfl_up(end, d);
+        if (lane >= d && o > end) end = o;
+      }
+      start = shfl_up(end, 1);
+      if (lane == 0) start = end_before;
+      n = e < p.experts ? end - start : 0;
+      end_before = shfl_idx(end, 31);
+    } else {
+      n = e < p.experts ? ldg_s32(p.group_rows + e) : 0;
+      n = n < 0 ? 0 : n > p.max_m ? p.max_m : n;
+      start = e * p.max_m;
+    }
+    const int blocks = (n + kB - 1) / kB;
+    int incl = blocks;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int o = shfl_up(incl, d);
+      if (lane >= d) incl += o;
+    }
+    const long long bend = padded_before + incl, bstart = bend - blocks;
+    if (block >= bstart && block < bend) {  // at most one lane of one step
+      const long long r0 = (block - bstart) * kB;
+      *first_row = start + r0;
+      *rows = n - r0 < kB ? int(n - r0) : kB;
+    }
+    padded_before += shfl_idx(incl, 31);
+  }
+}
+
+// kTransposed: blocks of kBlock rows x 1 column; output row c of [K, M] holds X's column c. Grouped: the
+// block's rows are those grouped_block_rows finds (QuantizeParams "Grouped transposed").
 template <class C>
 __device__ void quantize_transposed(const QuantizeParams& p) {
   constexpr int kB = C::kBlock, kCols = kTransposeCols, kLd = kCols + 1;
@@ -384,15 +436,27 @@ __device__ void quantize_transposed(const QuantizeParams& p) {
   constexpr int kLanes = kB / kVec;
   static_assert(kLanes >= 1 && kLanes <= 32 && (kCols * kLanes) % 32 == 0, "tile shape");
   __shared__ float tile[kB * kLd];
+  __shared__ long long grouped_first;
+  __shared__ int grouped_rows;
   const int col_tiles = (p.k + kCols - 1) / kCols;
-  const long long m0 = (long long)(blockIdx.x / col_tiles) * kB;
+  const long long m0 = (long long)(blockIdx.x / col_tiles) * kB;  // the output column (token) of row 0
   const int k0 = (blockIdx.x % col_tiles) * kCols;
-  // Stage kB rows x 64 columns (8-element chunks; columns past K read as zero, never stored).
+  long long src0 = m0;  // X's row of the block's row 0
+  int valid_rows = kB;
+  if (p.group_rows != nullptr) {
+    grouped_block_rows<C>(p, m0 / kB, &grouped_first, &grouped_rows);
+    __syncthreads();
+    valid_rows = grouped_rows;
+    src0 = grouped_first;
+    if (valid_rows == 0 || m0 + kB > p.out_cols) return;  // past the last expert's blocks (CTA-uniform)
+  }
+  // Stage kB rows x 64 columns (8-element chunks; columns past K read as zero, never stored; grouped: rows
+  // past the expert's last as zero, written as zero codes).
   for (int i = threadIdx.x; i < kB * (kCols / 8); i += kQuantThreads) {
     const int r = i / (kCols / 8), cc = (i % (kCols / 8)) * 8;
     float v[8];
-    if (k0 + cc < p.k) {
-      load_chunk<C::kIn, 8>(static_cast<const u8*>(p.in) + ((m0 + r) * p.ld_in + k0 + cc) * format_bytes(C::kIn), v);
+    if (k0 + cc < p.k && r < valid_rows) {
+      load_chunk<C::kIn, 8>(static_cast<const u8*>(p.in) + ((src0 + r) * p.ld_in + k0 + cc) * format_bytes(C::kIn), v);
     } else {
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = 0.0f;

@@ -257,10 +257,14 @@ struct Gemm {
   static constexpr int kExperts = kGrouped ? Config::kExperts : 0;
   static constexpr int kGroupTableBytes = 12 * kExperts;  // cluster-tile ends, row bases, rows: int [E] each
   // Grouped wgrad (sm90/scheduler.cuh, "Grouped wgrad"): the experts' rows are the reduction. Every expert
-  // has the same tiles (its dW [N, K]); a tile's K range is its expert's rows of dY and X, and the stage
-  // holding an expert's last, partial atom of rows has the rows past its end zeroed by the consumers
-  // (zero_k_tail) before any wgmma reads it. (Only wgrad reads A MN-major.)
-  static constexpr bool kGroupedK = kGrouped && kTransA;
+  // has the same tiles (its dW [N, K]); a tile's K range is its expert's rows of dY and X. 16-bit operands
+  // (MN-major, every expert's rows as stored): the stage holding an expert's last, partial atom of rows has
+  // the rows past its end zeroed by the consumers (zero_k_tail) before any wgmma reads it. Quantized
+  // (kGroupedKPadded: the FP8 column-wise copies, K-major, per-column b scales): each expert's tokens start
+  // on a 128-column boundary of the copies and its last block is zero-padded by the grouped quantizer, so
+  // the K range is whole atoms and nothing is zeroed. (Only wgrad reads A MN-major or b per column.)
+  static constexpr bool kGroupedK = kGrouped && (kTransA || kColBlockB);
+  static constexpr bool kGroupedKPadded = kGroupedK && kColBlockB;
   // The consumers' named barrier for that zeroing (1 + c: consumer c's epilogue; 4, 5: ping-pong order).
   static constexpr int kTailBarrier = 6;
   // Split-K (sm90/split_k.cuh): kSplitK CTAs share one tile's K range; one "last arriver" flag per
@@ -382,7 +386,7 @@ struct Gemm {
                 "MN-major operands: bf16 / f16, one 128-byte atom of K per stage");
   static_assert(!kAccumulate || (!kHasFn && (!kTmaStore || kOut == Format::kF32)),
                 "accumulate=true: no epilogue functor; TMA stores (a reduce-add of the boxes) for f32 outputs only");
-  static_assert(!kGroupedK || (kCluster == 1 && kTransB),
+  static_assert(!kGroupedK || (kCluster == 1 && (kTransB || kGroupedKPadded)),
                 "grouped wgrad: no clusters (each CTA zeroes its own stages' rows past an expert's end)");
   static_assert(!kTransB || (kBoxRowsB % kMnChunk == 0 && kWgTileN % kMnChunk == 0),
                 "an MN-major B: each CTA's B rows and each warpgroup's columns are whole 64-element chunks");

@@ -177,7 +177,7 @@ __device__ __forceinline__ void Gemm<Config>::consume(const GemmParams& p, const
         }
         mbar_wait(sm.full + 8 * stage, phase);
         // Grouped wgrad: an expert's last atom of rows, when partial, has the rows past its end zeroed.
-        if constexpr (kGroupedK) {
+        if constexpr (kGroupedK && !kGroupedKPadded) {
           if (kt + 1 == kr.end && tile.k_rows < kr.end * kAtomK)
             zero_k_tail(sm, stage, tile.k_rows - kt * kAtomK, int(threadIdx.x) - 128 * kProducerWgs);
         }

@@ -124,6 +124,8 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
                   tma_load_2d_multicast(dst, tma_b, col, k0, full, u16((1u << kCluster) - 1));
                 }
               }
+            } else if constexpr (kGroupedK) {
+              tma_load_2d(dst_b, tma_b, k0, row_b, full);  // Xᵀ: every expert's tokens in one 2-D map
             } else if constexpr (kGrouped && kCluster == 1) {
               tma_load_3d(dst_b, tma_b, k0, row_b, tile.e, full);
             } else if constexpr (kGrouped) {
@@ -173,10 +175,12 @@ template <class Config>
 __device__ __forceinline__ typename Gemm<Config>::ScaleSrc Gemm<Config>::scale_sources(const GemmParams& p,
                                                                                        const Tile& tile, int lane) {
   ScaleSrc r;
+  // Grouped wgrad: the tile's rows are output rows e * N + ...; a's scale rows are dYᵀ's N.
+  const int row_base = kGroupedK ? tile.e * p.m : 0;
 #pragma unroll
   for (int i = 0; i < kScaleRowsPerLane; ++i) {
     const int row = tile.row0 + 32 * i + lane;
-    r.a[i] = row < tile.row_end ? row : (tile.row_end > 0 ? tile.row_end - 1 : 0);
+    r.a[i] = (row < tile.row_end ? row : (tile.row_end > 0 ? tile.row_end - 1 : 0)) - row_base;
   }
   // Word j = lane < kWgsN * kBBlocks: block g = j % kBBlocks of consumer column j / kBBlocks (the block of
   // its column 0 or column 128, as ScaleRows::b / b1 clamp them).

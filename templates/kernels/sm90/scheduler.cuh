@@ -60,8 +60,9 @@ struct Gemm<Config>::Tile {
   int row_end;
   int n;
   int e;
-  int k0;      // grouped wgrad: the expert's first row of dY and X (the reduction's start)
-  int k_rows;  // grouped wgrad: its rows (the reduction's length)
+  int k0;      // grouped wgrad: the expert's first row of dY and X (the reduction's start; 0 when padded)
+  int kb0;     // grouped quantized wgrad: the expert's first atom (and scale column) of the padded copies
+  int k_rows;  // grouped wgrad: its rows (the reduction's length; padded: whole 128-token blocks)
 };
 
 // The persistent walk: cluster tiles (kCluster tile rows x 1 tile column) in grouped order, taken
@@ -102,7 +103,7 @@ template <class Config>
 __device__ __forceinline__ typename Gemm<Config>::Tile Gemm<Config>::tile_of(const Walk& w, int ct,
                                                                              const GemmParams& p, const Smem& sm) {
   Tile r;
-  r.k0 = r.k_rows = 0;
+  r.k0 = r.kb0 = r.k_rows = 0;
   if constexpr (kGroupedK) {
     // Every expert has ctiles_m x tiles_n tiles (its dW [N, K]): the expert is a division away.
     const int per = w.ctiles_m * w.tiles_n;
@@ -112,7 +113,9 @@ __device__ __forceinline__ typename Gemm<Config>::Tile Gemm<Config>::tile_of(con
     r.row_end = e * p.m + p.m;
     r.n = t.n;
     r.e = e;
-    r.k0 = int(lds_u32(sm.groups + 4 * (kExperts + e)));
+    const int base = int(lds_u32(sm.groups + 4 * (kExperts + e)));
+    r.k0 = kGroupedKPadded ? 0 : base;
+    r.kb0 = kGroupedKPadded ? base / kAtomK : 0;
     r.k_rows = int(lds_u32(sm.groups + 4 * (2 * kExperts + e)));
   } else if constexpr (kGrouped) {
     // The expert: the first whose cluster-tile end exceeds ct (binary search of the shared table).
@@ -152,7 +155,7 @@ __device__ __forceinline__ typename Gemm<Config>::Tile Gemm<Config>::tile_of(con
 template <class Config>
 __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, const Smem& sm, int tiles_n,
                                                            int lane) {
-  int tiles_before = 0, end_before = 0;
+  int tiles_before = 0, end_before = 0, padded_before = 0;
   for (int e0 = 0; e0 < kExperts; e0 += 32) {
     const int e = e0 + lane;
     int start = 0, rows = 0;
@@ -171,7 +174,25 @@ __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, 
       end_before = shfl_idx(end, 31);
     } else {
       start = e * p.max_m;
-      rows = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, p.max_m) : 0;
+      // (Grouped quantized wgrad: counts bounded by the copies' columns; max_m is not known there.)
+      rows = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, kGroupedKPadded ? p.k : p.max_m) : 0;
+    }
+    // Grouped quantized wgrad: the expert's columns of the padded copies, [start, start + rows) with rows
+    // rounded up to whole 128-token blocks, starts the running sum of those (the grouped quantizer's
+    // layout, kernels/quantize.cuh), clamped to the copies' p.k columns (a malformed row vector then reads
+    // fewer columns, never past the copies or their scales).
+    if constexpr (kGroupedKPadded) {
+      int padded = (rows + kAtomK - 1) / kAtomK * kAtomK;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int o = shfl_up(padded, d);
+        if (lane >= d) padded += o;
+      }
+      const int pend = padded_before + padded;  // inclusive
+      const int pstart = pend - (rows + kAtomK - 1) / kAtomK * kAtomK;
+      start = pstart < p.k ? pstart : p.k;
+      rows = (pend < p.k ? pend : p.k) - start;
+      padded_before = shfl_idx(pend, 31);
     }
     // Grouped wgrad: the expert's tiles cover its dW [N, K] (p.m = N rows) whatever its row count.
     const int tile_rows = ((kGroupedK ? p.m : rows) + kBlockM - 1) / kBlockM;
@@ -195,7 +216,7 @@ __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, 
 template <class Config>
 template <ScaleType kType>
 __device__ __forceinline__ const float* Gemm<Config>::b_scale_of(const GemmParams& p, int e) {
-  if constexpr (!kGrouped) return p.b_scale;
+  if constexpr (!kGrouped || kGroupedK) return p.b_scale;  // grouped wgrad: Xᵀ's scales cover every expert
   return reinterpret_cast<const float*>(reinterpret_cast<const u8*>(p.b_scale) +
                                         i64(e) * p.b_scale_expert_stride * (kType == ScaleType::kF32 ? 4 : 1));
 }

@@ -45,12 +45,14 @@ __device__ __forceinline__ typename Gemm<Config>::KRange Gemm<Config>::k_range(i
 }
 
 // The K range of walk unit u whose tile is `tile`: k_range, or with grouped wgrad the atoms of the tile's
-// expert's rows (sm90/scheduler.cuh), counted from the expert's first row.
+// expert's rows (sm90/scheduler.cuh): counted from the expert's first row (16-bit, tile.kb0 = 0), or the
+// expert's absolute atoms of the padded column-wise copies (quantized), so that an atom's index is also its
+// scale column.
 template <class Config>
 __device__ __forceinline__ typename Gemm<Config>::KRange Gemm<Config>::tile_k_range(int u, const Tile& tile,
                                                                                    int k_tiles) {
   if constexpr (kGroupedK) {
-    return KRange{0, (tile.k_rows + kAtomK - 1) / kAtomK};
+    return KRange{tile.kb0, tile.kb0 + (tile.k_rows + kAtomK - 1) / kAtomK};
   } else {
     return k_range(u, k_tiles);
   }
