@@ -328,9 +328,45 @@ Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, in
                                 const std::vector<int32_t>& group_rows, uint64_t& s, HostOperands& h) {
   // Quantized wgrad (dense): the column-wise copies dYᵀ [N, M] and Xᵀ [K, M], each row quantized along M
   // (1x128 blocks: M % 128 == 0); out = dW [N, K].
+  if (wgrad_reads_columnwise(spec) && spec.op == Op::kGroupedGemm) {
+    // Grouped: the grouped quantizer's padded copies dYᵀ [N, W] and Xᵀ [K, W], W = 128 (ceil(rows / 128) +
+    // E): random codes and scales in each expert's blocks, zero codes in the padding of its last block,
+    // and NaN codes (0x7F) in the columns past the last expert's blocks, which no reduction may read.
+    const bool masked = spec.layout == GroupLayout::kMasked;
+    std::vector<int32_t> counts = group_rows.empty() ? random_groups(masked, spec.experts, m, s) : group_rows;
+    if (static_cast<int64_t>(counts.size()) != spec.experts)
+      return InvalidArgument("random_operands: " + std::to_string(counts.size()) + " group sizes for " +
+                             std::to_string(spec.experts) + " experts");
+    const int64_t rows = h.rows;
+    const int64_t w = 128 * ((rows + 127) / 128 + spec.experts);
+    KILN_RETURN_IF_ERROR(fp8_scaled(spec.a, n, w, s, h.a, h.a_scale, {n, w}));
+    KILN_RETURN_IF_ERROR(fp8_scaled(spec.b, k, w, s, h.b, h.b_scale, {k, w}));
+    std::vector<uint8_t> col_kind(static_cast<size_t>(w), 2);  // 0: a token, 1: padding, 2: past the blocks
+    int64_t at = 0;
+    for (int32_t c : counts) {
+      for (int64_t j = 0; j < (c + 127) / 128 * 128; ++j) col_kind[static_cast<size_t>(at + j)] = j < c ? 0 : 1;
+      at += (c + 127) / 128 * 128;
+    }
+    for (HostTensor* t : {&h.a, &h.b}) {
+      const int64_t r = t->shape[0];
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < w; ++j) {
+          const uint8_t kind = col_kind[static_cast<size_t>(j)];
+          if (kind != 0) t->bytes[static_cast<size_t>(i * w + j)] = kind == 1 ? 0x00 : 0x7F;
+        }
+    }
+    if (!masked) {  // counts -> cumulative ends
+      int64_t end = 0;
+      for (auto& c : counts) c = static_cast<int32_t>(end += c);
+    }
+    h.group_rows = tensor_of(counts, {static_cast<int64_t>(spec.experts)}, kI32);
+    const int64_t experts = spec.experts;
+    h.out.bytes.assign(static_cast<size_t>(experts * n * k * (format_bits(spec.out.format) / 8)), 0xFF);
+    h.out.shape = {experts, n, k};
+    h.out.dtype = dtype_of(spec.out.format);
+    return Status::Ok();
+  }
   if (wgrad_reads_columnwise(spec)) {
-    if (spec.op != Op::kGemm)
-      return Unsupported("random_operands: a quantized wgrad is generated dense only");
     KILN_RETURN_IF_ERROR(fp8_scaled(spec.a, n, m, s, h.a, h.a_scale, {n, m}));
     KILN_RETURN_IF_ERROR(fp8_scaled(spec.b, k, m, s, h.b, h.b_scale, {k, m}));
     h.out.bytes.assign(static_cast<size_t>(n * k * (format_bits(spec.out.format) / 8)), 0xFF);

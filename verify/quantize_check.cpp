@@ -107,6 +107,58 @@ StatusOr<QuantizedTensor> reference(const KernelSpec& spec, const std::vector<fl
   return numerics::fp8_block_quantize(src, rows, cols, o);
 }
 
+// Grouped transposed (quantize[experts=E,...] transpose=true): each expert's rows [start, start + r)
+// quantized on their own as a zero-padded run of whole blocks at columns P_e of the [K, W] copy
+// (templates/common/quantize_params.cuh); columns past the last expert's blocks stay poisoned (0xFF bytes).
+StatusOr<QuantizedTensor> grouped_reference(const KernelSpec& spec, const std::vector<float>& x, int64_t k,
+                                            const std::vector<int64_t>& starts, const std::vector<int64_t>& rows,
+                                            int64_t w) {
+  KernelSpec dense = spec;
+  dense.experts = 0;
+  dense.layout = GroupLayout::kDense;
+  const int64_t block = quantize_shape(spec).block;
+  QuantizedTensor out;
+  out.rows = k;
+  out.cols = w;
+  out.data.assign(static_cast<size_t>(k * w), 0xFF);
+  int64_t at = 0;
+  for (size_t e = 0; e < rows.size(); ++e) {
+    const int64_t padded = (rows[e] + block - 1) / block * block;
+    if (padded == 0) continue;
+    std::vector<float> xe(static_cast<size_t>(padded * k), 0.0f);
+    std::copy(x.begin() + starts[e] * k, x.begin() + (starts[e] + rows[e]) * k, xe.begin());
+    KILN_ASSIGN_OR_RETURN(QuantizedTensor q, reference(dense, xe, padded, k));
+    if (out.scale_bytes.empty() && out.scales_f32.empty()) {  // the layout of the first expert's blocks
+      out.format = q.format;
+      out.block_rows = q.block_rows;
+      out.block_cols = q.block_cols;
+      out.scale_type = q.scale_type;
+      const size_t n = static_cast<size_t>(out.scale_rows() * out.scale_cols());
+      if (q.scale_type == ScaleType::kF32) out.scales_f32.assign(n, std::bit_cast<float>(0xFFFFFFFFu));
+      else out.scale_bytes.assign(n, 0xFF);
+    }
+    const int64_t sb = padded / block, scols = w / block;
+    for (int64_t r = 0; r < k; ++r) {
+      std::copy_n(q.data.begin() + r * padded, padded, out.data.begin() + r * w + at);
+      if (!q.scales_f32.empty())
+        std::copy_n(q.scales_f32.begin() + r * sb, sb, out.scales_f32.begin() + r * scols + at / block);
+      else
+        std::copy_n(q.scale_bytes.begin() + r * sb, sb, out.scale_bytes.begin() + r * scols + at / block);
+    }
+    at += padded;
+  }
+  if (out.scale_bytes.empty() && out.scales_f32.empty()) {  // no rows at all: everything stays poisoned
+    out.format = spec.out.format;
+    out.block_rows = 1;
+    out.block_cols = block;
+    out.scale_type = spec.out.scale_type == ScaleType::kUe8m0 ? ScaleType::kUe8m0 : ScaleType::kF32;
+    const size_t n = static_cast<size_t>(out.scale_rows() * out.scale_cols());
+    if (out.scale_type == ScaleType::kF32) out.scales_f32.assign(n, std::bit_cast<float>(0xFFFFFFFFu));
+    else out.scale_bytes.assign(n, 0xFF);
+  }
+  return out;
+}
+
 DLTensor tensor(void* data, DLDataType dtype, int ndim, int64_t* shape) {
   DLTensor t{};
   t.data = data;
@@ -153,15 +205,52 @@ StatusOr<QuantizeCheckReport> run_quantize_check(Runtime& rt, const Plan& plan, 
   r.seed = o.seed ? o.seed
                   : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
   std::mt19937_64 rng(r.seed);
-  const Input in = random_input(spec.a.format, m, k, rng);
-  KILN_ASSIGN_OR_RETURN(QuantizedTensor ref, reference(spec, in.values, m, k));
+  // Grouped: offsets over m rows, or masked [E, m, K] with counts up to m; about a quarter of the experts
+  // empty, one masked expert full.
+  const bool grouped = spec.experts > 0;
+  const bool masked = spec.layout == GroupLayout::kMasked;
+  const int64_t rows_in = grouped && masked ? m * spec.experts : m;
+  std::vector<int64_t> starts, counts;
+  std::vector<int32_t> group_vec;
+  if (grouped) {
+    std::uniform_int_distribution<int> quarter(0, 3);
+    std::uniform_real_distribution<double> weight(0.1, 1.0);
+    if (masked) {
+      std::uniform_int_distribution<int64_t> count(1, m);
+      for (int e = 0; e < spec.experts; ++e) {
+        counts.push_back(quarter(rng) == 0 ? 0 : count(rng));
+        starts.push_back(e * m);
+      }
+      counts[static_cast<size_t>(rng() % static_cast<uint64_t>(spec.experts))] = m;
+      for (int64_t c : counts) group_vec.push_back(static_cast<int32_t>(c));
+    } else {
+      std::vector<double> wts;
+      double total = 0;
+      for (int e = 0; e < spec.experts; ++e) total += wts.emplace_back(quarter(rng) == 0 ? 0.0 : weight(rng));
+      if (total == 0) total = wts[0] = 1;
+      int64_t end = 0;
+      for (int e = 0; e < spec.experts; ++e) {
+        const int64_t c = e + 1 == spec.experts && wts[static_cast<size_t>(e)] > 0
+                              ? m - end
+                              : std::min<int64_t>(m - end, static_cast<int64_t>(m * wts[static_cast<size_t>(e)] / total));
+        starts.push_back(end);
+        counts.push_back(c);
+        end += c;
+        group_vec.push_back(static_cast<int32_t>(end));
+      }
+    }
+  }
+  const Input in = random_input(spec.a.format, rows_in, k, rng);
+  const int64_t w = grouped ? grouped_transposed_cols(spec, rows_in) : 0;
+  KILN_ASSIGN_OR_RETURN(QuantizedTensor ref, grouped ? grouped_reference(spec, in.values, k, starts, counts, w)
+                                                     : reference(spec, in.values, m, k));
 
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, 0));
   const QuantizeShape qs = quantize_shape(spec);
   const bool t = qs.mode == QuantizeMode::kTransposed;
   const bool fp4 = format_bits(spec.out.format) == 4;
-  const int64_t out_rows = t ? k : m, out_cols = t ? m : k;
+  const int64_t out_rows = t ? k : m, out_cols = grouped ? w : t ? m : k;
   const size_t out_bytes = static_cast<size_t>(out_rows * (fp4 ? out_cols / 2 : out_cols));
   const bool f32_scales = spec.out.scale_type == ScaleType::kF32;
   const int64_t scale_count = static_cast<int64_t>(f32_scales ? ref.scales_f32.size() : ref.scale_bytes.size());
@@ -171,13 +260,20 @@ StatusOr<QuantizeCheckReport> run_quantize_check(Runtime& rt, const Plan& plan, 
   KILN_ASSIGN_OR_RETURN(DeviceBuffer dout, DeviceBuffer::alloc(std::max<size_t>(out_bytes, 16)));
   KILN_ASSIGN_OR_RETURN(DeviceBuffer dscale, DeviceBuffer::alloc(std::max<size_t>(scale_bytes, 16)));
   KILN_ASSIGN_OR_RETURN(DeviceBuffer dglobal, DeviceBuffer::alloc(16));
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer dgroups, DeviceBuffer::alloc(std::max<size_t>(group_vec.size() * 4, 16)));
   KILN_RETURN_IF_ERROR(din.upload(in.bytes.data(), in.bytes.size()));
+  if (grouped) KILN_RETURN_IF_ERROR(dgroups.upload(group_vec.data(), group_vec.size() * 4));
   for (DeviceBuffer* b : {&dout, &dscale, &dglobal}) KILN_RETURN_IF_ERROR(b->fill_bytes(0xFF));
 
   const DLDataType in_dtype = spec.a.format == Format::kF32   ? DLDataType{kDLFloat, 32, 1}
                               : spec.a.format == Format::kF16 ? DLDataType{kDLFloat, 16, 1}
                                                               : DLDataType{kDLBfloat, 16, 1};
-  int64_t a_shape[2] = {m, k};
+  int64_t a_shape[3] = {m, k, 0};
+  if (grouped && masked) {
+    a_shape[0] = spec.experts;
+    a_shape[1] = m;
+    a_shape[2] = k;
+  }
   int64_t out_shape[2] = {out_rows, fp4 ? out_cols / 2 : out_cols};
   // Scale tensors: f32 [1] (tensor), f32 [M] (per token) or the 2-D [rows, cols] of the reference.
   int64_t scale_shape[2] = {ref.scale_rows(), ref.scale_cols()};
@@ -190,7 +286,9 @@ StatusOr<QuantizeCheckReport> run_quantize_check(Runtime& rt, const Plan& plan, 
     scale_ndim = 1;
   }
   int64_t global_shape[1] = {1};
-  DLTensor ta = tensor(din.data(), in_dtype, 2, a_shape);
+  DLTensor ta = tensor(din.data(), in_dtype, grouped && masked ? 3 : 2, a_shape);
+  int64_t groups_shape[1] = {spec.experts};
+  DLTensor tgroups = tensor(dgroups.data(), {kDLInt, 32, 1}, 1, groups_shape);
   DLTensor tout = tensor(dout.data(), {kDLUInt, 8, 1}, 2, out_shape);
   DLTensor tscale = tensor(dscale.data(), f32_scales ? DLDataType{kDLFloat, 32, 1} : DLDataType{kDLUInt, 8, 1},
                            scale_ndim, scale_shape);
@@ -200,6 +298,7 @@ StatusOr<QuantizeCheckReport> run_quantize_check(Runtime& rt, const Plan& plan, 
   ops.out = &tout;
   ops.out_scale = &tscale;
   if (spec.out.format == Format::kNvfp4) ops.out_global = &tglobal;
+  if (grouped) (masked ? ops.counts : ops.offsets) = &tgroups;
 
   KILN_RETURN_IF_ERROR(plan.run(ops, nullptr, 0, nullptr));
   KILN_RETURN_IF_ERROR(d->check(d->cuCtxSynchronize(), "quantize kernel execution (cuCtxSynchronize)"));

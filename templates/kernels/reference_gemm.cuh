@@ -123,6 +123,32 @@ __device__ __forceinline__ void expert_rows(const GemmParams& p, int e, int& beg
   }
 }
 
+// Grouped quantized wgrad: expert e's columns [begin, end) of the padded column-wise copies (p.k columns):
+// its rows rounded up to 128, after the earlier experts' (templates/common/quantize_params.cuh), sanitized
+// as kernels/sm90/scheduler.cuh does.
+template <Grouping kGrouping>
+__device__ __forceinline__ void padded_columns(const GemmParams& p, int e, int& begin, int& end) {
+  int padded = 0, end_before = 0;
+  begin = end = 0;
+  for (int j = 0; j <= e; ++j) {
+    int rows;
+    if constexpr (kGrouping == Grouping::kMasked) {
+      rows = p.group_rows[j];
+      rows = rows < 0 ? 0 : rows > p.k ? p.k : rows;
+    } else {
+      int v = p.group_rows[j];
+      v = v < 0 ? 0 : v > p.k ? p.k : v;
+      if (v < end_before) v = end_before;
+      rows = v - end_before;
+      end_before = v;
+    }
+    const int blocks = (rows + 127) / 128 * 128;
+    begin = padded < p.k ? padded : p.k;
+    padded += blocks;
+    end = padded < p.k ? padded : p.k;
+  }
+}
+
 // Backward passes: C[m, n] = sum_k A(m, k) * B(k, n), B stored [k][n] (MN-major), A stored [m][k] (dgrad)
 // or [k][m] (wgrad).
 template <class Config>
@@ -230,24 +256,37 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
     if (p.a_scale != nullptr) a_t = *p.a_scale;
   }
 
-  for (i64 m = i64(blockIdx.y) * kReferenceTile + threadIdx.x / kReferenceTile; m < p.m;
-       m += i64(gridDim.y) * kReferenceTile) {
+  // Grouped quantized wgrad (b in 1x128 blocks, grouped): output row e * N + m of dW [E, N, K] reduces
+  // expert e's columns of the padded copies dYᵀ [N, W] and Xᵀ [K, W], both read as whole 2-D tensors.
+  constexpr bool kPaddedWgrad = kGrouping != Grouping::kDense && kSB == Scale::kBlock1x128;
+  const i64 rows_total = kPaddedWgrad ? i64(p.m) * p.experts : p.m;
+  for (i64 mm = i64(blockIdx.y) * kReferenceTile + threadIdx.x / kReferenceTile; mm < rows_total;
+       mm += i64(gridDim.y) * kReferenceTile) {
     // The expert that owns row m (dense: 0); rows no expert owns are not written.
-    const int expert = reference::row_expert<kGrouping>(p, m);
-    if (expert < 0) continue;
+    int expert = 0, k_begin = 0, k_end = p.k;
+    i64 m = mm;
+    if constexpr (kPaddedWgrad) {
+      expert = int(mm / p.m);
+      m = mm % p.m;
+      reference::padded_columns<kGrouping>(p, expert, k_begin, k_end);
+    } else {
+      expert = reference::row_expert<kGrouping>(p, m);
+      if (expert < 0) continue;
+    }
 
     const u8* a_row = static_cast<const u8*>(p.a) + format_span_bytes(kA, m * p.lda);
+    const i64 b_expert = kPaddedWgrad ? 0 : expert;
     const u8* b_row =
-        static_cast<const u8*>(p.b) + format_span_bytes(kB, i64(expert) * p.b_expert_stride + i64(n) * p.ldb);
+        static_cast<const u8*>(p.b) + format_span_bytes(kB, b_expert * p.b_expert_stride + i64(n) * p.ldb);
     const u8* b_scales = reinterpret_cast<const u8*>(p.b_scale) +
-                         i64(expert) * p.b_scale_expert_stride * (kTB == ScaleType::kF32 ? 4 : 1);
+                         b_expert * p.b_scale_expert_stride * (kTB == ScaleType::kF32 ? 4 : 1);
     // Rows of the 2-D scales this output reads.
     const void* sa_row = reference::scale_row<kTA>(p.a_scale, m, p.lds_a);
     const void* sb_row = reference::scale_row<kTB>(b_scales, kSB == Scale::kBlock128x128 ? n / 128 : n, p.lds_b);
 
     float acc = 0.0f;
     float part = 0.0f;
-    for (int k = 0; k < p.k; ++k) {
+    for (int k = k_begin; k < k_end; ++k) {
       const float av = decode_element<kA>(a_row, k) * reference::element_scale<kSA, kTA>(sa_row, k);
       const float bv = decode_element<kB>(b_row, k) * reference::element_scale<kSB, kTB>(sb_row, k);
       if constexpr (kPromote) {
@@ -277,7 +316,7 @@ __device__ __forceinline__ void reference_gemm(const GemmParams& p) {
       if (p.b_global != nullptr) col_f *= p.b_global[Config::kGlobalPerExpert ? expert : 0];
     }
     const float y = acc * (row_f * col_f);
-    const i64 idx = m * p.ldc + n;
+    const i64 idx = (kPaddedWgrad ? i64(expert) * p.m + m : m) * p.ldc + n;
     if constexpr (kOut == Format::kF32) {
       static_cast<float*>(p.out)[idx] = y;
     } else if constexpr (kOut == Format::kBf16) {

@@ -301,6 +301,30 @@ TEST(BackwardGpu, QuantizedWgrad) {
                   512, 1000, 712);
 }
 
+// Grouped quantized wgrad: the padded column-wise copies (each expert's tokens from a 128-column boundary,
+// zero codes in its last block's padding, NaN codes past the last expert's blocks that no tile may read),
+// offsets with empty, one-row and exactly-128-row experts, masked; default and pinned configs, accumulate.
+TEST(BackwardGpu, GroupedQuantizedWgrad) {
+  KILN_REQUIRE_SM90();
+  for (const char* ab : {"a=e4m3:block1x128 b=e4m3:block1x128", "a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0"})
+    for (const char* out : {"bf16", "f32"}) {
+      const std::string offsets = std::string("grouped_gemm[experts=8,layout=offsets] ") + ab + " out=" + out + " pass=wgrad";
+      expect_passes(offsets, 1000, 512, 1024);
+      expect_passes(offsets, 300, 264, 136, nullptr, {0, 1, 0, 128, 1, 0, 170, 0});
+      expect_passes(std::string("grouped_gemm[experts=4,layout=masked] ") + ab + " out=" + out + " pass=wgrad", 200, 392, 200);
+    }
+  const std::string spec = "grouped_gemm[experts=16,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad";
+  expect_passes(spec, 4096, 2048, 1024);
+  for (const char* name : {"bm64_bn128_bk128_s8_w4x1_g8", "bm128_bn64_bk128_s6_w8x1_g8", "bm128_bn128_bk128_s5_w4x2_g8",
+                           "bm128_bn128_bk128_s4_w8x1_g8_t"}) {
+    const TileConfig c = *config_from_name(name);
+    expect_passes(spec, 2000, 392, 776, &c);
+  }
+  expect_passes("grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad "
+                "accumulate=true",
+                1000, 512, 256);
+}
+
 // Mode quantized dgrad: FP8 dY (1x128 blocks along N, per token, per tensor) times W through its transposed
 // copy (128x128 block scales f32 or E8M0, or a tensor scale), against the reference GEMM of dY and a Wᵀ
 // transposed on the host. Dense and grouped (offsets with empty and one-row experts, masked), M from 1,

@@ -52,6 +52,13 @@ std::vector<Case> all_cases() {
       {"quantize a=bf16 out=e4m3:block1x128 transpose=true", 128, 8},
       {"quantize a=bf16 out=e4m3:block1x128 transpose=true", 256, 200},
       {"quantize a=bf16 out=e4m3:block1x128:ue8m0 transpose=true", 384, 1000},
+      // Grouped: each expert's rows from a 128-column boundary, zero-padded to whole blocks; the columns past
+      // the last expert's blocks stay poisoned (offsets: M rows in all; masked: [E, M, K]).
+      {"quantize[experts=8,layout=offsets] a=bf16 out=e4m3:block1x128 transpose=true", 1000, 256},
+      {"quantize[experts=8,layout=offsets] a=bf16 out=e4m3:block1x128 transpose=true", 1, 200},
+      {"quantize[experts=32,layout=offsets] a=bf16 out=e4m3:block1x128:ue8m0 transpose=true", 4096, 1032},
+      {"quantize[experts=4,layout=masked] a=bf16 out=e4m3:block1x128 transpose=true", 300, 512},
+      {"quantize[experts=16,layout=masked] a=f16 out=e4m3:block1x128:ue8m0 transpose=true", 130, 136},
       // FP8 128x128 (weights), partial last row block.
       {"quantize a=bf16 out=e4m3:block128x128", 1, 128},
       {"quantize a=bf16 out=e4m3:block128x128", 200, 384},

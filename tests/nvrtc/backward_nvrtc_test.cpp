@@ -147,8 +147,8 @@ TEST(BackwardNvrtcTest, PlannedTunedAndReferenceKernelsCompileWithoutSpills) {
   compile_all_clean(jobs);
 }
 
-// Quantized wgrad (two FP8 1x128 column-wise copies, per-column b scales staged beside each stage): the
-// default configs of a large and a small problem, every config of the tuner's space that check_config
+// Quantized wgrad (two FP8 1x128 column-wise copies, per-column b scales staged beside each stage), dense
+// and grouped: the default configs of a large and a small problem, every config of the tuner's space that check_config
 // takes (a spread of at most 14: one or two consumer warpgroups, 64 / 128 rows and columns, split-K), f32 and
 // E8M0 scales, bf16 / f32 outputs, accumulate, and the reference kernel.
 TEST(BackwardNvrtcTest, QuantizedWgradKernelsCompileWithoutSpills) {
@@ -158,6 +158,10 @@ TEST(BackwardNvrtcTest, QuantizedWgradKernelsCompileWithoutSpills) {
       "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
       "gemm a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0 out=bf16 pass=wgrad",
       "gemm a=e4m3:block1x128 b=e5m2:block1x128 out=f32 pass=wgrad accumulate=true",
+      // Grouped: the padded copies of quantize[experts=E,...] transpose=true.
+      "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=bf16 pass=wgrad",
+      "grouped_gemm[experts=32,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0 out=f32 pass=wgrad "
+      "accumulate=true",
   };
   for (const char* text : specs) {
     const KernelSpec s = spec_of(text);
@@ -185,8 +189,8 @@ TEST(BackwardNvrtcTest, QuantizedWgradKernelsCompileWithoutSpills) {
       jobs.push_back({s, KernelFamily::kSm90Gemm, c, std::string(text) + " " + c.to_string()});
     jobs.push_back({s, KernelFamily::kReferenceGemm, TileConfig{}, std::string("reference ") + text});
   }
-  EXPECT_GE(jobs.size(), 10u);
-  EXPECT_LE(jobs.size(), 40u);
+  EXPECT_GE(jobs.size(), 12u);
+  EXPECT_LE(jobs.size(), 44u);
   compile_all_clean(jobs);
 }
 

@@ -25,6 +25,8 @@ const char* const kSpecs[] = {
     "quantize a=f32 out=e4m3:m",
     "quantize a=bf16 out=e4m3:block1x128",
     "quantize a=bf16 out=e4m3:block1x128:ue8m0 transpose=true",
+    "quantize[experts=8,layout=offsets] a=bf16 out=e4m3:block1x128 transpose=true",
+    "quantize[experts=32,layout=masked] a=f16 out=e4m3:block1x128:ue8m0 transpose=true",
     "quantize a=f16 out=e4m3:block128x128:ue8m0",
     "quantize a=bf16 out=mxfp8",
     "quantize a=bf16 out=mxfp8 mx_round=floor transpose=true",

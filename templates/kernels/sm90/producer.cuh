@@ -166,7 +166,7 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
 template <class Config>
 struct Gemm<Config>::ScaleSrc {
   int a[kScaleRowsPerLane];
-  int cols[kColBlockB ? kMxColsB : 1];  // kColBlockB: tile columns lane, lane + 32, ... (clamped to N - 1)
+  int col0;  // kColBlockB: the tile's first column (its columns lane, lane + 32, ... clamped to N - 1 per stage)
   int b;
   const float* b_base;  // b's scales of the tile's expert
 };
@@ -188,13 +188,9 @@ __device__ __forceinline__ typename Gemm<Config>::ScaleSrc Gemm<Config>::scale_s
   const int col = tile.n * kBlockN + (j / kBBlocks) * kWgTileN + (j % kBBlocks) * 128;
   r.b = (col < p.n ? col : p.n - 1) / 128;
   r.b_base = b_scale_of<kScaleTypeB>(p, tile.e);
-  if constexpr (kColBlockB) {
-#pragma unroll
-    for (int i = 0; i < kMxColsB; ++i) {
-      const int c = tile.n * kBlockN + 32 * i + lane;
-      r.cols[i] = c < p.n ? c : p.n - 1;
-    }
-  }
+  // (The columns are recomputed per stage: holding kMxColsB of them across the K loop spilled the 40-register
+  // producer of E8M0 grouped tiles.)
+  r.col0 = tile.n * kBlockN;
   return r;
 }
 
@@ -297,10 +293,11 @@ __device__ __forceinline__ void Gemm<Config>::stage_col_scales(const GemmParams&
     if (kBlockN % 32 != 0 && c >= kBlockN) break;
     const int wg = c / kWgTileN, cl = c % kWgTileN;
     const u32 dst = slot + 4 * (kBlockM + (4 * wg + ((cl & 7) >> 1)) * kMxColStride + 2 * (cl >> 3) + (cl & 1));
+    const int col = src.col0 + c < p.n ? src.col0 + c : p.n - 1;
     if constexpr (kScaleTypeB == ScaleType::kF32) {
-      copy_scale<ScaleType::kF32>(dst, src.b_base, src.cols[i], p.lds_b, kt, 1, async);
+      copy_scale<ScaleType::kF32>(dst, src.b_base, col, p.lds_b, kt, 1, async);
     } else {
-      const u8* row = reinterpret_cast<const u8*>(src.b_base) + i64(src.cols[i]) * p.lds_b;
+      const u8* row = reinterpret_cast<const u8*>(src.b_base) + i64(col) * p.lds_b;
       sts_u32(dst, bits_from_f32(decode_e8m0(ldg_u8(row + kt))));
     }
   }

@@ -365,14 +365,37 @@ TEST(BackwardPlanTest, QuantizedWgradPlansOnSm90a) {
   EXPECT_THAT(why("bm192_bn128_bk128_s4_w12x1_g8"), HasSubstr("1 or 2 consumer warpgroups"));
   EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s6_w8x1_g8")).ok());
   EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s4_w4x2_g8")).ok());
-  // Grouped, other archs and other quantized pairings (a per-channel W for dgrad): refused, naming what runs.
-  for (const char* text : {"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
-                           "gemm a=e4m3:tensor b=e4m3:tensor out=f32 pass=wgrad",
+  // Grouped (the padded copies of quantize[experts=E,...] transpose=true): offsets and masked, without
+  // clusters; its kernel reads both copies K-major through 2-D maps.
+  for (const char* text :
+       {"grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
+        "grouped_gemm[experts=32,layout=masked] a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0 out=bf16 pass=wgrad"}) {
+    const KernelSpec g = spec_of(text);
+    auto f = select_family(g, a);
+    ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm90Gemm);
+    auto p = make_plan(g, {8192, 2048, 1024}, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    for (size_t b = 0; b < kMBuckets.size(); ++b) {
+      EXPECT_EQ(p->configs[b].cluster_m, 1) << text << " bucket " << b;
+      EXPECT_TRUE(check_config(g, a, p->families[b], p->configs[b]).ok()) << text << " bucket " << b;
+    }
+    auto k = emit_kernel(g, KernelFamily::kSm90Gemm, default_config(g, a, {4096, 2048, 1024}), a);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_THAT(k->source, Not(HasSubstr("kTransA"))) << text;
+  }
+  EXPECT_THAT(invalid(check_config(spec_of("grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 "
+                                           "b=e4m3:block1x128 out=f32 pass=wgrad"),
+                                   a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s4_w8x1_g8_c2")),
+                      "c2"),
+              HasSubstr("grouped wgrad runs without clusters"));
+  // Other archs and other quantized pairings (a per-channel W for dgrad): refused, naming what runs.
+  for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=f32 pass=wgrad",
                            "gemm a=e4m3:block1x128 b=e4m3:n out=bf16 pass=dgrad"}) {
     auto f = select_family(spec_of(text), a);
     ASSERT_FALSE(f.ok()) << text;
     EXPECT_EQ(f.status().code(), StatusCode::kUnsupported) << text;
-    EXPECT_THAT(f.status().message(), HasSubstr("mode quantized runs on sm_90a: dense pass=wgrad")) << text;
+    EXPECT_THAT(f.status().message(), HasSubstr("mode quantized runs on sm_90a: pass=wgrad (dense or grouped)")) << text;
     EXPECT_THAT(f.status().message(), HasSubstr("pass=dgrad with a=e4m3|e5m2:tensor|m|block1x128")) << text;
   }
   auto f90 = select_family(q, arch_of("sm_90"));
@@ -778,8 +801,10 @@ TEST(DeriveBackwardTest, QuantizedFp8BlocksAndTensorScales) {
   EXPECT_EQ(print_spec(g->dgrad),
             "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128:ue8m0 b=e4m3:block128x128:ue8m0 out=bf16 pass=dgrad");
   EXPECT_TRUE(select_family(g->dgrad, arch_of("sm_90a")).ok());
-  // Grouped quantized wgrad is a valid spec without a kernel: planning says so.
-  EXPECT_EQ(select_family(g->wgrad, arch_of("sm_90a")).status().code(), StatusCode::kUnsupported);
+  // Grouped quantized wgrad reads the grouped quantizer's padded copies.
+  EXPECT_EQ(print_spec(g->wgrad),
+            "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128:ue8m0 b=e4m3:block1x128:ue8m0 out=f32 pass=wgrad");
+  EXPECT_TRUE(select_family(g->wgrad, arch_of("sm_90a")).ok());
   auto t = derive_backward(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16"), q);
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   EXPECT_EQ(print_spec(t->dgrad), "gemm a=e4m3 b=e4m3 out=bf16 pass=dgrad");  // tensor scales are implied

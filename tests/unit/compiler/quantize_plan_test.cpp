@@ -122,6 +122,23 @@ TEST(QuantizePlanTest, PhasesAndLaunchShapes) {
             2u * 4);
 }
 
+// quantize[experts=E,...] transpose=true: one CTA per block of the padded copy (ceil(M / 128) + E of them
+// at most, whatever the routing) per 64 columns; e4m3 1x128 only; M free.
+TEST(QuantizePlanTest, GroupedTransposed) {
+  const KernelSpec g = spec_of("quantize[experts=8,layout=offsets] a=bf16 out=e4m3:block1x128 transpose=true");
+  EXPECT_TRUE(can_implement(g, kSm90, {1000, 0, 2048}).ok());
+  EXPECT_EQ(quantize_launch_shape(g, {1000, 0, 2048}, kiln_dev::kPhaseQuantize).grid_x, (8u + 8u) * 32u);
+  EXPECT_EQ(quantize_launch_shape(g, {1, 0, 200}, kiln_dev::kPhaseQuantize).grid_x, (1u + 8u) * 4u);
+  EXPECT_EQ(grouped_transposed_cols(g, 1000), 128 * (8 + 8));
+  EXPECT_EQ(grouped_transposed_cols(g, 1024), 128 * (8 + 8));
+  EXPECT_EQ(grouped_transposed_cols(g, 0), 128 * 8);
+  auto mx = can_implement(spec_of("quantize[experts=8,layout=masked] a=bf16 out=mxfp8 transpose=true"), kSm90,
+                          {1024, 0, 2048});
+  ASSERT_FALSE(mx.ok());
+  EXPECT_EQ(mx.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(mx.message(), HasSubstr("the grouped transposed quantizer writes e4m3:block1x128"));
+}
+
 TEST(QuantizePlanTest, OneConfigOnly) {
   const KernelSpec s = spec_of("quantize a=bf16 out=mxfp8");
   EXPECT_EQ(default_config(s, kSm90, {4096, 0, 7168}), quantize_config());

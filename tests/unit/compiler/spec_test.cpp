@@ -303,9 +303,33 @@ TEST(SpecParseTest, RejectsEmptySpecAndUnknownOperation) {
 
 TEST(SpecParseTest, RejectsPropertiesWhereTheyDoNotBelong) {
   EXPECT_THAT(parse_error("gemm[experts=4,layout=offsets] a=bf16 b=bf16 out=bf16"),
-              StartsWith("1:5: 'gemm' takes no [properties]; only grouped_gemm has"));
+              StartsWith("1:5: 'gemm' takes no [properties]; grouped_gemm has"));
   EXPECT_THAT(parse_error("quantize[experts=4] a=bf16 out=e4m3"),
-              StartsWith("1:9: 'quantize' takes no [properties]"));
+              StartsWith("1:1: quantize needs layout=offsets or layout=masked in its [properties]"));
+}
+
+// quantize[experts=E,layout=...] is the grouped transposed quantizer (the padded column-wise copies a
+// grouped quantized wgrad reads): it round-trips through text and JSON, and needs transpose=true.
+TEST(SpecParseTest, GroupedTransposedQuantize) {
+  const char* text = "quantize[experts=8,layout=offsets] a=bf16 out=e4m3:block1x128 transpose=true";
+  const KernelSpec s = parse_ok(text);
+  EXPECT_EQ(s.op, Op::kQuantize);
+  EXPECT_EQ(s.experts, 8);
+  EXPECT_EQ(s.layout, GroupLayout::kOffsets);
+  EXPECT_EQ(print_spec(s), text);
+  auto j = spec_from_json(spec_to_json(s));
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  EXPECT_EQ(*j, s);
+  EXPECT_EQ(print_spec(parse_ok("quantize[experts=4,layout=masked] a=bf16 out=e4m3:block1x128:ue8m0 transpose=true")),
+            "quantize[experts=4,layout=masked] a=bf16 out=e4m3:block1x128:ue8m0 transpose=true");
+  EXPECT_THAT(parse_error("quantize[experts=8,layout=offsets] a=bf16 out=e4m3:block1x128"),
+              HasSubstr("needs transpose=true"));
+  auto b = SpecBuilder().op(Op::kQuantize).grouped(8, GroupLayout::kMasked).a(Format::kBf16)
+               .out(Format::kE4m3, ScaleGranularity::kBlock1x128, ScaleType::kF32).transpose(true).build();
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(print_spec(*b), "quantize[experts=8,layout=masked] a=bf16 out=e4m3:block1x128 transpose=true");
+  // M is free (each expert's rows are padded to whole blocks); K keeps the dense rules.
+  EXPECT_TRUE(validate_sizes(s, {1000, 0, 2048}).ok());
 }
 
 TEST(SpecParseTest, RejectsGroupedGemmWithoutBothProperties) {
@@ -1087,10 +1111,12 @@ TEST(SpecValidateTest, RejectsBadOpStructureInStructs) {
             "layout=dense is not a grouped layout; grouped_gemm accepts layout=offsets or layout=masked");
   s = gemm_bf16();
   s.experts = 8;
-  EXPECT_EQ(validate_error(s), "experts=8 is only accepted on grouped_gemm, not on gemm");
+  EXPECT_EQ(validate_error(s),
+            "experts=8 is only accepted on grouped_gemm (and quantize[...] transpose=true), not on gemm");
   s.experts = 0;
   s.layout = GroupLayout::kMasked;
-  EXPECT_EQ(validate_error(s), "layout=masked is only accepted on grouped_gemm, not on gemm");
+  EXPECT_EQ(validate_error(s),
+            "layout=masked is only accepted on grouped_gemm (and quantize[...] transpose=true), not on gemm");
   s = parse_ok("quantize a=bf16 out=e4m3");
   s.b = OperandSpec{Format::kE4m3, ScaleGranularity::kTensor, ScaleType::kF32};
   EXPECT_THAT(validate_error(s), HasSubstr("b=e4m3: quantize takes no operand b"));

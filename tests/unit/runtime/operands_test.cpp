@@ -173,3 +173,66 @@ TEST(OperandsTest, RejectsOutputNotElementAligned) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The grouped transposed quantize: a [M, K] with offsets (or [E, max_m, K] with counts), out the padded
+// copy [K, W] with W a multiple of 128 of at least 128 (ceil(M / 128) + E), scales [K, W / 128].
+TEST(OperandsTest, GroupedTransposedQuantizeNamesTheCopysColumns) {
+  KernelSpec s;
+  s.op = Op::kQuantize;
+  s.experts = 4;
+  s.layout = GroupLayout::kOffsets;
+  s.transpose = true;
+  s.a = OperandSpec{Format::kBf16, ScaleGranularity::kNone, ScaleType::kNone};
+  s.b = OperandSpec{};
+  s.out = OperandSpec{Format::kE4m3, ScaleGranularity::kBlock1x128, ScaleType::kF32};
+  int64_t sa[2] = {300, 256}, so[2] = {256, 128 * (3 + 4)}, ss[2] = {256, 7}, sv[1] = {4};
+  DLTensor a{}, out{}, scale{}, offsets{};
+  for (DLTensor* t : {&a, &out, &scale, &offsets}) t->device = {kDLCUDA, 0};
+  a.ndim = out.ndim = scale.ndim = 2;
+  offsets.ndim = 1;
+  a.shape = sa;
+  out.shape = so;
+  scale.shape = ss;
+  offsets.shape = sv;
+  a.dtype = kBf16;
+  out.dtype = kU8;
+  scale.dtype = {kDLFloat, 32, 1};
+  offsets.dtype = {kDLInt, 32, 1};
+  a.data = reinterpret_cast<void*>(0x100000);
+  out.data = reinterpret_cast<void*>(0x200000);
+  scale.data = reinterpret_cast<void*>(0x300000);
+  offsets.data = reinterpret_cast<void*>(0x400000);
+  Operands ops;
+  ops.a = &a;
+  ops.out = &out;
+  ops.out_scale = &scale;
+  const ProblemSizes sizes{0, 0, 256};
+  auto missing = check_quantize_operands(s, sizes, ops);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("operand offsets: missing"), std::string::npos)
+      << missing.status().message();
+  ops.offsets = &offsets;
+  auto ok = check_quantize_operands(s, sizes, ops);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->out_cols, 128 * 7);
+  EXPECT_EQ(ok->experts, 4);
+  EXPECT_FALSE(ok->masked);
+  so[1] = 128 * 6;  // one block short of ceil(300 / 128) + 4
+  ss[1] = 6;
+  auto small = check_quantize_operands(s, sizes, ops);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.status().message().find("operand out: 768 columns; the padded copy of M = 300 rows for 4 experts "
+                                          "needs a multiple of 128 of at least 896"),
+            std::string::npos)
+      << small.status().message();
+  ops.counts = &offsets;  // the other layout's vector
+  auto both = check_quantize_operands(s, sizes, ops);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("operand counts was given"), std::string::npos) << both.status().message();
+}
+
+}  // namespace
+}  // namespace kiln
