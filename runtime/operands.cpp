@@ -184,6 +184,11 @@ Status check_columnwise_operands(const KernelSpec& spec, const ProblemSizes& siz
   KILN_RETURN_IF_ERROR(check_operand_scale("a_scale", ops.a_scale, spec.a, true, sizes.n, m, -1, c.device, c));
   KILN_RETURN_IF_ERROR(
       check_operand_scale("b_scale", ops.b_scale, spec.b, true, sizes.k, m, -1, c.device, c, /*x_as_b=*/true));
+  // The kernel's producer addresses E8M0 column scales with 32-bit offsets (templates/kernels/sm90/producer.cuh).
+  if (spec.b.scale_type == ScaleType::kUe8m0 && sizes.k * c.lds_b > INT32_MAX)
+    return InvalidArgument("operand b_scale: K = " + to_string(sizes.k) + " rows of " + to_string(c.lds_b) +
+                           " E8M0 bytes span more than 2^31 - 1 bytes; split the tokens into smaller wgrad runs "
+                           "(accumulate=true sums them)");
   if (ops.b_global != nullptr) return InvalidArgument("operand b_global: given, but only nvfp4 weights take one");
   KILN_RETURN_IF_ERROR(check_group_vector(spec, ops, c));
   return check_epilogue_operands(spec, epilogue, ops, sizes.k, c);

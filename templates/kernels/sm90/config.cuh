@@ -462,6 +462,7 @@ struct Gemm {
 
   // ---- the producer and its staged block scales (sm90/producer.cuh) ----
   struct ScaleSrc;
+  static __device__ __forceinline__ int scale_row_a(const ScaleSrc& src, int i);
   static __device__ __forceinline__ void produce(const TmaDesc* tma_a, const TmaDesc* tma_b, const Smem& sm,
                                                  const Walk& w, int k_tiles, const GemmParams& p, int lane);
   static __device__ __forceinline__ ScaleSrc scale_sources(const GemmParams& p, const Tile& tile, int lane);

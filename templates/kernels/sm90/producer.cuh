@@ -165,7 +165,8 @@ __device__ __forceinline__ void Gemm<Config>::produce(const TmaDesc* tma_a, cons
 // j / kBBlocks (the block of its column 0 or 128, clamped to N - 1).
 template <class Config>
 struct Gemm<Config>::ScaleSrc {
-  int a[kScaleRowsPerLane];
+  int a[kColBlockB ? 1 : kScaleRowsPerLane];
+  int a_first, a_last;  // kColBlockB: row lane of the tile's scale rows and its last (rows recomputed per stage)
   int col0;  // kColBlockB: the tile's first column (its columns lane, lane + 32, ... clamped to N - 1 per stage)
   int b;
   const float* b_base;  // b's scales of the tile's expert
@@ -177,10 +178,16 @@ __device__ __forceinline__ typename Gemm<Config>::ScaleSrc Gemm<Config>::scale_s
   ScaleSrc r;
   // Grouped wgrad: the tile's rows are output rows e * N + ...; a's scale rows are dYᵀ's N.
   const int row_base = kGroupedK ? tile.e * p.m : 0;
+  if constexpr (kColBlockB) {
+    // (Recomputed per stage, as the columns: the E8M0 grouped producer spilled holding them all.)
+    r.a_first = tile.row0 + lane - row_base;
+    r.a_last = (tile.row_end > 0 ? tile.row_end - 1 : 0) - row_base;
+  } else {
 #pragma unroll
-  for (int i = 0; i < kScaleRowsPerLane; ++i) {
-    const int row = tile.row0 + 32 * i + lane;
-    r.a[i] = (row < tile.row_end ? row : (tile.row_end > 0 ? tile.row_end - 1 : 0)) - row_base;
+    for (int i = 0; i < kScaleRowsPerLane; ++i) {
+      const int row = tile.row0 + 32 * i + lane;
+      r.a[i] = (row < tile.row_end ? row : (tile.row_end > 0 ? tile.row_end - 1 : 0)) - row_base;
+    }
   }
   // Word j = lane < kWgsN * kBBlocks: block g = j % kBBlocks of consumer column j / kBBlocks (the block of
   // its column 0 or column 128, as ScaleRows::b / b1 clamp them).
@@ -239,6 +246,16 @@ __device__ __forceinline__ void Gemm<Config>::copy_scale(u32 dst, const float* b
 // caller then arrives on full[s] from every lane (full counts 1 + 32 arrivals):
 // cp.async.mbarrier.arrive.noinc once the lane's copies land, or a plain arrive (release) after the
 // synchronous stores.
+// Scale row i of a's tile rows for this lane (scale_sources).
+template <class Config>
+__device__ __forceinline__ int Gemm<Config>::scale_row_a(const ScaleSrc& src, int i) {
+  if constexpr (kColBlockB) {
+    return src.a_first + 32 * i < src.a_last ? src.a_first + 32 * i : src.a_last;
+  } else {
+    return src.a[i];
+  }
+}
+
 template <class Config>
 __device__ __forceinline__ void Gemm<Config>::stage_scale_copies(const GemmParams& p, u32 slot, const ScaleSrc& src,
                                                                  int kt, int k_end, bool async, int lane) {
@@ -246,19 +263,20 @@ __device__ __forceinline__ void Gemm<Config>::stage_scale_copies(const GemmParam
   if constexpr (kBlockA && kScaleTypeA == ScaleType::kUe8m0) {
 #pragma unroll
     for (int i = 0; i < kScaleRowsPerLane; ++i)
-      copy_scale<kScaleTypeA>(slot + 4 * kAtoms * (32 * i + lane), p.a_scale, src.a[i], p.lds_a, kt, n, async);
+      copy_scale<kScaleTypeA>(slot + 4 * kAtoms * (32 * i + lane), p.a_scale, scale_row_a(src, i), p.lds_a, kt,
+                              n, async);
   } else if constexpr (kBlockA) {
     if (kAtoms == 2 && n == 2 && async && ((reinterpret_cast<u64>(p.a_scale) | u64(p.lds_a) * 4) & 7) == 0) {
 #pragma unroll
       for (int i = 0; i < kScaleRowsPerLane; ++i)
-        cp_async_8(slot + 8 * (32 * i + lane), p.a_scale + i64(src.a[i]) * p.lds_a + kt);
+        cp_async_8(slot + 8 * (32 * i + lane), p.a_scale + i64(scale_row_a(src, i)) * p.lds_a + kt);
     } else {
 #pragma unroll
       for (int t = 0; t < kAtoms; ++t) {
         if (t < n) {
 #pragma unroll
           for (int i = 0; i < kScaleRowsPerLane; ++i)
-            copy_scale<kScaleTypeA>(slot + 4 * (kAtoms * (32 * i + lane) + t), p.a_scale, src.a[i], p.lds_a,
+            copy_scale<kScaleTypeA>(slot + 4 * (kAtoms * (32 * i + lane) + t), p.a_scale, scale_row_a(src, i), p.lds_a,
                                     kt + t, 1, async);
         }
       }
@@ -280,7 +298,8 @@ __device__ __forceinline__ void Gemm<Config>::stage_scale_copies(const GemmParam
   }
 }
 
-// Per-column b scales (kColBlockB): element kt of tile column c's scale row goes to the slot's float
+// Per-column b scales (kColBlockB; Xᵀ's scales, one tensor whatever the expert): element kt of tile column c's
+// scale row goes to the slot's float
 // kBlockM + (4 * wg + t) * kMxColStride + 2 * (c' / 8) + c' % 2, c' = c % kWgTileN, wg = c / kWgTileN,
 // t = (c' % 8) / 2: the run of the thread quad whose accumulators hold the column (sm90/mx.cuh's layout
 // of one k-step). Lanes past a tile width that is not a multiple of 32 store nothing.
@@ -295,10 +314,12 @@ __device__ __forceinline__ void Gemm<Config>::stage_col_scales(const GemmParams&
     const u32 dst = slot + 4 * (kBlockM + (4 * wg + ((cl & 7) >> 1)) * kMxColStride + 2 * (cl >> 3) + (cl & 1));
     const int col = src.col0 + c < p.n ? src.col0 + c : p.n - 1;
     if constexpr (kScaleTypeB == ScaleType::kF32) {
-      copy_scale<ScaleType::kF32>(dst, src.b_base, col, p.lds_b, kt, 1, async);
+      copy_scale<ScaleType::kF32>(dst, p.b_scale, col, p.lds_b, kt, 1, async);
     } else {
-      const u8* row = reinterpret_cast<const u8*>(src.b_base) + i64(col) * p.lds_b;
-      sts_u32(dst, bits_from_f32(decode_e8m0(ldg_u8(row + kt))));
+      // A 32-bit offset (the runtime keeps K x lds_b below 2^31): 64-bit addresses of every column in flight
+      // spilled the 40-register producer.
+      const u32 v = ldg_u8(reinterpret_cast<const u8*>(p.b_scale) + u32(col * int(p.lds_b) + kt));
+      sts_u32(dst, bits_from_f32(decode_e8m0(v)));
     }
   }
 }
