@@ -17,8 +17,8 @@ with (a CUDA toolkit's, else pip's nvidia-cuda-nvrtc: `pip install "kiln[cu13]"`
 
 from ._errors import KilnError, LibraryNotFoundError, Status
 from ._recipes import LayerSpecs, Recipe, recipe
-from ._runtime import (Plan, Runtime, canonicalize, derive_backward, include_dir, library_path, nvrtc_path,
-                       version)
+from ._runtime import (Plan, Runtime, canonicalize, derive_backward, grouped_copy_columns, include_dir, library_path,
+                       nvrtc_path, version)
 
 __version__ = "0.1.0"
 
@@ -32,6 +32,7 @@ __all__ = [
     "Status",
     "canonicalize",
     "derive_backward",
+    "grouped_copy_columns",
     "include_dir",
     "library_path",
     "nvrtc_path",

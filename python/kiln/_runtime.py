@@ -24,6 +24,16 @@ def canonicalize(spec: str) -> str:
     return _lib.call_with_buffer(lib.kiln_spec_canonicalize, spec.encode("utf-8"))
 
 
+def grouped_copy_columns(m: int, experts: int, block: int = 128) -> int:
+    """Columns of the padded column-wise copy that `quantize[experts=E,layout=...] ... transpose=true` writes
+    for m rows in all (masked: E x max_m): block * (ceil(m / block) + experts), enough for any routing, since
+    each expert's rows start on a block boundary (docs/backward.md, grouped quantized wgrad)."""
+    if not isinstance(m, int) or not isinstance(experts, int) or m < 0 or experts < 1 or block < 1:
+        raise ValueError(f"kiln.grouped_copy_columns: m >= 0, experts >= 1 and block >= 1 are integers; got m={m!r}, "
+                         f"experts={experts!r}, block={block!r}")
+    return block * ((m + block - 1) // block + experts)
+
+
 def derive_backward(spec: str, mode: str = "high_precision", grad: str = "bf16", wgrad_out: str = "f32") -> tuple:
     """The (dgrad, wgrad) specs of a forward GEMM spec in mode "high_precision", "dequantized" or
     "quantized" (docs/backward.md), as canonical texts: dY and dX in grad ("bf16" or "f16"; mode quantized:

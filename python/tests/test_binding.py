@@ -422,3 +422,13 @@ def test_packed_operands_describe_the_tensors():
         assert [dl.strides[i] for i in range(t.dim())] == list(t.stride())
     with pytest.raises(kiln.KilnError, match="operand b: torch dtype torch.float64"):
         _lib.pack_operands({"b": torch.empty(2, dtype=torch.float64)})
+
+
+def test_grouped_copy_columns():
+    # Every expert's rows start on a 128-column boundary: 128 (ceil(M / 128) + E) columns fit any routing.
+    assert kiln.grouped_copy_columns(1000, 8) == 128 * (8 + 8)
+    assert kiln.grouped_copy_columns(0, 4) == 128 * 4
+    assert kiln.grouped_copy_columns(128, 1) == 256
+    with pytest.raises(ValueError, match="experts >= 1"):
+        kiln.grouped_copy_columns(10, 0)
+

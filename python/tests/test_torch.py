@@ -70,7 +70,7 @@ def test_fp8_block_layers_check_their_sizes():
         kt.Linear(256, 100, recipe="fp8_block")
     with pytest.raises(kiln.KilnError, match="bfloat16 master weight"):
         kt.Linear(256, 256, recipe="fp8_block", dtype=torch.float32)
-    with pytest.raises(kiln.KilnError, match="grouped quantized wgrad") as info:
+    with pytest.raises(kiln.KilnError, match="not wired into kiln.torch") as info:
         kt.GroupedLinear(4, 256, 256, recipe="fp8_block")
     assert info.value.status == kiln.Status.UNSUPPORTED
     with _fake_mode():
@@ -487,6 +487,48 @@ def test_quantize_op_passes_opcheck():
     for spec in ("quantize a=bf16 out=e4m3:block1x128", "quantize a=bf16 out=e4m3:block1x128 transpose=true",
                  "quantize a=bf16 out=e4m3:block128x128"):
         torch.library.opcheck(torch.ops.kiln.quantize.default, (spec, a))
+
+
+@cuda
+def test_grouped_quantized_wgrad_through_the_runtime():
+    # The grouped transposed quantizer's padded copies of dY and X, then the grouped FP8 wgrad on them,
+    # against float64 sums of the dequantized copies over each expert's columns; the padding is zero codes.
+    E, M, N, K = 6, 700, 256, 384
+    rt = kiln.Runtime()
+    counts = torch.tensor([0, 1, 128, 300, 0, 271], dtype=torch.int32)
+    offsets = counts.cumsum(0).to(torch.int32).cuda()
+    dy = torch.randn(M, N, dtype=torch.bfloat16, device="cuda")
+    x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
+    W = kiln.grouped_copy_columns(M, E)
+    spec = f"quantize[experts={E},layout=offsets] a=bf16 out=e4m3:block1x128 transpose=true"
+    copies = []
+    for t in (dy, x):
+        codes = torch.full((t.shape[1], W), 0xFF, dtype=torch.uint8, device="cuda")
+        scales = torch.empty(t.shape[1], W // 128, dtype=torch.float32, device="cuda")
+        rt.plan(spec, 0, t.shape[1]).run(t, out=codes, out_scale=scales, offsets=offsets)
+        copies.append((codes, scales))
+    wg = rt.plan(f"grouped_gemm[experts={E},layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
+                 n=N, k=K)
+    dw = wg.run(copies[0][0], copies[1][0], a_scale=copies[0][1], b_scale=copies[1][1], offsets=offsets)
+    assert dw.shape == (E, N, K) and dw.dtype == torch.float32
+
+    def dequant(codes, scales):
+        v = codes.view(torch.float8_e4m3fn).double()
+        return v * scales.double().repeat_interleave(128, dim=1)
+
+    a, b = dequant(*copies[0]), dequant(*copies[1])
+    start = 0
+    for e, c in enumerate(counts.tolist()):
+        padded = -(-c // 128) * 128
+        cols = slice(start, start + padded)
+        assert torch.all(copies[0][0][:, start + c:start + padded] == 0) and torch.all(copies[1][0][:, start + c:start + padded] == 0)
+        row0 = int(counts[:e].sum())
+        # the copies hold the tokens: within FP8's rounding of the bf16 values
+        assert torch.allclose(a[:, start:start + c], dy[row0:row0 + c].double().T, rtol=0.07, atol=1e-3)
+        ref = a[:, cols] @ b[:, cols].T
+        err = (dw[e].double() - ref).norm() / max(ref.norm().item(), 1e-30)
+        assert (err < 1e-5 if c else torch.all(dw[e] == 0)), (e, c, float(err))
+        start += padded
 
 
 # ---- MoEExperts: the gpt-oss expert block ------------------------------------------------------------

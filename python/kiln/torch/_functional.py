@@ -260,9 +260,9 @@ def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, expert
     if rec.x_format:
         if experts:
             raise KilnError(Status.UNSUPPORTED,
-                            f"{where}: recipe {rec.name} on a grouped layer needs a grouped quantized wgrad (FP8 "
-                            "blocks along M that restart at each expert), which kiln does not have; use "
-                            f"kiln.torch.linear per expert or the bf16 recipe")
+                            f"{where}: recipe {rec.name} on a grouped layer is not wired into kiln.torch; its "
+                            "kernels run through kiln.Runtime (grouped quantize and grouped quantized wgrad, "
+                            "docs/backward.md); use kiln.torch.linear per expert or the bf16 recipe")
         return _run_quantized(where, rec, x2d, w, bias, main_grad)
     layer = layer_of(rec, w, w_global, bias is not None, main_grad is not None, experts)
     return _KilnLinear.apply(x2d, w, w_scale, w_global, bias, offsets, main_grad, layer)

@@ -78,8 +78,9 @@ class _KilnLayer(torch.nn.Module):
             name = type(self).__name__
             if experts:
                 raise KilnError(Status.UNSUPPORTED,
-                                f"{name}: recipe {self.recipe.name} on a grouped layer needs a grouped quantized "
-                                "wgrad (FP8 blocks along M that restart at each expert), which kiln does not have")
+                                f"{name}: recipe {self.recipe.name} on a grouped layer is not wired into kiln.torch; "
+                                "its kernels run through kiln.Runtime (grouped quantize and grouped quantized wgrad, "
+                                "docs/backward.md)")
             if dtype != torch.bfloat16:
                 raise KilnError(Status.INVALID_ARGUMENT,
                                 f"{name}: recipe {self.recipe.name} keeps a bfloat16 master weight; got dtype={dtype}")
