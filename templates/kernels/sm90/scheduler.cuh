@@ -36,7 +36,11 @@
 // atoms from the expert's first row on, so only the expert's last atom can reach past its rows (into the
 // next expert's, the masked layout's padding, or TMA's zeros), and the consumers zero those rows of that
 // stage before reading it (sm90/mainloop.cuh zero_k_tail). An expert without rows gets zero tiles. The
-// launch covers E x tiles cluster tiles, capped at the SMs.
+// launch covers E x tiles cluster tiles, capped at the SMs. Quantized (kGroupedKPadded: the FP8 column-wise
+// copies dYᵀ [N, W] and Xᵀ [K, W] of the grouped quantizer), the table holds each expert's padded columns
+// instead (rows rounded up to 128 after the earlier experts', clamped to W), the tile's K range is those
+// absolute atoms (an atom's index is its scale column), and nothing is zeroed: the quantizer wrote zero codes
+// in each expert's last block.
 #pragma once
 
 #include "common/gemm_params.cuh"
