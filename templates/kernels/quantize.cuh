@@ -385,10 +385,9 @@ template <class C>
 __device__ void grouped_block_rows(const QuantizeParams& p, long long block, long long* first_row, int* rows) {
   constexpr int kB = C::kBlock;
   const int lane = threadIdx.x & 31;
-  if (threadIdx.x == 0) *rows = 0;
   if (threadIdx.x >= 32) return;
-  int end_before = 0;
-  long long padded_before = 0;
+  int end_before = 0, found_rows = 0;
+  long long padded_before = 0, found_first = 0;
   for (int e0 = 0; e0 < p.experts; e0 += 32) {
     const int e = e0 + lane;
     int start = 0, n = 0;
@@ -420,10 +419,18 @@ __device__ void grouped_block_rows(const QuantizeParams& p, long long block, lon
     const long long bend = padded_before + incl, bstart = bend - blocks;
     if (block >= bstart && block < bend) {  // at most one lane of one step
       const long long r0 = (block - bstart) * kB;
-      *first_row = start + r0;
-      *rows = n - r0 < kB ? int(n - r0) : kB;
+      found_first = start + r0;
+      found_rows = n - r0 < kB ? int(n - r0) : kB;
     }
     padded_before += shfl_idx(incl, 31);
+  }
+  // One store per CTA: the finding lane's, or lane 0's zero when no expert owns the block.
+  const u32 found = warp_ballot(found_rows > 0);
+  if (found_rows > 0) {
+    *first_row = found_first;
+    *rows = found_rows;
+  } else if (found == 0 && lane == 0) {
+    *rows = 0;
   }
 }
 
