@@ -22,15 +22,14 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
   }
   const bool grouped = spec.experts > 0;
   const bool masked = spec.layout == GroupLayout::kMasked;
-  const bool offsets_given = ops.offsets != nullptr && !(grouped && !masked);
-  const bool counts_given = ops.counts != nullptr && !(grouped && masked);
-  if (ops.b != nullptr || ops.a_scale != nullptr || ops.b_scale != nullptr || ops.b_global != nullptr ||
-      offsets_given || counts_given)
+  // The row vector a grouped spec reads (offsets or counts); any other one is a stray operand.
+  const char* stray = ops.b ? "b" : ops.a_scale ? "a_scale" : ops.b_scale ? "b_scale" : ops.b_global ? "b_global"
+                      : ops.offsets && !(grouped && !masked) ? "offsets"
+                      : ops.counts && !(grouped && masked)   ? "counts"
+                                                               : nullptr;
+  if (stray != nullptr)
     return InvalidArgument("quantize takes a (the input), out, out_scale, (nvfp4) out_global and (quantize[experts=E,"
-                           "layout=offsets|masked]) offsets or counts; operand " +
-                           string(ops.b ? "b" : ops.a_scale ? "a_scale" : ops.b_scale ? "b_scale"
-                                          : ops.b_global ? "b_global" : offsets_given ? "offsets" : "counts") +
-                           " was given" + (offsets_given || counts_given ? " (the spec's layout does not take it)" : ""));
+                           "layout=offsets|masked]) offsets or counts; operand " + string(stray) + " was given");
   // a: X [M, K]; masked grouped: [E, max_m, K] with the experts' rows contiguous.
   KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, grouped && masked ? spec.experts : -1, -1,
                                             sizes.k, grouped && masked ? "max_m" : "M", "K"));

@@ -266,6 +266,8 @@ Status nvfp4_operand(const KernelSpec& spec, int64_t experts, int64_t n, int64_t
   return Status::Ok();
 }
 
+}  // namespace
+
 // Rows per expert: a random split of m rows (offsets) or random counts up to m (masked), about a
 // quarter of the experts empty.
 std::vector<int32_t> random_groups(bool masked, int experts, int64_t m, uint64_t& s) {
@@ -297,6 +299,8 @@ std::vector<int32_t> random_groups(bool masked, int experts, int64_t m, uint64_t
   }
   return counts;
 }
+
+namespace {
 
 // Grouped row vectors: random sizes (or the caller's), as offsets (cumulative ends) or masked counts.
 Status group_vector(const KernelSpec& spec, int64_t m, const std::vector<int32_t>& group_rows, uint64_t& s,
@@ -355,16 +359,11 @@ Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, in
           if (kind != 0) t->bytes[static_cast<size_t>(i * w + j)] = kind == 1 ? 0x00 : 0x7F;
         }
     }
-    if (!masked) {  // counts -> cumulative ends
-      int64_t end = 0;
-      for (auto& c : counts) c = static_cast<int32_t>(end += c);
-    }
-    h.group_rows = tensor_of(counts, {static_cast<int64_t>(spec.experts)}, kI32);
     const int64_t experts = spec.experts;
     h.out.bytes.assign(static_cast<size_t>(experts * n * k * (format_bits(spec.out.format) / 8)), 0xFF);
     h.out.shape = {experts, n, k};
     h.out.dtype = dtype_of(spec.out.format);
-    return Status::Ok();
+    return group_vector(spec, m, counts, s, h);
   }
   if (wgrad_reads_columnwise(spec)) {
     KILN_RETURN_IF_ERROR(fp8_scaled(spec.a, n, m, s, h.a, h.a_scale, {n, m}));

@@ -58,6 +58,10 @@ StatusOr<HostOperands> random_operands(const KernelSpec& spec, int64_t m, int64_
 // h with b = W's codes transposed to [K, N] (grouped [E, K, N]) and 128 x 128 block scales to
 // [K/128, ceil(N/128)] per expert; a tensor scale as it is. The reference's operands in run_check, made on
 // the host independently of the runtime's transpose kernel.
+// Rows per expert, drawn with the generator state s: a random split of m rows (offsets) or random counts up
+// to m (masked, one expert full), about a quarter of the experts empty.
+std::vector<int32_t> random_groups(bool masked, int experts, int64_t m, uint64_t& s);
+
 HostOperands transposed_w_operands(const KernelSpec& spec, const HostOperands& h, int64_t n, int64_t k);
 
 // The device copies (out poisoned with 0xFF: NaN in every float format) and their DLTensors.

@@ -17,6 +17,7 @@
 #include "compiler/numerics/nvfp4.hpp"
 #include "compiler/plan/quantize_plan.hpp"
 #include "verify/check.hpp"
+#include "verify/check_inputs.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/driver/driver.hpp"
 
@@ -213,31 +214,14 @@ StatusOr<QuantizeCheckReport> run_quantize_check(Runtime& rt, const Plan& plan, 
   std::vector<int64_t> starts, counts;
   std::vector<int32_t> group_vec;
   if (grouped) {
-    std::uniform_int_distribution<int> quarter(0, 3);
-    std::uniform_real_distribution<double> weight(0.1, 1.0);
-    if (masked) {
-      std::uniform_int_distribution<int64_t> count(1, m);
-      for (int e = 0; e < spec.experts; ++e) {
-        counts.push_back(quarter(rng) == 0 ? 0 : count(rng));
-        starts.push_back(e * m);
-      }
-      counts[static_cast<size_t>(rng() % static_cast<uint64_t>(spec.experts))] = m;
-      for (int64_t c : counts) group_vec.push_back(static_cast<int32_t>(c));
-    } else {
-      std::vector<double> wts;
-      double total = 0;
-      for (int e = 0; e < spec.experts; ++e) total += wts.emplace_back(quarter(rng) == 0 ? 0.0 : weight(rng));
-      if (total == 0) total = wts[0] = 1;
-      int64_t end = 0;
-      for (int e = 0; e < spec.experts; ++e) {
-        const int64_t c = e + 1 == spec.experts && wts[static_cast<size_t>(e)] > 0
-                              ? m - end
-                              : std::min<int64_t>(m - end, static_cast<int64_t>(m * wts[static_cast<size_t>(e)] / total));
-        starts.push_back(end);
-        counts.push_back(c);
-        end += c;
-        group_vec.push_back(static_cast<int32_t>(end));
-      }
+    uint64_t state = rng() | 1;
+    group_vec = random_groups(masked, spec.experts, m, state);
+    int64_t end = 0;
+    for (size_t e = 0; e < group_vec.size(); ++e) {
+      starts.push_back(masked ? static_cast<int64_t>(e) * m : end);
+      counts.push_back(group_vec[e]);
+      end += group_vec[e];
+      if (!masked) group_vec[e] = static_cast<int32_t>(end);  // offsets: cumulative ends
     }
   }
   const Input in = random_input(spec.a.format, rows_in, k, rng);

@@ -31,6 +31,7 @@
 #include "common/types.cuh"
 #include "ptx/ld.cuh"
 #include "ptx/warp.cuh"
+#include "scheduler/group_tile.cuh"
 
 namespace kiln_dev {
 
@@ -392,30 +393,15 @@ __device__ void grouped_block_rows(const QuantizeParams& p, long long block, lon
     const int e = e0 + lane;
     int start = 0, n = 0;
     if (!p.masked) {  // offsets
-      int end = e < p.experts ? ldg_s32(p.group_rows + e) : 0;
-      end = end < 0 ? 0 : end > p.m ? p.m : end;
-      if (end < end_before) end = end_before;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int o = shfl_up(end, d);
-        if (lane >= d && o > end) end = o;
-      }
-      start = shfl_up(end, 1);
-      if (lane == 0) start = end_before;
-      n = e < p.experts ? end - start : 0;
-      end_before = shfl_idx(end, 31);
+      int end;
+      offsets_step(p.group_rows, p.experts, e0, p.m, lane, end_before, start, end);
+      n = end - start;
     } else {
-      n = e < p.experts ? ldg_s32(p.group_rows + e) : 0;
-      n = n < 0 ? 0 : n > p.max_m ? p.max_m : n;
+      n = e < p.experts ? clamp_int(ldg_s32(p.group_rows + e), 0, p.max_m) : 0;
       start = e * p.max_m;
     }
     const int blocks = (n + kB - 1) / kB;
-    int incl = blocks;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = shfl_up(incl, d);
-      if (lane >= d) incl += o;
-    }
+    const int incl = warp_inclusive_sum(blocks, lane);
     const long long bend = padded_before + incl, bstart = bend - blocks;
     if (block >= bstart && block < bend) {  // at most one lane of one step
       const long long r0 = (block - bstart) * kB;

@@ -51,6 +51,35 @@ __host__ __device__ constexpr long long group_tiles_m(Grouping g, long long m, i
 
 __device__ __forceinline__ int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+// Inclusive prefix sum over the warp's lanes (every lane gets its own).
+__device__ __forceinline__ int warp_inclusive_sum(int v, int lane) {
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int o = shfl_up(v, d);
+    if (lane >= d) v += o;
+  }
+  return v;
+}
+
+// One 32-expert step of the sanitized offsets walk, shared by every grouped kernel: lane's expert e0 + lane
+// gets its rows [start, end), the ends clamped to [0, limit] and made non-decreasing after end_before (an
+// inclusive running max), experts past `experts` empty; end_before moves to the step's last end. Every lane
+// of the warp must call it (full-warp shuffles).
+__device__ __forceinline__ void offsets_step(const int* group_rows, int experts, int e0, int limit, int lane,
+                                             int& end_before, int& start, int& end) {
+  const int e = e0 + lane;
+  end = e < experts ? clamp_int(ldg_s32(group_rows + e), 0, limit) : 0;
+  if (end < end_before) end = end_before;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int o = shfl_up(end, d);
+    if (lane >= d && o > end) end = o;
+  }
+  start = shfl_up(end, 1);
+  if (lane == 0) start = end_before;
+  end_before = shfl_idx(end, 31);
+}
+
 // Offsets layout: the expert owning virtual tile row tm, and the tile's place in it.
 template <int kBlockM>
 __device__ __forceinline__ TileWork find_offsets_tile(const GemmParams& p, long long tm, int n0) {
@@ -59,24 +88,11 @@ __device__ __forceinline__ TileWork find_offsets_tile(const GemmParams& p, long 
   long long tiles_before = 0;  // tile rows of the experts of earlier chunks
   int end_before = 0;          // row end of the last expert of earlier chunks
   for (int e0 = 0; e0 < p.experts; e0 += 32) {
-    const int e = e0 + lane;
-    int end = e < p.experts ? clamp_int(ldg_s32(p.group_rows + e), 0, p.m) : 0;
-    if (end < end_before) end = end_before;
-    // Inclusive running max over the lanes: ends become non-decreasing.
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = shfl_up(end, d);
-      if (lane >= d && o > end) end = o;
-    }
-    int start = shfl_up(end, 1);
-    if (lane == 0) start = end_before;
+    int start, end;
+    offsets_step(p.group_rows, p.experts, e0, p.m, lane, end_before, start, end);
     const int tiles = (end - start + kBlockM - 1) / kBlockM;
-    int incl = tiles;  // inclusive prefix sum of the tile counts (< 2^31: M < 2^31, E <= 65536)
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = shfl_up(incl, d);
-      if (lane >= d) incl += o;
-    }
+    // Inclusive prefix sum of the tile counts (< 2^31: M < 2^31, E <= 65536).
+    const int incl = warp_inclusive_sum(tiles, lane);
     const long long target = tm - tiles_before;
     const u32 hit = warp_ballot(target >= 0 && incl > target);
     if (hit != 0) {
@@ -90,7 +106,6 @@ __device__ __forceinline__ TileWork find_offsets_tile(const GemmParams& p, long 
       return w;
     }
     tiles_before += shfl_idx(incl, 31);
-    end_before = shfl_idx(end, 31);
   }
   return w;
 }

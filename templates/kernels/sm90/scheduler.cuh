@@ -165,17 +165,9 @@ __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, 
     int start = 0, rows = 0;
     if constexpr (kGrouping == Grouping::kOffsets) {
       // (Grouped wgrad: the rows are the reduction's, p.k of them.)
-      int end = e < kExperts ? clamp_int(ldg_s32(p.group_rows + e), 0, kGroupedK ? p.k : p.m) : 0;
-      if (end < end_before) end = end_before;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int o = shfl_up(end, d);
-        if (lane >= d && o > end) end = o;
-      }
-      start = shfl_up(end, 1);
-      if (lane == 0) start = end_before;
+      int end;
+      offsets_step(p.group_rows, kExperts, e0, kGroupedK ? p.k : p.m, lane, end_before, start, end);
       rows = end - start;
-      end_before = shfl_idx(end, 31);
     } else {
       start = e * p.max_m;
       // (Grouped quantized wgrad: counts bounded by the copies' columns; max_m is not known there.)
@@ -186,14 +178,9 @@ __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, 
     // layout, kernels/quantize.cuh), clamped to the copies' p.k columns (a malformed row vector then reads
     // fewer columns, never past the copies or their scales).
     if constexpr (kGroupedKPadded) {
-      int padded = (rows + kAtomK - 1) / kAtomK * kAtomK;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int o = shfl_up(padded, d);
-        if (lane >= d) padded += o;
-      }
-      const int pend = padded_before + padded;  // inclusive
-      const int pstart = pend - (rows + kAtomK - 1) / kAtomK * kAtomK;
+      const int padded = (rows + kAtomK - 1) / kAtomK * kAtomK;
+      const int pend = padded_before + warp_inclusive_sum(padded, lane);
+      const int pstart = pend - padded;
       start = pstart < p.k ? pstart : p.k;
       rows = (pend < p.k ? pend : p.k) - start;
       padded_before = shfl_idx(pend, 31);
@@ -201,12 +188,7 @@ __device__ __forceinline__ void Gemm<Config>::build_groups(const GemmParams& p, 
     // Grouped wgrad: the expert's tiles cover its dW [N, K] (p.m = N rows) whatever its row count.
     const int tile_rows = ((kGroupedK ? p.m : rows) + kBlockM - 1) / kBlockM;
     const int ctiles = (tile_rows + kCluster - 1) / kCluster * tiles_n;
-    int incl = ctiles;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = shfl_up(incl, d);
-      if (lane >= d) incl += o;
-    }
+    const int incl = warp_inclusive_sum(ctiles, lane);
     if (e < kExperts) {
       sts_u32(sm.groups + 4 * e, u32(tiles_before + incl));
       sts_u32(sm.groups + 4 * (kExperts + e), u32(start));
