@@ -263,8 +263,9 @@ class Plan:
             if not isinstance(a, torch.Tensor) or a.dim() < 1:
                 raise KilnError(Status.INVALID_ARGUMENT, "kiln.Plan.run: a must be a torch tensor [M, K]")
             pass_ = re.search(r"\bpass=(dgrad|wgrad)\b", self.spec.split(' epilogue="', 1)[0])
-            if pass_ and pass_.group(1) == "wgrad":  # dW [N, K]
-                shape = (self.n, self.k)
+            if pass_ and pass_.group(1) == "wgrad":  # dW [N, K]; grouped [E, N, K]
+                experts = re.match(r"\s*grouped_gemm\[experts=(\d+)", self.spec)
+                shape = (int(experts.group(1)), self.n, self.k) if experts else (self.n, self.k)
             elif pass_:  # dX: a's rows, K columns
                 shape = (*a.shape[:-1], self.k)
             else:

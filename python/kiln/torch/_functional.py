@@ -156,12 +156,12 @@ class _KilnQuantizedLinear(torch.autograd.Function):
     three kiln GEMMs; the column-wise copies of X and dY feed wgrad (docs/training.md)."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, main_grad, w_codes, w_scales, layer: _Layer, x_format: str):
+    def forward(ctx, x, w, bias, main_grad, w_codes, w_scales, layer: _Layer, x_format: str, wants_dw: bool):
         row = f"quantize a=bf16 out={x_format}"
         x_codes, x_scales = quantize(row, x)
         y = gemm(layer.forward, layer.n, layer.k, x_codes, w_codes[:layer.n], w_scales, None, None, bias, x_scales)
         xt = (None, None)
-        if torch.is_grad_enabled() and ctx.needs_input_grad[1]:  # X's column-wise copy [K, M'], M' = M up to 128
+        if wants_dw:  # X's column-wise copy [K, M'], M' = M up to 128
             xt = quantize(row + " transpose=true", _rows_to_128(x))
         ctx.layer, ctx.row = layer, row
         ctx.has_bias = bias is not None
@@ -191,7 +191,7 @@ class _KilnQuantizedLinear(torch.autograd.Function):
                 dw = dw if dw.dtype == ctx.w_dtype else dw.to(ctx.w_dtype)
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = _bias_grad(dy, None, 0).to(ctx.bias_dtype)
-        return dx, dw, db, None, None, None, None, None
+        return dx, dw, db, None, None, None, None, None, None
 
 
 def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has_bias: bool, into_main_grad: bool,
@@ -233,7 +233,10 @@ def _run_quantized(where, rec, x2d, w, bias, main_grad):
               f"of dY's FP8 copies); got {n}")
     layer = quantized_layer(rec, int(n), int(k), bias is not None, main_grad is not None, w.dtype)
     w_codes, w_scales = quantized_weight(rec, w)
-    return _KilnQuantizedLinear.apply(x2d, w, bias, main_grad, w_codes, w_scales, layer, rec.x_format)
+    # Decided here: inside a Function's forward grad mode is always off, so only the caller's mode tells
+    # whether a backward will want dW (and so X's column-wise copy).
+    wants_dw = torch.is_grad_enabled() and w.requires_grad
+    return _KilnQuantizedLinear.apply(x2d, w, bias, main_grad, w_codes, w_scales, layer, rec.x_format, wants_dw)
 
 
 def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts):
