@@ -365,6 +365,10 @@ TEST(BackwardPlanTest, QuantizedWgradPlansOnSm90a) {
   EXPECT_THAT(why("bm192_bn128_bk128_s4_w12x1_g8"), HasSubstr("1 or 2 consumer warpgroups"));
   EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s6_w8x1_g8")).ok());
   EXPECT_TRUE(check_config(q, a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s4_w4x2_g8")).ok());
+  // The copies' blocks run along M (checked per run): N and K need no multiple of 128.
+  for (const char* text : {"gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad",
+                           "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block1x128 out=bf16 pass=wgrad"})
+    EXPECT_TRUE(validate_sizes(spec_of(text), {300, 264, 136}).ok()) << text;
   // Grouped (the padded copies of quantize[experts=E,...] transpose=true): offsets and masked, without
   // clusters; its kernel reads both copies K-major through 2-D maps.
   for (const char* text :
