@@ -10,6 +10,9 @@ steps) and checks the gradients (relative Frobenius error):
                 timed apart as w_quant_ms) vs the bf16 step of torch.nn.functional.linear, at the M = 4096
                 shapes of bench/shapes.json; errors of dX and dW against the bf16 step's.
   grouped bf16  kiln.torch.GroupedLinear vs torch._grouped_mm with autograd; dX, dW against the anchor's.
+  grouped fp8   (with --cases fp8) kiln.torch.GroupedLinear recipe fp8_block (each expert's tokens in their
+                own 128-token blocks for wgrad) vs the bf16 torch._grouped_mm step, at the grouped shapes
+                whose K is a multiple of 128; errors against the bf16 step's.
   moe frozen    one gpt-oss-20b MoE block (32 experts, top-4, hidden 2880, intermediate 2880, interleaved
                 gate|up, clamped SwiGLU, biases) with MXFP4 experts kept packed (recipe mxfp4_frozen),
                 gradient to the block input, vs the same block on torch._grouped_mm over a bf16 copy of
@@ -128,15 +131,17 @@ def fp8_cases(reps):
     return rows
 
 
-def grouped_cases(reps):
+def grouped_cases(reps, recipe="bf16"):
     rows = []
     for experts, tokens, n, k in ((8, 8192, 4096, 7168), (32, 16384, 5760, 2880), (128, 8192, 1536, 4096)):
+        if recipe == "fp8_block" and k % 128:
+            continue  # the recipe's blocks along K
         torch.manual_seed(0)
         counts = torch.distributions.Dirichlet(torch.ones(experts)).sample() * tokens
         counts = counts.floor().to(torch.int64)
         counts[-1] += tokens - counts.sum()
         offsets = counts.cumsum(0).to(torch.int32).to(DEV)
-        layer = kt.GroupedLinear(experts, k, n, bias=False, recipe="bf16", device=DEV)
+        layer = kt.GroupedLinear(experts, k, n, bias=False, recipe=recipe, device=DEV)
         w, x, dy = step_tensors(layer, tokens, n, k)
 
         def run_kiln():
@@ -153,8 +158,8 @@ def grouped_cases(reps):
         run_torch()
         err = max(rel(g, r) for g, r in zip(got, (x.grad, w.grad)))
         t_kiln, t_torch = step_ms(run_kiln, reps), step_ms(run_torch, reps)
-        rows.append({"case": "grouped bf16 fwd+bwd", "experts": experts, "m": tokens, "n": n, "k": k,
-                     "kiln_ms": t_kiln, "anchor": "torch._grouped_mm", "anchor_ms": t_torch,
+        rows.append({"case": f"grouped {recipe} fwd+bwd", "experts": experts, "m": tokens, "n": n, "k": k,
+                     "kiln_ms": t_kiln, "anchor": "torch._grouped_mm bf16", "anchor_ms": t_torch,
                      "speedup": t_torch / t_kiln, "tflops": 6 * tokens * n * k / t_kiln / 1e9, "max_rel_err": err})
         print(json.dumps(rows[-1]), flush=True)
     return rows
@@ -324,6 +329,7 @@ def main():
         rows += dense_cases(args.reps)
     if "fp8" in cases:
         rows += fp8_cases(args.reps)
+        rows += grouped_cases(args.reps, "fp8_block")
     if "grouped" in cases:
         rows += grouped_cases(args.reps)
     if "moe" in cases:

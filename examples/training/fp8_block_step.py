@@ -3,8 +3,10 @@
 recipe fp8_block (X and dY quantized to 1x128 blocks, W to 128x128 blocks once per optimizer step; the
 forward, dgrad and wgrad GEMMs in FP8), with bf16 master weights, dW added into fp32 main_grad over
 two micro-batches, and AdamW. The same MLP on recipe bf16 runs beside it from the same weights.
+With --experts E the MLP is a mixture of E experts (GroupedLinear layers; each token routed to one
+expert, the tokens sorted by expert), trained the same way through the grouped FP8 kernels.
 
-    KILN_LIBRARY=build/capi/libkiln.so python3 examples/training/fp8_block_step.py [--steps 30]
+    KILN_LIBRARY=build/capi/libkiln.so python3 examples/training/fp8_block_step.py [--steps 30] [--experts 8]
 
 Prints both losses every 5 steps and the median time of a training step (two micro-batches' forward
 and backward and the optimizer step) for each recipe.
@@ -22,15 +24,36 @@ import kiln.torch as kt  # noqa: E402
 
 
 class MLP(torch.nn.Module):
-    def __init__(self, hidden: int, inner: int, recipe: str):
+    def __init__(self, hidden: int, inner: int, recipe: str, experts: int = 0):
         super().__init__()
-        self.up = kt.Linear(hidden, inner, bias=False, recipe=recipe, fuse_wgrad_accumulation=True, device="cuda")
-        self.down = kt.Linear(inner, hidden, bias=False, recipe=recipe, fuse_wgrad_accumulation=True, device="cuda")
+        self.experts = experts
+        if experts:
+            self.up = kt.GroupedLinear(experts, hidden, inner, bias=False, recipe=recipe,
+                                       fuse_wgrad_accumulation=True, device="cuda")
+            self.down = kt.GroupedLinear(experts, inner, hidden, bias=False, recipe=recipe,
+                                         fuse_wgrad_accumulation=True, device="cuda")
+        else:
+            self.up = kt.Linear(hidden, inner, bias=False, recipe=recipe, fuse_wgrad_accumulation=True, device="cuda")
+            self.down = kt.Linear(inner, hidden, bias=False, recipe=recipe, fuse_wgrad_accumulation=True,
+                                  device="cuda")
         for p in self.parameters():
             p.main_grad = torch.zeros(p.shape, dtype=torch.float32, device="cuda")
 
-    def forward(self, x):
+    def forward(self, x, offsets=None):
+        if self.experts:  # x: tokens sorted by expert, offsets: each expert's end row
+            return self.down(torch.nn.functional.gelu(self.up(x, offsets)), offsets)
         return self.down(torch.nn.functional.gelu(self.up(x)))
+
+
+def routed_batch(tokens: int, hidden: int, experts: int):
+    """x [tokens, hidden] with its rows sorted by a random expert choice, and the int32 offsets."""
+    x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
+    if not experts:
+        return x, None
+    choice = torch.randint(experts, (tokens,), device="cuda")
+    order = torch.argsort(choice, stable=True)
+    offsets = torch.bincount(choice, minlength=experts).cumsum(0).to(torch.int32)
+    return x[order], offsets
 
 
 def main():
@@ -39,11 +62,14 @@ def main():
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--inner", type=int, default=14336)
     ap.add_argument("--tokens", type=int, default=4096, help="tokens per micro-batch")
+    ap.add_argument("--experts", type=int, default=0, help="a mixture of this many experts (grouped layers)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("fp8_block_step.py: needs a CUDA GPU")
     torch.manual_seed(0)
-    models = {"fp8_block": MLP(args.hidden, args.inner, "fp8_block"), "bf16": MLP(args.hidden, args.inner, "bf16")}
+    if args.experts < 0:
+        sys.exit(f"fp8_block_step.py: --experts {args.experts}; expected 0 (a dense MLP) or more")
+    models = {name: MLP(args.hidden, args.inner, name, args.experts) for name in ("fp8_block", "bf16")}
     models["bf16"].load_state_dict(models["fp8_block"].state_dict())
     opts = {}
     for name, model in models.items():
@@ -52,14 +78,14 @@ def main():
     teacher = torch.randn(args.hidden, args.hidden, device="cuda", dtype=torch.bfloat16) / args.hidden ** 0.5
     times = {name: [] for name in models}
     for step in range(args.steps):
-        xs = [torch.randn(args.tokens, args.hidden, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+        batches = [routed_batch(args.tokens, args.hidden, args.experts) for _ in range(2)]
         losses = {}
         for name, model in models.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             total = 0.0
-            for x in xs:  # two micro-batches: the FP8 weights are quantized once, dW accumulates in main_grad
-                loss = (model(x) - x @ teacher).float().square().mean()
+            for x, offsets in batches:  # two micro-batches: the FP8 weights quantized once, dW into main_grad
+                loss = (model(x, offsets) - x @ teacher).float().square().mean()
                 loss.backward()
                 total = total + loss.detach()
             for p in model.parameters():  # the optimizer reads main_grad
@@ -71,7 +97,7 @@ def main():
             end.synchronize()
             if step >= 3:
                 times[name].append(start.elapsed_time(end))
-            losses[name] = (total / len(xs)).item()
+            losses[name] = (total / len(batches)).item()
         if step % 5 == 0 or step == args.steps - 1:
             print(f"step {step:3d}  loss fp8_block {losses['fp8_block']:.5f}  bf16 {losses['bf16']:.5f}")
     for name, t in times.items():

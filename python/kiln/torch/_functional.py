@@ -117,21 +117,32 @@ def _cols_to_128(t: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.pad(t, (0, pad)) if pad else t
 
 
+def _quantize_weight_now(spec: str, w: torch.Tensor):
+    """(codes, scales) of w [N, K] or [E, N, K], each expert's rows padded with zeros to N' (N up to a
+    multiple of 128), so one call over the [E N', K] rows keeps every 128x128 block inside one expert:
+    codes [(E,) N', K], scales [(E,) N'/128, K/128]."""
+    rows = _rows_to_128(w.detach()) if w.dim() == 2 else torch.nn.functional.pad(w.detach(), (0, 0, 0, -w.shape[1] % 128))
+    codes, scales = quantize(spec, rows.reshape(-1, w.shape[-1]))
+    if w.dim() == 2:
+        return codes, scales
+    return codes.view(*rows.shape), scales.view(w.shape[0], -1, scales.shape[-1])
+
+
 def quantized_weight(rec: Recipe, w: torch.Tensor):
-    """(codes, scales) of the bf16 weight w [N, K] in the recipe's w_format, its rows padded with zeros to
-    a multiple of 128 (codes [N', K]: the blocks dgrad tiles N with; the forward reads the first N rows,
-    whose codes and scales the zero rows do not change). Made once per value of w: cached on the tensor
-    and remade when its version counter moves (the optimizer's in-place update), so the micro-batches of
-    one step share one quantization."""
+    """(codes, scales) of the bf16 weight w [N, K] (grouped: [E, N, K]) in the recipe's w_format, each
+    expert's rows padded with zeros to a multiple of 128 (codes [(E,) N', K]: the blocks dgrad tiles N
+    with; the forward reads the first N rows, whose codes and scales the zero rows do not change). Made
+    once per value of w: cached on the tensor and remade when its version counter moves (the optimizer's
+    in-place update), so the micro-batches of one step share one quantization."""
     spec = f"quantize a=bf16 out={rec.w_format}"
     if type(w) not in (torch.Tensor, torch.nn.Parameter) or torch.compiler.is_compiling():
-        return quantize(spec, _rows_to_128(w.detach()))  # traced: no cache on a fake or functional tensor
+        return _quantize_weight_now(spec, w)  # traced: no cache on a fake or functional tensor
     key = (spec, w._version, w.data_ptr())
     cached = getattr(w, "_kiln_quantized", None)
     if cached is not None and cached[0] == key:
         return cached[1]
     with torch.inference_mode(False):  # an inference tensor in the cache could not be saved for backward later
-        made = quantize(spec, _rows_to_128(w.detach()))
+        made = _quantize_weight_now(spec, w)
     w._kiln_quantized = (key, made)
     return made
 
@@ -152,46 +163,62 @@ def drop_quantized_copies(module: torch.nn.Module) -> int:
 
 
 class _KilnQuantizedLinear(torch.autograd.Function):
-    """A trainable quantized recipe (fp8_block): X, W and dY quantized by kiln's quantizers around the
-    three kiln GEMMs; the column-wise copies of X and dY feed wgrad (docs/training.md)."""
+    """A trainable quantized recipe (fp8_block), dense or grouped: X, W and dY quantized by kiln's
+    quantizers around the three kiln GEMMs; the column-wise copies of X and dY feed wgrad
+    (docs/training.md). Grouped, those copies hold each expert's rows in whole 128-token blocks (the
+    grouped quantizer with the layer's offsets)."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, main_grad, w_codes, w_scales, layer: _Layer, x_format: str, wants_dw: bool):
+    def forward(ctx, x, w, bias, offsets, main_grad, w_codes, w_scales, layer: _Layer, x_format: str, wants_dw: bool):
         row = f"quantize a=bf16 out={x_format}"
         x_codes, x_scales = quantize(row, x)
-        y = gemm(layer.forward, layer.n, layer.k, x_codes, w_codes[:layer.n], w_scales, None, None, bias, x_scales)
+        n = layer.n
+        w_rows = w_codes[..., :n, :] if w_codes.shape[-2] != n else w_codes  # grouped: a view, experts N' K apart
+        y = gemm(layer.forward, n, layer.k, x_codes, w_rows, w_scales, None, offsets, bias, x_scales)
         xt = (None, None)
-        if wants_dw:  # X's column-wise copy [K, M'], M' = M up to 128
-            xt = quantize(row + " transpose=true", _rows_to_128(x))
+        if wants_dw:  # X's column-wise copy: [K, M'] (M up to 128), grouped [K, W]
+            xt = _columnwise(row, x, offsets, layer.experts)
         ctx.layer, ctx.row = layer, row
         ctx.has_bias = bias is not None
         ctx.bias_dtype = bias.dtype if bias is not None else None
         ctx.w_dtype = w.dtype
-        ctx.save_for_backward(w_codes, w_scales, xt[0], xt[1], main_grad)
+        ctx.save_for_backward(w_codes, w_scales, xt[0], xt[1], offsets, main_grad)
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        w_codes, w_scales, xt_codes, xt_scales, main_grad = ctx.saved_tensors
+        w_codes, w_scales, xt_codes, xt_scales, offsets, main_grad = ctx.saved_tensors
         layer = ctx.layer
         dy = dy.contiguous()
         dx = dw = db = None
         if ctx.needs_input_grad[0]:  # over N' = N rounded up to 128: dY's zero columns meet W's zero rows
             dy_codes, dy_scales = quantize(ctx.row, _cols_to_128(dy))
-            dx = gemm(layer.dgrad, w_codes.shape[0], layer.k, dy_codes, w_codes, w_scales, None, None, None,
+            dx = gemm(layer.dgrad, w_codes.shape[-2], layer.k, dy_codes, w_codes, w_scales, None, offsets, None,
                       dy_scales)
         if ctx.needs_input_grad[1]:
-            dyt_codes, dyt_scales = quantize(ctx.row + " transpose=true", _rows_to_128(dy))
+            dyt_codes, dyt_scales = _columnwise(ctx.row, dy, offsets, layer.experts)
             if main_grad is not None:
-                gemm_into(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, main_grad, xt_scales, None, None,
+                gemm_into(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, main_grad, xt_scales, None, offsets,
                           dyt_scales)
             else:
-                dw = gemm(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, xt_scales, None, None, None,
+                dw = gemm(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, xt_scales, None, offsets, None,
                           dyt_scales)
                 dw = dw if dw.dtype == ctx.w_dtype else dw.to(ctx.w_dtype)
         if ctx.has_bias and ctx.needs_input_grad[2]:
-            db = _bias_grad(dy, None, 0).to(ctx.bias_dtype)
-        return dx, dw, db, None, None, None, None, None, None
+            db = _bias_grad(dy, offsets, layer.experts).to(ctx.bias_dtype)
+        return dx, dw, db, None, None, None, None, None, None, None
+
+
+def _columnwise(row: str, t: torch.Tensor, offsets: Optional[torch.Tensor], experts: int):
+    """The column-wise (along M) copy of t [M, C] that wgrad reads: dense [C, M'] over t's rows padded
+    with zero rows to a multiple of 128; grouped [C, W], each expert's rows in whole blocks."""
+    if not experts:
+        return quantize(row + " transpose=true", _rows_to_128(t))
+    return quantize(_grouped_columnwise_spec(row, experts), t, offsets)
+
+
+def _grouped_columnwise_spec(row: str, experts: int) -> str:
+    return row.replace("quantize ", f"quantize[experts={experts},layout=offsets] ", 1) + " transpose=true"
 
 
 def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has_bias: bool, into_main_grad: bool,
@@ -206,11 +233,12 @@ def layer_of(rec: Recipe, w: torch.Tensor, w_global: Optional[torch.Tensor], has
                   into_main_grad)
 
 
-def quantized_layer(rec: Recipe, n: int, k: int, has_bias: bool, into_main_grad: bool, w_dtype) -> _Layer:
-    """The GEMM specs of a quantized recipe's dense layer: the wgrad kernel writes dW in the weight's
-    dtype, or adds it into the fp32 main_grad."""
+def quantized_layer(rec: Recipe, n: int, k: int, has_bias: bool, into_main_grad: bool, w_dtype,
+                    experts: int = 0) -> _Layer:
+    """The GEMM specs of a quantized recipe's layer (grouped over `experts` when > 0): the wgrad kernel
+    writes dW in the weight's dtype, or adds it into the fp32 main_grad."""
     wgrad_out = "f32" if into_main_grad else format_of(w_dtype)
-    return _layer(rec, 0, has_bias, wgrad_out, "tensor", n, k, into_main_grad)
+    return _layer(rec, experts, has_bias, wgrad_out, "tensor", n, k, into_main_grad)
 
 
 def quantized_plans(rec: Recipe, layer: _Layer):
@@ -218,25 +246,27 @@ def quantized_plans(rec: Recipe, layer: _Layer):
     to 128, the rows of W's copy) and the quantizers of W, X and dY (n = 0, k = the input's columns)."""
     n, k, n_blocks = layer.n, layer.k, -(-layer.n // 128) * 128
     row = f"quantize a=bf16 out={rec.x_format}"
+    columnwise = _grouped_columnwise_spec(row, layer.experts) if layer.experts else row + " transpose=true"
     return [(layer.forward, n, k), (layer.dgrad, n_blocks, k), (layer.wgrad, n, k),
             (f"quantize a=bf16 out={rec.w_format}", 0, k), (row, 0, k), (row, 0, n_blocks),
-            (row + " transpose=true", 0, k), (row + " transpose=true", 0, n)]
+            (columnwise, 0, k), (columnwise, 0, n)]
 
 
-def _run_quantized(where, rec, x2d, w, bias, main_grad):
-    n, k = w.shape
+def _run_quantized(where, rec, x2d, w, bias, offsets, main_grad, experts):
+    n, k = w.shape[-2], w.shape[-1]
     if k % 128:
         _fail(f"{where}: recipe {rec.name} needs in_features (the weight's K) to be a multiple of 128, the "
               f"quantization block of X and W along K; got {k}")
     if n % 8:
         _fail(f"{where}: recipe {rec.name} needs out_features (the weight's N) to be a multiple of 8 (16-byte rows "
               f"of dY's FP8 copies); got {n}")
-    layer = quantized_layer(rec, int(n), int(k), bias is not None, main_grad is not None, w.dtype)
+    layer = quantized_layer(rec, int(n), int(k), bias is not None, main_grad is not None, w.dtype, experts)
     w_codes, w_scales = quantized_weight(rec, w)
     # Decided here: inside a Function's forward grad mode is always off, so only the caller's mode tells
     # whether a backward will want dW (and so X's column-wise copy).
     wants_dw = torch.is_grad_enabled() and w.requires_grad
-    return _KilnQuantizedLinear.apply(x2d, w, bias, main_grad, w_codes, w_scales, layer, rec.x_format, wants_dw)
+    return _KilnQuantizedLinear.apply(x2d, w, bias, offsets, main_grad, w_codes, w_scales, layer, rec.x_format,
+                                      wants_dw)
 
 
 def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts):
@@ -261,12 +291,7 @@ def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, expert
         _fail(f"{where}: main_grad must be float32 with the weight's shape {list(w.shape)}, "
               f"got {main_grad.dtype} {list(main_grad.shape)}")
     if rec.x_format:
-        if experts:
-            raise KilnError(Status.UNSUPPORTED,
-                            f"{where}: recipe {rec.name} on a grouped layer is not wired into kiln.torch; its "
-                            "kernels run through kiln.Runtime (grouped quantize and grouped quantized wgrad, "
-                            "docs/backward.md); use kiln.torch.linear per expert or the bf16 recipe")
-        return _run_quantized(where, rec, x2d, w, bias, main_grad)
+        return _run_quantized(where, rec, x2d, w, bias, offsets, main_grad, experts)
     layer = layer_of(rec, w, w_global, bias is not None, main_grad is not None, experts)
     return _KilnLinear.apply(x2d, w, w_scale, w_global, bias, offsets, main_grad, layer)
 

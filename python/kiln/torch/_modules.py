@@ -76,11 +76,6 @@ class _KilnLayer(torch.nn.Module):
         lead = (experts,) if experts else ()
         if self.recipe.x_format:  # a quantized recipe: bf16 master weight, quantized per optimizer step
             name = type(self).__name__
-            if experts:
-                raise KilnError(Status.UNSUPPORTED,
-                                f"{name}: recipe {self.recipe.name} on a grouped layer is not wired into kiln.torch; "
-                                "its kernels run through kiln.Runtime (grouped quantize and grouped quantized wgrad, "
-                                "docs/backward.md)")
             if dtype != torch.bfloat16:
                 raise KilnError(Status.INVALID_ARGUMENT,
                                 f"{name}: recipe {self.recipe.name} keeps a bfloat16 master weight; got dtype={dtype}")
@@ -164,7 +159,7 @@ class _KilnLayer(torch.nn.Module):
         rec = self.recipe
         if rec.x_format:
             layer = _functional.quantized_layer(rec, self.out_features, self.in_features, self.bias is not None,
-                                                self.fuse_wgrad_accumulation, self.weight.dtype)
+                                                self.fuse_wgrad_accumulation, self.weight.dtype, self.experts)
             return _functional.quantized_plans(rec, layer)
         layer = _functional.layer_of(self.recipe, self.weight, self.weight_global, self.bias is not None,
                                      self.fuse_wgrad_accumulation, self.experts)
@@ -212,7 +207,9 @@ class Linear(_KilnLayer):
 class GroupedLinear(_KilnLayer):
     """Per-expert linear layers over tokens sorted by expert: forward(x, offsets) with x [M, in_features]
     bfloat16 and offsets int32 [E] cumulative row ends (offsets[-1] == M). Weights [E, out, in]; the
-    recipes and fuse_wgrad_accumulation as in Linear."""
+    recipes and fuse_wgrad_accumulation as in Linear. "fp8_block" quantizes each expert's weight in its
+    own 128x128 blocks and each expert's tokens in their own 128-token blocks for wgrad (the padded
+    column-wise copies of X and dY: 128 x (ceil(M / 128) + E) columns each, docs/training.md)."""
 
     def __init__(self, num_experts, in_features, out_features, bias=True, recipe="bf16", *,
                  fuse_wgrad_accumulation=False, device=None, dtype=torch.bfloat16):

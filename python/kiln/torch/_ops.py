@@ -5,8 +5,8 @@ grouped) and returns a new output tensor. Its fake implementation gives the outp
 from the spec alone, so torch.compile traces through it without running kiln.
 `torch.ops.kiln.gemm_into(spec, n, k, a, b, out, ...)` runs a spec into an existing output, which it
 declares as mutated: with accumulate=true the product is added to `out` (dW into an fp32 main_grad).
-`torch.ops.kiln.quantize(spec, a)` runs an FP8 quantize spec and returns (codes, scales) shaped as
-docs/formats.md gives them.
+`torch.ops.kiln.quantize(spec, a, offsets=None)` runs an FP8 quantize spec and returns (codes, scales)
+shaped as docs/formats.md gives them (with offsets: the grouped column-wise copy a grouped wgrad reads).
 """
 
 import functools
@@ -165,51 +165,75 @@ def gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None,
 
 
 # FP8 quantize specs the training layers run: out= format -> (codes, scales) layout of an [M, K] input.
-_FP8_QUANTIZE = re.compile(r"^quantize a=bf16 out=e4m3:(block1x128|block128x128)(:ue8m0)?( transpose=true)?$")
+# The grouped form (experts, offsets) is the padded column-wise copy a grouped wgrad reads.
+_FP8_QUANTIZE = re.compile(r"^quantize(\[experts=(\d+),layout=offsets\])? a=bf16 "
+                           r"out=e4m3:(block1x128|block128x128)(:ue8m0)?( transpose=true)?$")
+_TAKES = ("the operator takes 'quantize a=bf16 out=e4m3:block1x128[:ue8m0] [transpose=true]', "
+          "'quantize a=bf16 out=e4m3:block128x128[:ue8m0]' and "
+          "'quantize[experts=E,layout=offsets] a=bf16 out=e4m3:block1x128[:ue8m0] transpose=true' (with offsets)")
 
 
 def quantize_layout(spec: str, rows: int, cols: int):
-    """((codes shape), (scales shape), scales dtype) of an FP8 quantize spec on an [rows, cols] input, or
-    UNSUPPORTED for a spec the torch operator does not take (docs/formats.md has the table)."""
+    """((codes shape), (scales shape), scales dtype, experts) of an FP8 quantize spec on an [rows, cols]
+    input (experts = 0 but for the grouped column-wise copy), or UNSUPPORTED for a spec the torch
+    operator does not take (docs/formats.md has the table)."""
     match = _FP8_QUANTIZE.match(spec)
-    if match is None or (match.group(1) == "block128x128" and match.group(3)):
-        raise KilnError(Status.UNSUPPORTED,
-                        f"kiln.torch.quantize: '{spec}'; the operator takes 'quantize a=bf16 out=e4m3:block1x128"
-                        "[:ue8m0] [transpose=true]' and 'quantize a=bf16 out=e4m3:block128x128[:ue8m0]'")
-    dtype = torch.uint8 if match.group(2) else torch.float32
-    if match.group(3):  # the column-wise copy: [K, M], one scale per 128 tokens
-        return (cols, rows), (cols, rows // 128), dtype
-    if match.group(1) == "block128x128":
-        return (rows, cols), ((rows + 127) // 128, cols // 128), dtype
-    return (rows, cols), (rows, cols // 128), dtype
+    grouped = match is not None and match.group(1) is not None
+    transposed = match is not None and match.group(5) is not None
+    if match is None or (match.group(3) == "block128x128" and transposed) or (grouped and not transposed):
+        raise KilnError(Status.UNSUPPORTED, f"kiln.torch.quantize: '{spec}'; {_TAKES}")
+    dtype = torch.uint8 if match.group(4) else torch.float32
+    if grouped:  # each expert's rows in whole 128-token blocks: [K, W], W = 128 (ceil(M / 128) + E)
+        experts = int(match.group(2))
+        width = 128 * ((rows + 127) // 128 + experts)  # kiln.grouped_copy_columns, written out for SymInts
+        return (cols, width), (cols, width // 128), dtype, experts
+    if transposed:  # the column-wise copy: [K, M], one scale per 128 tokens
+        return (cols, rows), (cols, rows // 128), dtype, 0
+    if match.group(3) == "block128x128":
+        return (rows, cols), ((rows + 127) // 128, cols // 128), dtype, 0
+    return (rows, cols), (rows, cols // 128), dtype, 0
 
 
-def run_quantize(spec: str, a):
-    """Runs an FP8 quantize spec on a [M, K] bf16 tensor; returns (codes uint8, scales)."""
-    codes_shape, scale_shape, scale_dtype = quantize_layout(spec, a.shape[0], a.shape[1])
+def _check_offsets(spec: str, experts: int, a, offsets) -> None:
+    if experts and (offsets is None or offsets.dtype != torch.int32 or tuple(offsets.shape) != (experts,)):
+        got = "none" if offsets is None else f"{offsets.dtype} {list(offsets.shape)}"
+        raise KilnError(Status.INVALID_ARGUMENT,
+                        f"kiln.torch.quantize: '{spec}' needs offsets, int32 [{experts}] (cumulative row ends per "
+                        f"expert); got {got}")
+    if not experts and offsets is not None:
+        raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: '{spec}' takes no offsets (not a grouped spec)")
+
+
+def run_quantize(spec: str, a, offsets=None):
+    """Runs an FP8 quantize spec on a [M, K] bf16 tensor; returns (codes uint8, scales). The grouped
+    column-wise copy's columns past the last expert's blocks are left as allocated (no GEMM reads them)."""
+    codes_shape, scale_shape, scale_dtype, experts = quantize_layout(spec, a.shape[0], a.shape[1])
+    _check_offsets(spec, experts, a, offsets)
     p = _capture_ready(spec, 0, a.shape[1])  # n: unused by quantize specs
     codes = torch.empty(codes_shape, dtype=torch.uint8, device=a.device)
     scales = torch.empty(scale_shape, dtype=scale_dtype, device=a.device)
-    p.run(a, out=codes, out_scale=scales)
+    p.run(a, out=codes, out_scale=scales, offsets=offsets)
     return codes, scales
 
 
 @torch.library.custom_op("kiln::quantize", mutates_args=())
-def quantize_op(spec: str, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def quantize_op(spec: str, a: torch.Tensor, offsets: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch.ops.kiln.quantize: run_quantize as a torch operator."""
-    return run_quantize(spec, a)
+    return run_quantize(spec, a, offsets)
 
 
 @quantize_op.register_fake
-def _quantize_fake(spec, a):
-    codes_shape, scale_shape, scale_dtype = quantize_layout(spec, a.shape[0], a.shape[1])
+def _quantize_fake(spec, a, offsets=None):
+    codes_shape, scale_shape, scale_dtype, experts = quantize_layout(spec, a.shape[0], a.shape[1])
+    _check_offsets(spec, experts, a, offsets)
     return a.new_empty(codes_shape, dtype=torch.uint8), a.new_empty(scale_shape, dtype=scale_dtype)
 
 
-def quantize(spec: str, a):
-    """The layers' entry to quantize (the operator only while compiling or for subclasses)."""
+def quantize(spec: str, a, offsets=None):
+    """The layers' entry to quantize (the operator only while compiling or for subclasses). offsets:
+    the grouped spec's cumulative row ends (int32 [E], on a's device)."""
     if a.dim() != 2:
         raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: a must be 2-D [M, K], got {list(a.shape)}")
-    if torch.compiler.is_compiling() or not _plain(a):
-        return quantize_op(spec, a)
-    return run_quantize(spec, a)
+    if torch.compiler.is_compiling() or not _plain(a, offsets):
+        return quantize_op(spec, a, offsets)
+    return run_quantize(spec, a, offsets)
