@@ -9,6 +9,8 @@ steps) and checks the gradients (relative Frobenius error):
                 for wgrad in every step, W to 128x128 blocks once per optimizer step: that quantization is
                 timed apart as w_quant_ms) vs the bf16 step of torch.nn.functional.linear, at the M = 4096
                 shapes of bench/shapes.json; errors of dX and dW against the bf16 step's.
+  dense mxfp8   (--cases mxfp8) the same with recipe mxfp8: X, W and dY in MXFP8, W's column-wise copy
+                for dgrad, X's and dY's for wgrad.
   grouped bf16  kiln.torch.GroupedLinear vs torch._grouped_mm with autograd; dX, dW against the anchor's.
   grouped fp8   (with --cases fp8) kiln.torch.GroupedLinear recipe fp8_block (each expert's tokens in their
                 own 128-token blocks for wgrad) vs the bf16 torch._grouped_mm step, at the grouped shapes
@@ -25,7 +27,7 @@ kiln and the grouped anchor, with the routing (sort by expert) made before the t
 scatter-reduce is a deterministic sum over each token's top-k slots. A last kiln row times
 kiln.torch.MoEExperts, which sorts the routing inside every step.
 
-    KILN_LIBRARY=build/capi/libkiln.so python3 bench/bench_training.py [--cases dense,fp8,grouped,moe] [--out DIR]
+    KILN_LIBRARY=build/capi/libkiln.so python3 bench/bench_training.py [--cases dense,fp8,mxfp8,grouped,moe] [--out DIR]
 """
 
 import argparse
@@ -38,6 +40,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import kiln.torch as kt  # noqa: E402
+from kiln.torch._functional import quantized_weight  # noqa: E402
 
 DEV = "cuda"
 
@@ -97,13 +100,13 @@ def dense_cases(reps):
     return rows
 
 
-def fp8_cases(reps):
+def fp8_cases(reps, recipe="fp8_block"):
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.json")) as f:
         shapes = [s for s in json.load(f)["dense"] if s[0] == 4096]
     rows = []
     for m, n, k in shapes:
         torch.manual_seed(0)
-        layer = kt.Linear(k, n, bias=False, recipe="fp8_block", device=DEV)
+        layer = kt.Linear(k, n, bias=False, recipe=recipe, device=DEV)
         w, x, dy = step_tensors(layer, m, n, k)
 
         def run_kiln():
@@ -115,15 +118,16 @@ def fp8_cases(reps):
             x.grad = w.grad = None
             torch.nn.functional.linear(x, w).backward(dy)
 
-        def quantize_w():
-            kt.quantize("quantize a=bf16 out=e4m3:block128x128", layer.weight.detach())
+        def quantize_w():  # what one optimizer step re-quantizes
+            kt.drop_quantized_copies(layer)
+            quantized_weight(layer.recipe, layer.weight)
 
         run_kiln()
         got = (x.grad.clone(), layer.weight.grad.clone())
         run_torch()
         errs = [rel(g, r) for g, r in zip(got, (x.grad, w.grad))]
         t_kiln, t_torch, t_w = step_ms(run_kiln, reps), step_ms(run_torch, reps), step_ms(quantize_w, reps)
-        rows.append({"case": "dense fp8_block fwd+bwd", "m": m, "n": n, "k": k, "kiln_ms": t_kiln,
+        rows.append({"case": f"dense {recipe} fwd+bwd", "m": m, "n": n, "k": k, "kiln_ms": t_kiln,
                      "anchor": "torch F.linear bf16", "anchor_ms": t_torch, "speedup": t_torch / t_kiln,
                      "tflops": 6 * m * n * k / t_kiln / 1e9, "w_quant_ms": t_w, "dx_rel_err": errs[0],
                      "dw_rel_err": errs[1]})
@@ -330,6 +334,8 @@ def main():
     if "fp8" in cases:
         rows += fp8_cases(args.reps)
         rows += grouped_cases(args.reps, "fp8_block")
+    if "mxfp8" in cases:
+        rows += fp8_cases(args.reps, "mxfp8")
     if "grouped" in cases:
         rows += grouped_cases(args.reps)
     if "moe" in cases:

@@ -158,11 +158,14 @@ Status check_columnwise_operands(const KernelSpec& spec, const ProblemSizes& siz
   KILN_ASSIGN_OR_RETURN(Mat a, check_matrix("a", ops.a, spec.a.format, -1, sizes.n, m, "N", cols_a));
   KILN_ASSIGN_OR_RETURN(Mat b, check_matrix("b", ops.b, spec.b.format, -1, sizes.k, m, "K", cols_b));
   if (m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(m) + " exceeds 2^31 - 1");
-  const bool blocks = spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock1x128;
-  if (blocks && m % 128 != 0)
+  const int block = spec.a.scale == ScaleGranularity::kBlock1x128 || spec.b.scale == ScaleGranularity::kBlock1x128 ? 128
+                    : spec.a.scale == ScaleGranularity::kBlock1x32                                                   ? 32
+                                                                                                                     : 1;
+  if (m % block != 0)
     return InvalidArgument("operands a, b: " + string(grouped ? "W=" : "M=") + to_string(m) +
-                           " columns is not a multiple of 128; the column-wise copies hold 1x128 blocks along the "
-                           "tokens (quantize ... transpose=true writes whole blocks)");
+                           " columns is not a multiple of " + to_string(block) + "; the column-wise copies hold 1x" +
+                           to_string(block) + " blocks along the tokens (quantize ... transpose=true writes whole "
+                           "blocks: pad the tokens with zero rows)");
   c.device = ops.a->device.device_id;
   c.m = m;
   c.a = a.data;
@@ -185,7 +188,8 @@ Status check_columnwise_operands(const KernelSpec& spec, const ProblemSizes& siz
   KILN_RETURN_IF_ERROR(
       check_operand_scale("b_scale", ops.b_scale, spec.b, true, sizes.k, m, -1, c.device, c, /*x_as_b=*/true));
   // The kernel's producer addresses E8M0 column scales with 32-bit offsets (templates/kernels/sm90/producer.cuh).
-  if (spec.b.scale_type == ScaleType::kUe8m0 && sizes.k * c.lds_b > INT32_MAX)
+  if (spec.b.scale == ScaleGranularity::kBlock1x128 && spec.b.scale_type == ScaleType::kUe8m0 &&
+      sizes.k * c.lds_b > INT32_MAX)
     return InvalidArgument("operand b_scale: K = " + to_string(sizes.k) + " rows of " + to_string(c.lds_b) +
                            " E8M0 bytes span more than 2^31 - 1 bytes; split the tokens into smaller wgrad runs "
                            "(accumulate=true sums them)");
@@ -243,7 +247,11 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
   if (c.m > INT32_MAX) return InvalidArgument("operand a: M = " + to_string(c.m) + " exceeds 2^31 - 1");
 
   // b: [N, K]; grouped: [E, N, K]. wgrad: X [M, K], the same rows as a (masked: [E, max_m, K]).
-  KILN_ASSIGN_OR_RETURN(Mat b, !wgrad   ? check_matrix("b", ops.b, spec.b.format, experts, sizes.n, sizes.k, "N", "K")
+  // MXFP8 dgrad (dgrad_reads_w_copy): b = W's column-wise copy [K, N] (grouped [E, K, N]), blocks along N.
+  const bool w_copy = dgrad_reads_w_copy(spec);
+  KILN_ASSIGN_OR_RETURN(Mat b, w_copy   ? check_matrix("b", ops.b, spec.b.format, experts, sizes.k, sizes.n, "K",
+                                                       "N (W's column-wise copy [K, N])")
+                               : !wgrad ? check_matrix("b", ops.b, spec.b.format, experts, sizes.n, sizes.k, "N", "K")
                                : masked ? check_matrix("b", ops.b, spec.b.format, experts, a.rows, sizes.k, "max_m", "K")
                                         : check_matrix("b", ops.b, spec.b.format, -1, c.m, sizes.k, "M", "K"));
   if (wgrad && masked && a.rows > 0 && b.batch_stride != b.rows * b.ld)
@@ -290,8 +298,8 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
     KILN_RETURN_IF_ERROR(
         check_operand_scale("b_scale", ops.b_scale, spec.b, true, c.m, sizes.k, -1, c.device, c, /*x_as_b=*/true));
   } else {
-    KILN_RETURN_IF_ERROR(
-        check_operand_scale("b_scale", ops.b_scale, spec.b, false, sizes.n, sizes.k, experts, c.device, c));
+    KILN_RETURN_IF_ERROR(check_operand_scale("b_scale", ops.b_scale, spec.b, false, w_copy ? sizes.k : sizes.n,
+                                             w_copy ? sizes.n : sizes.k, experts, c.device, c));
   }
 
   // The NVFP4 global decode scale.

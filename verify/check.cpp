@@ -182,14 +182,25 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     ref_spec.out = OperandSpec{Format::kF32, ScaleGranularity::kNone, ScaleType::kNone};
     // A quantized dgrad's reference is the forward GEMM of dY and Wᵀ, transposed on the host here
     // (compiler/plan/gemm_view.hpp): (M, K, N) for the forward's (M, N, K).
+    // An MXFP8 dgrad or wgrad (backward_runs_forward_gemm) is the forward GEMM of its operands as given,
+    // in the view's (m, n, k): dgrad (M, K, N), wgrad (N, K, M). The reference writes the product alone
+    // (accumulate's starting values are added below).
     const bool transposed_w = dgrad_reads_transposed_w(spec);
+    const bool forward_gemm = backward_runs_forward_gemm(spec);
+    ref_spec.accumulate = false;
     std::optional<DeviceOperands> dev_t;
     ProblemSizes ref_sizes = plan.sizes();
+    int64_t ref_rows = rows;
     if (transposed_w) {
       ref_spec.pass = Pass::kFprop;
       KILN_ASSIGN_OR_RETURN(DeviceOperands t, DeviceOperands::upload(transposed_w_operands(spec, h, n, k)));
       dev_t.emplace(std::move(t));
       ref_sizes = ProblemSizes{plan.sizes().m, k, n};
+    } else if (forward_gemm) {
+      ref_spec.pass = Pass::kFprop;
+      const bool wgrad_copies = spec.pass == Pass::kWgrad;  // dense: the reduction is the copies' M columns
+      ref_sizes = wgrad_copies ? ProblemSizes{n, k, rows} : ProblemSizes{plan.sizes().m, k, n};
+      ref_rows = wgrad_copies ? n : rows;
     }
     DeviceOperands& ref_dev = dev_t ? *dev_t : dev;
     ref_spec.epilogue.clear();
@@ -218,7 +229,7 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
     KILN_ASSIGN_OR_RETURN(CheckedOperands c,
                           check_operands(ref_spec, ref_sizes, ref_dev.operands_with_out(&tref, /*with_epilogue=*/false)));
     kiln_dev::GemmParams gp = gemm_params(c, ref_sizes);
-    LaunchShape ls = launch_shape(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, {rows, ref_sizes.n, ref_sizes.k});
+    LaunchShape ls = launch_shape(ref_spec, KernelFamily::kReferenceGemm, TileConfig{}, {ref_rows, ref_sizes.n, ref_sizes.k});
     void* args[] = {&gp};
     KILN_RETURN_IF_ERROR(RuntimeAccess::impl(rt)->prepare_on_device(ref, 0));
     KILN_RETURN_IF_ERROR(d->check(d->cuLaunchKernel(reinterpret_cast<CUfunction>(ref->kernel), ls.grid_x, ls.grid_y,

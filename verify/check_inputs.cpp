@@ -330,6 +330,23 @@ Status group_vector(const KernelSpec& spec, int64_t m, const std::vector<int32_t
 // it: W as the forward's b, X as the forward's a, with their scales.
 Status random_backward_operands(const KernelSpec& spec, int64_t m, int64_t n, int64_t k,
                                 const std::vector<int32_t>& group_rows, uint64_t& s, HostOperands& h) {
+  // MXFP8 (backward_runs_forward_gemm): the forward's operands in the view's (m, n, k). dgrad: dY [M, N]
+  // and W's column-wise copy [K, N] (grouped [E, K, N]) -> dX [M, K]; wgrad: dYᵀ [N, M] and Xᵀ [K, M] -> dW
+  // [N, K]. h.rows stays the caller's rows.
+  if (backward_runs_forward_gemm(spec)) {
+    KernelSpec fwd = spec;
+    fwd.pass = Pass::kFprop;
+    fwd.accumulate = false;
+    const GemmView v = gemm_view(spec, ProblemSizes{m, n, k});
+    KILN_ASSIGN_OR_RETURN(HostOperands q, random_operands(fwd, v.m, v.n, v.k, group_rows, s));
+    h.a = std::move(q.a);
+    h.a_scale = std::move(q.a_scale);
+    h.b = std::move(q.b);
+    h.b_scale = std::move(q.b_scale);
+    h.out = std::move(q.out);
+    h.group_rows = std::move(q.group_rows);
+    return Status::Ok();
+  }
   // Quantized wgrad (dense): the column-wise copies dYᵀ [N, M] and Xᵀ [K, M], each row quantized along M
   // (1x128 blocks: M % 128 == 0); out = dW [N, K].
   if (wgrad_reads_columnwise(spec) && spec.op == Op::kGroupedGemm) {

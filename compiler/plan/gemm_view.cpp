@@ -26,19 +26,29 @@ bool wgrad_reads_columnwise(const KernelSpec& spec) {
   return spec.pass == Pass::kWgrad && !format_is_high_precision(spec.a.format);
 }
 
+bool dgrad_reads_w_copy(const KernelSpec& spec) {
+  return spec.pass == Pass::kDgrad && spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8;
+}
+
 bool dgrad_reads_transposed_w(const KernelSpec& spec) {
-  return spec.pass == Pass::kDgrad && !format_is_high_precision(spec.a.format);
+  return spec.pass == Pass::kDgrad && !format_is_high_precision(spec.a.format) && !dgrad_reads_w_copy(spec);
+}
+
+bool backward_runs_forward_gemm(const KernelSpec& spec) {
+  return dgrad_reads_w_copy(spec) ||
+         (wgrad_reads_columnwise(spec) && spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8);
 }
 
 GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& s) {
   GemmView v = gemm_view(spec.pass, s);
   if (wgrad_reads_columnwise(spec)) v.a_mn_major = v.b_mn_major = false;
-  if (dgrad_reads_transposed_w(spec)) v.b_mn_major = false;
+  if (dgrad_reads_transposed_w(spec) || dgrad_reads_w_copy(spec)) v.b_mn_major = false;
   return v;
 }
 
 PassShapes pass_shapes(const KernelSpec& spec, const ProblemSizes& s) {
   if (wgrad_reads_columnwise(spec)) return PassShapes{{s.n, s.m}, {s.k, s.m}, {s.n, s.k}};
+  if (dgrad_reads_w_copy(spec)) return PassShapes{{s.m, s.n}, {s.k, s.n}, {s.m, s.k}};
   return pass_shapes(spec.pass, s);
 }
 

@@ -19,7 +19,10 @@
 // A quantized dgrad reduces over N, down W's columns. W's codes are quantized along K, but per-tensor and
 // 128 x 128 block scales transpose exactly, so the kernel reads Wᵀ: a copy the runtime writes into the
 // plan's workspace before the GEMM (runtime/dgrad_transpose.hpp; the caller passes W [N, K] as the
-// forward holds it).
+// forward holds it). MXFP8's 1x32 blocks along K do not transpose: an MXFP8 dgrad takes W's column-wise
+// copy [K, N] (`quantize a=bf16 out=mxfp8 transpose=true` of the bf16 W: blocks of 32 along N) from the
+// caller, as it is, and an MXFP8 wgrad the column-wise copies of dY and X (blocks of 32 along M). Those
+// passes are the forward GEMM of the copies (backward_runs_forward_gemm).
 //
 // "K-major": the stored rows run along m (or n) and each row is contiguous in k; "MN-major": the stored
 // rows run along k and each row is contiguous in m (or n). Nothing is transposed in memory: the kernels
@@ -50,9 +53,18 @@ struct GemmView {
 // quantized dY; validation makes b quantized too).
 bool wgrad_reads_columnwise(const KernelSpec& spec);
 
-// Whether a dgrad spec reads W through its transposed copy: mode quantized (an FP8 dY; validation makes
-// W quantized too).
+// Whether a dgrad spec takes W's column-wise copy Wᵀ [K, N] from the caller: mode quantized with MXFP8
+// on both sides (W's 1x32 blocks along K cannot be transposed into blocks along N).
+bool dgrad_reads_w_copy(const KernelSpec& spec);
+
+// Whether a dgrad spec reads W through the transposed copy the runtime writes: mode quantized with an
+// FP8 dY (validation makes W quantized too), W scaled per tensor or in 128 x 128 blocks.
 bool dgrad_reads_transposed_w(const KernelSpec& spec);
+
+// Whether a backward spec is the forward GEMM of its operands as given, in the view's (m, n, k): an
+// MXFP8 dgrad on W's column-wise copy, or an MXFP8 wgrad on the column-wise copies of dY and X. Its
+// reference and random inputs are the forward's.
+bool backward_runs_forward_gemm(const KernelSpec& spec);
 
 // The view of a pass with operands as the forward holds them (modes high_precision and dequantized).
 GemmView gemm_view(Pass pass, const ProblemSizes& sizes);
@@ -69,6 +81,7 @@ inline ProblemSizes gemm_sizes(const KernelSpec& spec, const ProblemSizes& sizes
 //   fprop  a [M, K]  b [N, K]  out [M, N]
 //   dgrad  a [M, N]  b [N, K]  out [M, K]
 //   wgrad  a [M, N]  b [M, K]  out [N, K]    (mode quantized: a [N, M], b [K, M])
+//   (mode quantized MXFP8 dgrad: b [K, N])
 struct TensorShape {
   int64_t rows = 0, cols = 0;
 };

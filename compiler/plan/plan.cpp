@@ -78,6 +78,7 @@ Status check_backward_rows(const KernelSpec& spec, const ProblemSizes& sizes) {
   // A quantized wgrad's rows hold M elements (the column-wise copies): checked per run (runtime/operands.cpp).
   if (wgrad_reads_columnwise(spec)) return Status::Ok();
   const PassShapes sh = pass_shapes(spec, sizes);
+  const bool w_copy = dgrad_reads_w_copy(spec);  // b = Wᵀ [K, N]: rows of N elements
   const struct {
     const char* role;
     const char* what;
@@ -85,7 +86,8 @@ Status check_backward_rows(const KernelSpec& spec, const ProblemSizes& sizes) {
     Format f;
     int64_t cols;
   } rows[] = {{"a", "dY", 'N', spec.a.format, sh.a.cols},
-              {"b", spec.pass == Pass::kWgrad ? "X" : "W", 'K', spec.b.format, sh.b.cols}};
+              {"b", spec.pass == Pass::kWgrad ? "X" : w_copy ? "W's column-wise copy" : "W", w_copy ? 'N' : 'K',
+               spec.b.format, sh.b.cols}};
   for (const auto& r : rows) {
     const int64_t bytes = format_span_bytes(r.f, r.cols);
     if (bytes % 16 != 0)
@@ -111,14 +113,17 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
   if (!mode.ok()) return mode.status();
   if (arch.sm() == 90 && arch.arch_specific && !sm90_disabled_by_env() && sm90_supports(spec, arch))
     return KernelFamily::kSm90Gemm;
-  // Mode quantized: the sm90 family's wgrad of two FP8 1x128 column-wise copies (sm90_col_blocks) and its
-  // dgrad of FP8 dY with W scaled per tensor or in 128x128 blocks (dgrad_reads_transposed_w).
+  // Mode quantized: the sm90 family's wgrad of two FP8 1x128 column-wise copies (sm90_col_blocks), its
+  // dgrad of FP8 dY with W scaled per tensor or in 128x128 blocks (dgrad_reads_transposed_w), and the
+  // MXFP8 passes that are its forward GEMM of column-wise copies (backward_runs_forward_gemm).
   if (*mode == BackwardMode::kQuantized)
     return Unsupported(head + "mode quantized runs on sm_90a: pass=wgrad (dense or grouped) with a=e4m3|e5m2:block1x128 "
-                              "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X), and pass=dgrad with "
-                              "a=e4m3|e5m2:tensor|m|block1x128 (dY) and b=e4m3|e5m2:tensor|block128x128 (W); "
-                              "other quantized backward specs have no kernel: compute them in mode high_precision "
-                              "(two bf16 or two f16 operands) or dequantized (bf16 dY, b in its stored format)");
+                              "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X), pass=dgrad with "
+                              "a=e4m3|e5m2:tensor|m|block1x128 (dY) and b=e4m3|e5m2:tensor|block128x128 (W), and "
+                              "a=mxfp8 b=mxfp8 (dgrad dense or grouped on W's column-wise copy; wgrad dense on the "
+                              "column-wise copies of dY and X); other quantized backward specs have no kernel: "
+                              "compute them in mode high_precision (two bf16 or two f16 operands) or dequantized "
+                              "(bf16 dY, b in its stored format)");
   KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
   return KernelFamily::kSm80Gemm;
 }
@@ -371,7 +376,7 @@ Status check_reference_spec(const KernelSpec& spec, const Arch& arch) {
   // epilogue to its f32 output on the host (compiler/epilogue evaluate_epilogue).
   // Backward: what the portable backward kernel takes, in the same stated math (docs/backward.md); a
   // quantized wgrad is the forward GEMM of its two column-wise copies (compiler/plan/gemm_view.hpp).
-  if (spec.pass != Pass::kFprop && !wgrad_reads_columnwise(spec))
+  if (spec.pass != Pass::kFprop && !wgrad_reads_columnwise(spec) && !backward_runs_forward_gemm(spec))
     KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
   if (has_epilogue(spec))
     return Unsupported(

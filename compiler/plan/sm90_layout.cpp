@@ -94,7 +94,8 @@ LaunchShape sm90_launch_shape(const KernelSpec& spec, const TileConfig& cfg, con
 // ---- MXFP8's bf16 pre-pass (runtime/mx_prepass.hpp) ----
 
 bool sm90_mx_prepass_supported(const KernelSpec& spec, const Arch& arch) {
-  if (!sm90_mx(spec)) return false;
+  // The forward's: its layout holds X's M rows and W's N rows of K (an MXFP8 backward's copies are not).
+  if (!sm90_mx(spec) || spec.pass != Pass::kFprop) return false;
   const StatusOr<KernelFamily> family = select_family(spec, arch);
   return family.ok() && *family == KernelFamily::kSm90Gemm;
 }

@@ -62,10 +62,15 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   // Quantized dgrad (dgrad_reads_transposed_w): the forward's FP8 kernel on dY and W's transposed copy,
   // dense or grouped; W scaled per tensor or in 128x128 blocks, the scales that transpose exactly (a
   // per-channel scale runs along dgrad's reduction).
+  // MXFP8 (backward_runs_forward_gemm): the forward's MXFP8 kernel on the column-wise copies; dgrad dense
+  // or grouped (W's copy per expert), wgrad dense (a grouped one needs each expert's tokens in whole
+  // 32-blocks of the copies, which no quantizer writes).
   if (spec.pass != Pass::kFprop) {
     const bool quantized_dgrad = dgrad_reads_transposed_w(spec) && fp8_scale_ok(spec.a, true) &&
                                  fp8_scale_ok(spec.b, false) && spec.b.scale != ScaleGranularity::kN;
-    return (same16 || sm90_col_blocks(spec) || quantized_dgrad) &&
+    const bool mx_copies = backward_runs_forward_gemm(spec) && sm90_mx(spec) &&
+                           (spec.pass == Pass::kDgrad || dense);
+    return (same16 || sm90_col_blocks(spec) || quantized_dgrad || mx_copies) &&
            (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
            spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty();
   }

@@ -26,11 +26,15 @@ StatusOr<BackwardSpecs> derive_backward(const KernelSpec& fprop, const BackwardO
   const bool blocks = fp8_pair && fprop.a.scale == ScaleGranularity::kBlock1x128 &&
                       fprop.b.scale == ScaleGranularity::kBlock128x128;
   const bool tensors = fp8_pair && fprop.a.scale == ScaleGranularity::kTensor && fprop.b.scale == ScaleGranularity::kTensor;
-  if (o.mode == BackwardMode::kQuantized && !blocks && !tensors)
+  // MXFP8 forwards: dY in MXFP8 (blocks of 32 along N), dgrad on W's column-wise copy (quantize ...
+  // transpose=true of the bf16 W: blocks along N), wgrad on the column-wise copies of dY and X (blocks
+  // along M), all in the forward's MXFP8.
+  const bool mx = fprop.a.format == Format::kMxfp8 && fprop.b.format == Format::kMxfp8;
+  if (o.mode == BackwardMode::kQuantized && !blocks && !tensors && !mx)
     return Unsupported(head + "mode quantized is derived for FP8 forwards with a=e4m3|e5m2:block1x128 "
-                              "b=e4m3|e5m2:block128x128 or per-tensor scales on both (their W transposes exactly); "
-                              "other formats need W's copy quantized along N, which is not derived: use "
-                              "high_precision or dequantized");
+                              "b=e4m3|e5m2:block128x128 or per-tensor scales on both (their W transposes exactly), "
+                              "and for a=mxfp8 b=mxfp8 (dgrad on W's column-wise copy); other formats need W's "
+                              "copy quantized along N, which is not derived: use high_precision or dequantized");
   const OperandSpec g = with_implied_scales(OperandSpec{o.grad, ScaleGranularity::kNone, ScaleType::kNone});
   const OperandSpec dw = with_implied_scales(OperandSpec{o.wgrad_out, ScaleGranularity::kNone, ScaleType::kNone});
   // Same problem structure.
@@ -51,7 +55,7 @@ StatusOr<BackwardSpecs> derive_backward(const KernelSpec& fprop, const BackwardO
     r.dgrad.b = g;
     r.wgrad.b = g;
   } else if (o.mode == BackwardMode::kQuantized) {
-    const OperandSpec dy{Format::kE4m3, fprop.a.scale, fprop.a.scale_type};
+    const OperandSpec dy{mx ? Format::kMxfp8 : Format::kE4m3, fprop.a.scale, fprop.a.scale_type};
     r.dgrad.a = dy;
     r.dgrad.b = fprop.b;
     r.wgrad.a = dy;

@@ -77,9 +77,10 @@ Status validate_valid_spec_sizes(const KernelSpec& spec, const ProblemSizes& siz
   }
   // A quantized dgrad's dY [M, N] is quantized along N, its reduction; W keeps the forward's blocks along
   // K, and its 128 x 128 blocks also tile N (the GEMM promotes per 128 of N, one W block row each).
+  // An MXFP8 dgrad's b is W's column-wise copy [K, N], its blocks along N only.
   if (spec.pass == Pass::kDgrad && !format_is_high_precision(spec.a.format)) {
     KILN_RETURN_IF_ERROR(check_dim(Role::kA, spec.a, 'N', sizes.n, " (dgrad reduces over N)"));
-    KILN_RETURN_IF_ERROR(check_dim(Role::kB, spec.b, 'K', sizes.k, ""));
+    if (spec.b.format != Format::kMxfp8) KILN_RETURN_IF_ERROR(check_dim(Role::kB, spec.b, 'K', sizes.k, ""));
     return check_dim(Role::kB, spec.b, 'N', sizes.n, " (dgrad reduces over N)");
   }
   // A quantized wgrad reads dY's and X's column-wise copies, whose blocks run along M (the tokens): checked

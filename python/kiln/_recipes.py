@@ -12,6 +12,8 @@ spec texts, so they can be planned, compiled or tuned like any other (`kiln tune
 
     kiln.recipe("fp8_block").specs().dgrad
     # 'gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad'
+    kiln.recipe("mxfp8").specs().wgrad
+    # 'gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad' (on the column-wise copies of dY and X)
 """
 
 from dataclasses import dataclass
@@ -36,7 +38,8 @@ class Recipe:
     frozen: W has no gradient (its packed codes are buffers, not parameters). backward: the backward
     mode ("high_precision", "dequantized" or "quantized"). x_format / w_format: for the quantized
     recipes, the formats the GEMMs read X (and dY) and W in, made by kiln's quantizers from the bf16
-    tensors (W once per optimizer step); empty when the GEMMs read the held tensors."""
+    tensors (W once per optimizer step; for mxfp8 also W's column-wise copy, which dgrad reads); empty
+    when the GEMMs read the held tensors."""
 
     name: str
     weight: str
@@ -92,12 +95,12 @@ RECIPES = {
     "nvfp4_frozen": Recipe("nvfp4_frozen", weight="nvfp4", frozen=True, backward="dequantized"),
     "fp8_block": Recipe("fp8_block", weight="bf16", frozen=False, backward="quantized",
                         x_format="e4m3:block1x128", w_format="e4m3:block128x128"),
+    "mxfp8": Recipe("mxfp8", weight="bf16", frozen=False, backward="quantized", x_format="mxfp8", w_format="mxfp8"),
 }
 
 # Recipes of the training design that kiln does not run yet, with what is missing.
 _NOT_YET = {
     "fp8_tensor": "trainable FP8 weights (per-tensor current scaling) need a per-tensor quantized wgrad kernel",
-    "mxfp8": "trainable MXFP8 weights need the fused row + column quantize pass",
     "nvfp4": "trainable NVFP4 weights need the fused row + column quantize pass",
 }
 

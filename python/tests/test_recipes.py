@@ -21,6 +21,9 @@ def test_recipe_specs_dense_and_grouped():
     assert f.forward == 'gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 epilogue="out = acc + bias[n]"'
     assert f.dgrad == "gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad"
     assert f.wgrad == "gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad"
+    m = kiln.recipe("mxfp8").specs()
+    assert (m.forward, m.dgrad, m.wgrad) == ("gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad",
+                                             "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad")
     e = kiln.recipe("nvfp4_frozen").specs(experts=4, nvfp4_global="expert")
     assert "nvfp4_global=expert" in e.forward and "nvfp4_global=expert" in e.dgrad
 
@@ -31,7 +34,7 @@ def test_recipe_errors_name_what_is_wrong():
     assert info.value.status == kiln.Status.INVALID_ARGUMENT
     assert "unknown recipe 'fp9'" in str(info.value) and "mxfp4_frozen" in str(info.value)
     with pytest.raises(kiln.KilnError) as info:
-        kiln.recipe("mxfp8")
+        kiln.recipe("fp8_tensor")
     assert info.value.status == kiln.Status.UNSUPPORTED
     assert "fp8_block" in str(info.value)  # the message lists the recipes that run
     with pytest.raises(kiln.KilnError) as info:

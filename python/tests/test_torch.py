@@ -60,6 +60,8 @@ def test_fp8_block_shapes_through_fake_tensors():
         codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=e4m3:block128x128:ue8m0", a)
         assert codes.shape == (200, 256) and scales.shape == (2, 2) and scales.dtype == torch.uint8
     with pytest.raises(kiln.KilnError, match="the operator takes"):
+        kt.quantize("quantize a=bf16 out=nvfp4", torch.empty(4, 64, dtype=torch.bfloat16))
+    with pytest.raises(kiln.KilnError, match="a is on cpu; kiln runs on CUDA devices"):
         kt.quantize("quantize a=bf16 out=mxfp8", torch.empty(4, 64, dtype=torch.bfloat16))
 
 
@@ -105,6 +107,23 @@ def test_fp8_block_layers_check_their_sizes():
         # N needs no 128: dgrad pads dY's columns and W's rows with zeros
         assert kt.linear(x, torch.empty(200, 256, dtype=torch.bfloat16, device="cuda"),
                          recipe="fp8_block").shape == (8, 200)
+
+
+def test_mxfp8_recipe_shapes_and_errors():
+    with _fake_mode():
+        layer = kt.Linear(96, 200, recipe="mxfp8", device="cuda")  # K in 32-blocks; N any multiple of 8
+        y = layer(torch.empty(3, 50, 96, dtype=torch.bfloat16, device="cuda"))
+        assert y.shape == (3, 50, 200) and y.dtype == torch.bfloat16
+        a = torch.empty(64, 96, dtype=torch.bfloat16, device="cuda")
+        codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=mxfp8", a)
+        assert codes.shape == (64, 96) and scales.shape == (64, 3) and scales.dtype == torch.uint8
+        codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=mxfp8 transpose=true", a)
+        assert codes.shape == (96, 64) and scales.shape == (96, 2)
+    with pytest.raises(kiln.KilnError, match=r"in_features=80 is not a multiple of 32"):
+        kt.Linear(80, 64, recipe="mxfp8")
+    with pytest.raises(kiln.KilnError, match="recipe mxfp8 on a grouped layer") as info:
+        kt.GroupedLinear(4, 64, 64, recipe="mxfp8")
+    assert info.value.status == kiln.Status.UNSUPPORTED
 
 
 def test_grouped_bias_grad_sums_each_experts_rows():
@@ -451,7 +470,7 @@ def test_fp8_block_linear_computes_on_its_quantized_operands(m, n):
     y.backward(dy)
     row = "quantize a=bf16 out=e4m3:block1x128"
     xq, xs = torch.ops.kiln.quantize(row, x.detach())
-    wq, ws = quantized_weight(layer.recipe, layer.weight)
+    wq, ws = quantized_weight(layer.recipe, layer.weight)[:2]
     dyq, dys = torch.ops.kiln.quantize(row, torch.nn.functional.pad(dy, (0, -n % 128)))  # N' = N up to 128
     pad = -m % 128
     xt, xts = torch.ops.kiln.quantize(row + " transpose=true", torch.nn.functional.pad(x.detach(), (0, 0, 0, pad)))
@@ -507,7 +526,7 @@ def test_grouped_fp8_block_computes_on_its_quantized_operands(n, accumulate):
     dyq, dys = torch.ops.kiln.quantize(row, torch.nn.functional.pad(dy, (0, -n % 128)))
     xt, xts = torch.ops.kiln.quantize(grouped_t, x.detach(), offsets)
     dyt, dyts = torch.ops.kiln.quantize(grouped_t, dy, offsets)
-    wq, ws = quantized_weight(layer.recipe, layer.weight)
+    wq, ws = quantized_weight(layer.recipe, layer.weight)[:2]
     assert wq.shape == (E, n + (-n % 128), K) and ws.shape == (E, -(-n // 128), K // 128)
     x64, dy64, xt64, dyt64 = (_fp8_decode(xq, xs, 1, 128), _fp8_decode(dyq, dys, 1, 128),
                               _fp8_decode(xt, xts, 1, 128), _fp8_decode(dyt, dyts, 1, 128))
@@ -532,6 +551,48 @@ def test_grouped_fp8_block_computes_on_its_quantized_operands(n, accumulate):
         _close(y[rows], xe @ we.T + layer.bias[e].double(), tol=0.08)
         _close(x.grad[rows], dy[rows].double() @ we, tol=0.08)
         _close(dw[e], dy[rows].double().T @ xe, tol=0.08)
+
+
+def _mx_decode(codes, scales):
+    """float64 values of MXFP8 codes with E8M0 scales, one per 32 along each row."""
+    vals = codes.view(torch.float8_e4m3fn).double()
+    s = torch.pow(2.0, scales.double() - 127).repeat_interleave(32, 1)
+    return vals * s[:, :vals.shape[1]]
+
+
+@cuda
+@pytest.mark.parametrize("m,n", [(1, 256), (200, 384), (77, 200)])
+def test_mxfp8_linear_computes_on_its_quantized_operands(m, n):
+    # The three GEMMs against float64 products of the MXFP8 operands kiln's quantizers made: the forward on
+    # X and W along K, dgrad on dY along N and W's column-wise copy, wgrad on the column-wise copies of dY
+    # and X (blocks of 32 tokens); then the whole against the float64 math on the bf16 tensors.
+    from kiln.torch._functional import quantized_weight
+
+    torch.manual_seed(m + n)
+    layer = kt.Linear(160, n, recipe="mxfp8", device="cuda")
+    x = torch.randn(m, 160, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    y = layer(x)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    row = "quantize a=bf16 out=mxfp8"
+    pad_n, pad_m = -n % 32, -m % 32
+    xq, xs = torch.ops.kiln.quantize(row, x.detach())
+    wq, ws, wtq, wts = quantized_weight(layer.recipe, layer.weight)
+    assert wq.shape == (n + pad_n, 160) and wtq.shape == (160, n + pad_n)
+    dyq, dys = torch.ops.kiln.quantize(row, torch.nn.functional.pad(dy, (0, pad_n)))
+    xt, xts = torch.ops.kiln.quantize(row + " transpose=true", torch.nn.functional.pad(x.detach(), (0, 0, 0, pad_m)))
+    dyt, dyts = torch.ops.kiln.quantize(row + " transpose=true", torch.nn.functional.pad(dy, (0, 0, 0, pad_m)))
+    w64 = _mx_decode(wq, ws)[:n]
+    _close(y, _mx_decode(xq, xs) @ w64.T + layer.bias.double(), tol=5e-3)
+    _close(x.grad, _mx_decode(dyq, dys) @ _mx_decode(wtq, wts).T, tol=5e-3)
+    _close(layer.weight.grad, _mx_decode(dyt, dyts) @ _mx_decode(xt, xts).T, tol=5e-3)
+    assert layer.weight.grad.dtype == torch.bfloat16
+    x64 = x.detach().double().requires_grad_()
+    wt64 = layer.weight.detach().double().requires_grad_()
+    (x64 @ wt64.T + layer.bias.double()).backward(dy.double())
+    _close(y, x64 @ wt64.T + layer.bias.double(), tol=0.08)
+    _close(x.grad, x64.grad, tol=0.08)
+    _close(layer.weight.grad, wt64.grad, tol=0.08)
 
 
 @cuda
@@ -571,7 +632,8 @@ def test_fp8_block_weight_is_quantized_once_per_value():
 def test_quantize_op_passes_opcheck():
     a = torch.randn(256, 384, dtype=torch.bfloat16, device="cuda")
     for spec in ("quantize a=bf16 out=e4m3:block1x128", "quantize a=bf16 out=e4m3:block1x128 transpose=true",
-                 "quantize a=bf16 out=e4m3:block128x128"):
+                 "quantize a=bf16 out=e4m3:block128x128", "quantize a=bf16 out=mxfp8",
+                 "quantize a=bf16 out=mxfp8 transpose=true"):
         torch.library.opcheck(torch.ops.kiln.quantize.default, (spec, a))
     # The grouped column-wise copy leaves the columns past the last expert's blocks as allocated, so the
     # checks that compare two runs' outputs byte for byte do not apply to it.

@@ -364,6 +364,30 @@ TEST(BackwardGpu, QuantizedDgrad) {
                   512, 1024, 640);
 }
 
+// MXFP8 in mode quantized: the forward's MXFP8 kernel on column-wise copies. dgrad: dY [M, N] in 1x32 blocks
+// along N times W's column-wise copy [K, N] (grouped [E, K, N]); wgrad: dYᵀ [N, M] and Xᵀ [K, M], blocks of
+// 32 tokens. Against the reference GEMM of the copies; M from 1 (dgrad), N and K tails where the blocks
+// allow, offsets with empty and one-row experts, masked, accumulate.
+TEST(BackwardGpu, QuantizedMxfp8DgradAndWgrad) {
+  KILN_REQUIRE_SM90();
+  for (const char* out : {"bf16", "f32"}) {
+    const std::string dgrad = std::string("gemm a=mxfp8 b=mxfp8 out=") + out + " pass=dgrad";
+    for (const Shape& sh : {Shape{1, 64, 64}, Shape{77, 384, 200}, Shape{513, 1024, 656}, Shape{4096, 2048, 1024}})
+      expect_passes(dgrad, sh.m, sh.n, sh.k);
+    const std::string wgrad = std::string("gemm a=mxfp8 b=mxfp8 out=") + out + " pass=wgrad";
+    for (const Shape& sh : {Shape{32, 64, 64}, Shape{384, 392, 200}, Shape{1152, 1032, 776}, Shape{4096, 2048, 1024}})
+      expect_passes(wgrad, sh.m, sh.n, sh.k);
+  }
+  const std::string offsets = "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 pass=dgrad";
+  expect_passes(offsets, 1000, 512, 1024);
+  expect_passes(offsets, 300, 256, 400, nullptr, {0, 1, 0, 150, 1, 0, 148, 0});
+  expect_passes("grouped_gemm[experts=4,layout=masked] a=mxfp8 b=mxfp8 out=f32 pass=dgrad", 200, 512, 272);
+  for (const char* pass : {"dgrad", "wgrad"}) {
+    expect_passes(std::string("gemm a=mxfp8 b=mxfp8 out=f32 pass=") + pass + " accumulate=true", 512, 1024, 640);
+    expect_passes(std::string("gemm a=mxfp8 b=mxfp8 out=bf16 pass=") + pass + " accumulate=true", 512, 1024, 640);
+  }
+}
+
 // Quantized dgrad with the caller's workspace: Plan::workspace_bytes(m) holds W's transposed copy (plus
 // split-K's share at small M); a run with exactly that many bytes gives the same dX, bitwise, as a run on
 // the plan's own workspace; one byte less is INVALID_ARGUMENT naming the size, and nothing is written.

@@ -194,6 +194,21 @@ TEST(BackwardNvrtcTest, QuantizedWgradKernelsCompileWithoutSpills) {
   compile_all_clean(jobs);
 }
 
+// The sm90 kernels of spec `text` at the plan's configs of a large and a small M bucket (one job per distinct
+// config).
+void add_sm90_bucket_jobs(const Arch& a, const char* text, std::vector<Job>& jobs) {
+  const KernelSpec s = spec_of(text);
+  auto p = make_plan(s, kSizes, a, PlanOptions{}, nullptr);
+  ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+  std::vector<TileConfig> cfgs;
+  for (int64_t m : {int64_t{8192}, int64_t{8}}) {
+    EXPECT_EQ(p->families[bucket_index(m)], KernelFamily::kSm90Gemm) << text;
+    cfgs.push_back(p->configs[bucket_index(m)]);
+  }
+  cfgs.erase(std::unique(cfgs.begin(), cfgs.end()), cfgs.end());
+  for (const TileConfig& c : cfgs) jobs.push_back({s, KernelFamily::kSm90Gemm, c, std::string(text) + " " + c.to_string()});
+}
+
 // Quantized dgrad: the transpose of W (kernels/fp8_transpose.cuh) and the GEMM on dY and Wᵀ at the plan's
 // configs of a large and a small M bucket, dense and grouped, every scale pairing the family takes.
 TEST(BackwardNvrtcTest, QuantizedDgradKernelsCompileWithoutSpills) {
@@ -208,20 +223,20 @@ TEST(BackwardNvrtcTest, QuantizedDgradKernelsCompileWithoutSpills) {
       "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad",
       "grouped_gemm[experts=4,layout=masked] a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad",
   };
-  for (const char* text : specs) {
-    const KernelSpec s = spec_of(text);
-    auto p = make_plan(s, kSizes, a, PlanOptions{}, nullptr);
-    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
-    std::vector<TileConfig> cfgs;
-    for (int64_t m : {int64_t{8192}, int64_t{8}}) {
-      EXPECT_EQ(p->families[bucket_index(m)], KernelFamily::kSm90Gemm) << text;
-      cfgs.push_back(p->configs[bucket_index(m)]);
-    }
-    cfgs.erase(std::unique(cfgs.begin(), cfgs.end()), cfgs.end());
-    for (const TileConfig& c : cfgs)
-      jobs.push_back({s, KernelFamily::kSm90Gemm, c, std::string(text) + " " + c.to_string()});
-  }
+  for (const char* text : specs) add_sm90_bucket_jobs(a, text, jobs);
   jobs.push_back({spec_of(specs[0]), KernelFamily::kFp8Transpose, TileConfig{}, "fp8_transpose"});
+  compile_all_clean(jobs);
+}
+
+// MXFP8 in mode quantized (the forward's MXFP8 kernel on column-wise copies) at the plan's configs of a large
+// and a small M bucket: dgrad dense and grouped, wgrad dense, accumulate.
+TEST(BackwardNvrtcTest, QuantizedMxfp8KernelsCompileWithoutSpills) {
+  const Arch a = h200();
+  std::vector<Job> jobs;
+  for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=dgrad accumulate=true",
+                           "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 pass=dgrad",
+                           "gemm a=mxfp8 b=mxfp8 out=bf16 pass=wgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad accumulate=true"})
+    add_sm90_bucket_jobs(a, text, jobs);
   compile_all_clean(jobs);
 }
 

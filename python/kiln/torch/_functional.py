@@ -104,45 +104,59 @@ class _KilnLinear(torch.autograd.Function):
         return dx, dw, None, None, db, None, None, None
 
 
-def _rows_to_128(t: torch.Tensor) -> torch.Tensor:
-    """t [M, C] with zero rows appended up to a multiple of 128 (the column-wise copy's block along M;
+def block_of(rec: Recipe) -> int:
+    """The quantization block of a quantized recipe's X, dY and their column-wise copies: 128 for FP8
+    1x128 blocks, 32 for MXFP8."""
+    return 32 if rec.x_format == "mxfp8" else 128
+
+
+def _rows_to(t: torch.Tensor, block: int) -> torch.Tensor:
+    """t [M, C] with zero rows appended up to a multiple of block (the column-wise copy's block along M;
     zero tokens add nothing to dW)."""
-    pad = -t.shape[0] % 128
+    pad = -t.shape[0] % block
     return torch.nn.functional.pad(t, (0, 0, 0, pad)) if pad else t
 
 
-def _cols_to_128(t: torch.Tensor) -> torch.Tensor:
-    """t [R, C] with zero columns appended up to a multiple of 128 (a 1x128 block along C)."""
-    pad = -t.shape[1] % 128
+def _cols_to(t: torch.Tensor, block: int) -> torch.Tensor:
+    """t [R, C] with zero columns appended up to a multiple of block (a block along C)."""
+    pad = -t.shape[1] % block
     return torch.nn.functional.pad(t, (0, pad)) if pad else t
 
 
-def _quantize_weight_now(spec: str, w: torch.Tensor):
-    """(codes, scales) of w [N, K] or [E, N, K], each expert's rows padded with zeros to N' (N up to a
-    multiple of 128), so one call over the [E N', K] rows keeps every 128x128 block inside one expert:
-    codes [(E,) N', K], scales [(E,) N'/128, K/128]."""
-    rows = _rows_to_128(w.detach()) if w.dim() == 2 else torch.nn.functional.pad(w.detach(), (0, 0, 0, -w.shape[1] % 128))
+def _quantize_weight_now(rec: Recipe, w: torch.Tensor):
+    """(codes, scales, dgrad codes, dgrad scales) of w [N, K] or [E, N, K], each expert's rows padded with
+    zeros to N' (N up to a multiple of the recipe's block), so one call over the [E N', K] rows keeps every
+    block inside one expert. FP8 128x128 blocks: codes [(E,) N', K], scales [(E,) N'/128, K/128], and dgrad
+    reads the same (the blocks transpose exactly). MXFP8: codes [N', K], scales [N', K/32], and dgrad reads
+    W's column-wise copy [K, N'] with scales [K, N'/32] (blocks of 32 along N)."""
+    block = block_of(rec)
+    spec = f"quantize a=bf16 out={rec.w_format}"
+    pad = -w.shape[-2] % block
+    rows = torch.nn.functional.pad(w.detach(), (0, 0, 0, pad)) if pad else w.detach()
     codes, scales = quantize(spec, rows.reshape(-1, w.shape[-1]))
-    if w.dim() == 2:
-        return codes, scales
-    return codes.view(*rows.shape), scales.view(w.shape[0], -1, scales.shape[-1])
+    if w.dim() == 3:
+        codes, scales = codes.view(*rows.shape), scales.view(w.shape[0], -1, scales.shape[-1])
+    if rec.w_format != "mxfp8":
+        return codes, scales, codes, scales
+    t_codes, t_scales = quantize(spec + " transpose=true", rows)  # dense only: [K, N']
+    return codes, scales, t_codes, t_scales
 
 
 def quantized_weight(rec: Recipe, w: torch.Tensor):
-    """(codes, scales) of the bf16 weight w [N, K] (grouped: [E, N, K]) in the recipe's w_format, each
-    expert's rows padded with zeros to a multiple of 128 (codes [(E,) N', K]: the blocks dgrad tiles N
-    with; the forward reads the first N rows, whose codes and scales the zero rows do not change). Made
-    once per value of w: cached on the tensor and remade when its version counter moves (the optimizer's
-    in-place update), so the micro-batches of one step share one quantization."""
-    spec = f"quantize a=bf16 out={rec.w_format}"
+    """(codes, scales, dgrad codes, dgrad scales) of the bf16 weight w [N, K] (grouped: [E, N, K]) in the
+    recipe's w_format, each expert's rows padded with zeros to a multiple of the recipe's block (the blocks
+    dgrad tiles N with; the forward reads the first N rows, whose codes and scales the zero rows do not
+    change); dgrad's pair is the same tensors for FP8 128x128 blocks and W's column-wise copy for MXFP8.
+    Made once per value of w: cached on the tensor and remade when its version counter moves (the
+    optimizer's in-place update), so the micro-batches of one step share one quantization."""
     if type(w) not in (torch.Tensor, torch.nn.Parameter) or torch.compiler.is_compiling():
-        return _quantize_weight_now(spec, w)  # traced: no cache on a fake or functional tensor
-    key = (spec, w._version, w.data_ptr())
+        return _quantize_weight_now(rec, w)  # traced: no cache on a fake or functional tensor
+    key = (rec.w_format, w._version, w.data_ptr())
     cached = getattr(w, "_kiln_quantized", None)
     if cached is not None and cached[0] == key:
         return cached[1]
     with torch.inference_mode(False):  # an inference tensor in the cache could not be saved for backward later
-        made = _quantize_weight_now(spec, w)
+        made = _quantize_weight_now(rec, w)
     w._kiln_quantized = (key, made)
     return made
 
@@ -163,40 +177,45 @@ def drop_quantized_copies(module: torch.nn.Module) -> int:
 
 
 class _KilnQuantizedLinear(torch.autograd.Function):
-    """A trainable quantized recipe (fp8_block), dense or grouped: X, W and dY quantized by kiln's
-    quantizers around the three kiln GEMMs; the column-wise copies of X and dY feed wgrad
+    """A trainable quantized recipe (fp8_block, mxfp8), dense or grouped (fp8_block): X, W and dY quantized
+    by kiln's quantizers around the three kiln GEMMs; the column-wise copies of X and dY feed wgrad
     (docs/training.md). Grouped, those copies hold each expert's rows in whole 128-token blocks (the
     grouped quantizer with the layer's offsets)."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, offsets, main_grad, w_codes, w_scales, layer: _Layer, x_format: str, wants_dw: bool):
+    def forward(ctx, x, w, bias, offsets, main_grad, w_codes, w_scales, dg_codes, dg_scales, layer: _Layer,
+                x_format: str, wants_dw: bool):
         row = f"quantize a=bf16 out={x_format}"
+        block = 32 if x_format == "mxfp8" else 128  # block_of
         x_codes, x_scales = quantize(row, x)
         n = layer.n
-        w_rows = w_codes[..., :n, :] if w_codes.shape[-2] != n else w_codes  # grouped: a view, experts N' K apart
-        y = gemm(layer.forward, n, layer.k, x_codes, w_rows, w_scales, None, offsets, bias, x_scales)
+        if w_codes.shape[-2] != n:  # the first N rows (grouped: a view, experts N' K apart)
+            w_codes = w_codes[..., :n, :]
+            if x_format == "mxfp8":
+                w_scales = w_scales[:n]  # one row of scales per row of W
+        y = gemm(layer.forward, n, layer.k, x_codes, w_codes, w_scales, None, offsets, bias, x_scales)
         xt = (None, None)
-        if wants_dw:  # X's column-wise copy: [K, M'] (M up to 128), grouped [K, W]
-            xt = _columnwise(row, x, offsets, layer.experts)
-        ctx.layer, ctx.row = layer, row
+        if wants_dw:  # X's column-wise copy: [K, M'] (M up to the block), grouped [K, W]
+            xt = _columnwise(row, x, offsets, layer.experts, block)
+        ctx.layer, ctx.row, ctx.block = layer, row, block
         ctx.has_bias = bias is not None
         ctx.bias_dtype = bias.dtype if bias is not None else None
         ctx.w_dtype = w.dtype
-        ctx.save_for_backward(w_codes, w_scales, xt[0], xt[1], offsets, main_grad)
+        ctx.save_for_backward(dg_codes, dg_scales, xt[0], xt[1], offsets, main_grad)
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        w_codes, w_scales, xt_codes, xt_scales, offsets, main_grad = ctx.saved_tensors
-        layer = ctx.layer
+        dg_codes, dg_scales, xt_codes, xt_scales, offsets, main_grad = ctx.saved_tensors
+        layer, block = ctx.layer, ctx.block
         dy = dy.contiguous()
         dx = dw = db = None
-        if ctx.needs_input_grad[0]:  # over N' = N rounded up to 128: dY's zero columns meet W's zero rows
-            dy_codes, dy_scales = quantize(ctx.row, _cols_to_128(dy))
-            dx = gemm(layer.dgrad, w_codes.shape[-2], layer.k, dy_codes, w_codes, w_scales, None, offsets, None,
+        if ctx.needs_input_grad[0]:  # over N' = N up to the block: dY's zero columns meet W's zero rows
+            dy_codes, dy_scales = quantize(ctx.row, _cols_to(dy, block))
+            dx = gemm(layer.dgrad, dy_codes.shape[1], layer.k, dy_codes, dg_codes, dg_scales, None, offsets, None,
                       dy_scales)
         if ctx.needs_input_grad[1]:
-            dyt_codes, dyt_scales = _columnwise(ctx.row, dy, offsets, layer.experts)
+            dyt_codes, dyt_scales = _columnwise(ctx.row, dy, offsets, layer.experts, block)
             if main_grad is not None:
                 gemm_into(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, main_grad, xt_scales, None, offsets,
                           dyt_scales)
@@ -206,14 +225,14 @@ class _KilnQuantizedLinear(torch.autograd.Function):
                 dw = dw if dw.dtype == ctx.w_dtype else dw.to(ctx.w_dtype)
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = _bias_grad(dy, offsets, layer.experts).to(ctx.bias_dtype)
-        return dx, dw, db, None, None, None, None, None, None, None
+        return dx, dw, db, None, None, None, None, None, None, None, None, None
 
 
-def _columnwise(row: str, t: torch.Tensor, offsets: Optional[torch.Tensor], experts: int):
+def _columnwise(row: str, t: torch.Tensor, offsets: Optional[torch.Tensor], experts: int, block: int):
     """The column-wise (along M) copy of t [M, C] that wgrad reads: dense [C, M'] over t's rows padded
-    with zero rows to a multiple of 128; grouped [C, W], each expert's rows in whole blocks."""
+    with zero rows to a multiple of the block; grouped [C, W], each expert's rows in whole blocks."""
     if not experts:
-        return quantize(row + " transpose=true", _rows_to_128(t))
+        return quantize(row + " transpose=true", _rows_to(t, block))
     return quantize(_grouped_columnwise_spec(row, experts), t, offsets)
 
 
@@ -243,30 +262,46 @@ def quantized_layer(rec: Recipe, n: int, k: int, has_bias: bool, into_main_grad:
 
 def quantized_plans(rec: Recipe, layer: _Layer):
     """(spec, n, k) of every plan a quantized layer's call runs: the three GEMMs (dgrad over N rounded up
-    to 128, the rows of W's copy) and the quantizers of W, X and dY (n = 0, k = the input's columns)."""
-    n, k, n_blocks = layer.n, layer.k, -(-layer.n // 128) * 128
+    to the recipe's block) and the quantizers of W, X and dY (n = 0, k = the input's columns)."""
+    block = block_of(rec)
+    n, k, n_blocks = layer.n, layer.k, -(-layer.n // block) * block
     row = f"quantize a=bf16 out={rec.x_format}"
+    w_row = f"quantize a=bf16 out={rec.w_format}"
     columnwise = _grouped_columnwise_spec(row, layer.experts) if layer.experts else row + " transpose=true"
-    return [(layer.forward, n, k), (layer.dgrad, n_blocks, k), (layer.wgrad, n, k),
-            (f"quantize a=bf16 out={rec.w_format}", 0, k), (row, 0, k), (row, 0, n_blocks),
-            (columnwise, 0, k), (columnwise, 0, n)]
+    plans = [(layer.forward, n, k), (layer.dgrad, n_blocks, k), (layer.wgrad, n, k), (w_row, 0, k), (row, 0, k),
+             (row, 0, n_blocks), (columnwise, 0, k), (columnwise, 0, n)]
+    if rec.w_format == "mxfp8":  # W's column-wise copy for dgrad
+        plans.append((w_row + " transpose=true", 0, k))
+    return plans
+
+
+def check_quantized_sizes(where: str, rec: Recipe, n: int, k: int, experts: int) -> None:
+    """What a quantized recipe needs of a layer's sizes (raised as INVALID_ARGUMENT / UNSUPPORTED naming
+    the size): K a multiple of the block along K, N of 8 (16-byte rows of Y); mxfp8 on dense layers."""
+    block = block_of(rec)
+    if k % block:
+        _fail(f"{where}: recipe {rec.name} needs in_features (the weight's K) to be a multiple of {block}, the "
+              f"quantization block of X and W along K; got {k}")
+    if n % 8:
+        _fail(f"{where}: recipe {rec.name} needs out_features (the weight's N) to be a multiple of 8 (16-byte rows "
+              f"of Y and of dY's copies); got {n}")
+    if experts and rec.x_format == "mxfp8":
+        raise KilnError(Status.UNSUPPORTED,
+                        f"{where}: recipe mxfp8 on a grouped layer: its wgrad would need each expert's tokens in "
+                        "whole 32-token blocks of the column-wise copies, which kiln's grouped quantizer writes "
+                        "for FP8 1x128 blocks only; use recipe fp8_block or bf16 for grouped layers")
 
 
 def _run_quantized(where, rec, x2d, w, bias, offsets, main_grad, experts):
     n, k = w.shape[-2], w.shape[-1]
-    if k % 128:
-        _fail(f"{where}: recipe {rec.name} needs in_features (the weight's K) to be a multiple of 128, the "
-              f"quantization block of X and W along K; got {k}")
-    if n % 8:
-        _fail(f"{where}: recipe {rec.name} needs out_features (the weight's N) to be a multiple of 8 (16-byte rows "
-              f"of dY's FP8 copies); got {n}")
+    check_quantized_sizes(where, rec, n, k, experts)
     layer = quantized_layer(rec, int(n), int(k), bias is not None, main_grad is not None, w.dtype, experts)
-    w_codes, w_scales = quantized_weight(rec, w)
+    w_codes, w_scales, dg_codes, dg_scales = quantized_weight(rec, w)
     # Decided here: inside a Function's forward grad mode is always off, so only the caller's mode tells
     # whether a backward will want dW (and so X's column-wise copy).
     wants_dw = torch.is_grad_enabled() and w.requires_grad
-    return _KilnQuantizedLinear.apply(x2d, w, bias, offsets, main_grad, w_codes, w_scales, layer, rec.x_format,
-                                      wants_dw)
+    return _KilnQuantizedLinear.apply(x2d, w, bias, offsets, main_grad, w_codes, w_scales, dg_codes, dg_scales,
+                                      layer, rec.x_format, wants_dw)
 
 
 def _run(where, rec, x2d, w, w_scale, w_global, bias, offsets, main_grad, experts):

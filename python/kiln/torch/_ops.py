@@ -168,15 +168,22 @@ def gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None,
 # The grouped form (experts, offsets) is the padded column-wise copy a grouped wgrad reads.
 _FP8_QUANTIZE = re.compile(r"^quantize(\[experts=(\d+),layout=offsets\])? a=bf16 "
                            r"out=e4m3:(block1x128|block128x128)(:ue8m0)?( transpose=true)?$")
+_MX_QUANTIZE = re.compile(r"^quantize a=bf16 out=mxfp8( transpose=true)?$")
 _TAKES = ("the operator takes 'quantize a=bf16 out=e4m3:block1x128[:ue8m0] [transpose=true]', "
-          "'quantize a=bf16 out=e4m3:block128x128[:ue8m0]' and "
-          "'quantize[experts=E,layout=offsets] a=bf16 out=e4m3:block1x128[:ue8m0] transpose=true' (with offsets)")
+          "'quantize a=bf16 out=e4m3:block128x128[:ue8m0]', "
+          "'quantize[experts=E,layout=offsets] a=bf16 out=e4m3:block1x128[:ue8m0] transpose=true' (with offsets) "
+          "and 'quantize a=bf16 out=mxfp8 [transpose=true]'")
 
 
 def quantize_layout(spec: str, rows: int, cols: int):
-    """((codes shape), (scales shape), scales dtype, experts) of an FP8 quantize spec on an [rows, cols]
+    """((codes shape), (scales shape), scales dtype, experts) of an FP8 or MXFP8 quantize spec on an [rows, cols]
     input (experts = 0 but for the grouped column-wise copy), or UNSUPPORTED for a spec the torch
     operator does not take (docs/formats.md has the table)."""
+    mx = _MX_QUANTIZE.match(spec)
+    if mx is not None:  # E8M0 scales per 32 along the row (transposed: [K, M], 32 tokens per scale)
+        if mx.group(1):
+            return (cols, rows), (cols, rows // 32), torch.uint8, 0
+        return (rows, cols), (rows, cols // 32), torch.uint8, 0
     match = _FP8_QUANTIZE.match(spec)
     grouped = match is not None and match.group(1) is not None
     transposed = match is not None and match.group(5) is not None
@@ -234,6 +241,10 @@ def quantize(spec: str, a, offsets=None):
     the grouped spec's cumulative row ends (int32 [E], on a's device)."""
     if a.dim() != 2:
         raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: a must be 2-D [M, K], got {list(a.shape)}")
+    experts = quantize_layout(spec, a.shape[0], a.shape[1])[3]  # the spec and offsets first, then the device
+    _check_offsets(spec, experts, a, offsets)
+    if a.device.type != "cuda" and a.device.type != "meta":
+        raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: a is on {a.device}; kiln runs on CUDA devices")
     if torch.compiler.is_compiling() or not _plain(a, offsets):
         return quantize_op(spec, a, offsets)
     return run_quantize(spec, a, offsets)

@@ -488,9 +488,72 @@ TEST(BackwardPlanTest, QuantizedDgradPlansOnSm90aThroughWsTransposedCopy) {
   EXPECT_THAT(bad.status().message(), HasSubstr("b=bf16"));
 }
 
+// MXFP8 in mode quantized: the forward's MXFP8 kernel on the column-wise copies (W's for dgrad, dY's and X's
+// for wgrad); no transposed copy in the workspace and no bf16 pre-pass.
+TEST(BackwardPlanTest, Mxfp8PassesAreTheForwardGemmOfColumnWiseCopies) {
+  const Arch a = h200();
+  const ProblemSizes sz{4096, 2048, 7168};  // M, N, K
+  const KernelSpec dg = spec_of("gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad");
+  EXPECT_TRUE(dgrad_reads_w_copy(dg));
+  EXPECT_FALSE(dgrad_reads_transposed_w(dg));
+  EXPECT_TRUE(backward_runs_forward_gemm(dg));
+  const GemmView v = gemm_view(dg, sz);
+  EXPECT_EQ(v.m, 4096);
+  EXPECT_EQ(v.n, 7168);
+  EXPECT_EQ(v.k, 2048);
+  EXPECT_FALSE(v.b_mn_major);
+  const PassShapes sh = pass_shapes(dg, sz);  // b is W's column-wise copy [K, N]
+  EXPECT_EQ(sh.b.rows, 7168);
+  EXPECT_EQ(sh.b.cols, 2048);
+  const KernelSpec wg = spec_of("gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad");
+  EXPECT_TRUE(wgrad_reads_columnwise(wg));
+  EXPECT_TRUE(backward_runs_forward_gemm(wg));
+  EXPECT_FALSE(backward_runs_forward_gemm(spec_of("gemm a=e4m3:block1x128 b=e4m3:block1x128 out=f32 pass=wgrad")));
+  EXPECT_FALSE(backward_runs_forward_gemm(spec_of("gemm a=bf16 b=mxfp8 out=bf16 pass=dgrad")));
+  EXPECT_FALSE(backward_runs_forward_gemm(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16")));
+
+  for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=dgrad accumulate=true",
+                           "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 pass=dgrad",
+                           "grouped_gemm[experts=4,layout=masked] a=mxfp8 b=mxfp8 out=f16 pass=dgrad",
+                           "gemm a=mxfp8 b=mxfp8 out=bf16 pass=wgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad accumulate=true"}) {
+    const KernelSpec s = spec_of(text);
+    auto f = select_family(s, a);
+    ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
+    EXPECT_EQ(*f, KernelFamily::kSm90Gemm) << text;
+    auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    EXPECT_EQ(p->transposed_w.bytes(), 0) << text;
+    EXPECT_EQ(p->prepass_plan, nullptr) << text;
+    for (size_t b = 0; b < kMBuckets.size(); ++b) {
+      EXPECT_EQ(p->families[b], KernelFamily::kSm90Gemm) << text << " bucket " << b;
+      EXPECT_TRUE(check_config(s, a, p->families[b], p->configs[b]).ok()) << text << " bucket " << b;
+    }
+    auto k = emit_kernel(s, KernelFamily::kSm90Gemm, p->configs[bucket_index(4096)], a);
+    ASSERT_TRUE(k.ok()) << text << ": " << k.status().to_string();
+    EXPECT_THAT(k->source, AllOf(Not(HasSubstr("kTransA")), Not(HasSubstr("kTransB")))) << text;
+  }
+  // dY's and the copy's 32-blocks run along N (dgrad's reduction); K is free for the copy.
+  const Status n_rule = can_implement(dg, a, ProblemSizes{0, 2048 + 16, 7168});
+  EXPECT_EQ(n_rule.code(), StatusCode::kInvalidArgument) << n_rule.to_string();
+  EXPECT_THAT(n_rule.message(), AllOf(HasSubstr("N=2064"), HasSubstr("dgrad reduces over N")));
+  EXPECT_TRUE(can_implement(dg, a, ProblemSizes{0, 2048, 7168 + 16}).ok());
+  // wgrad: N and K free (M checked per run against the copies' columns).
+  EXPECT_TRUE(can_implement(wg, a, ProblemSizes{0, 2048 + 16, 7168 + 16}).ok());
+  // Grouped wgrad needs each expert's tokens in whole 32-blocks of the copies: refused with the reason.
+  auto gw = select_family(spec_of("grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=f32 pass=wgrad"), a);
+  ASSERT_FALSE(gw.ok());
+  EXPECT_EQ(gw.status().code(), StatusCode::kUnsupported);
+  EXPECT_THAT(gw.status().message(), HasSubstr("wgrad dense"));
+  // The forward keeps its pre-pass.
+  auto fwd = make_plan(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), sz, a, PlanOptions{}, nullptr);
+  ASSERT_TRUE(fwd.ok());
+  EXPECT_NE(fwd->prepass_plan, nullptr);
+}
+
 TEST(BackwardPlanTest, RefusesWithTheReason) {
   EXPECT_THAT(unsupported_reason("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), HasSubstr("mode quantized"));
   EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=mxfp4 out=bf16 pass=wgrad"), HasSubstr("mode quantized"));
+  EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=e4m3:block128x128 out=bf16 pass=dgrad"), HasSubstr("mode quantized"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad epilogue=\"out = silu(acc)\""),
               HasSubstr("plain GEMM"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16 pass=dgrad"), HasSubstr("same 16-bit format"));
@@ -813,8 +876,15 @@ TEST(DeriveBackwardTest, QuantizedFp8BlocksAndTensorScales) {
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   EXPECT_EQ(print_spec(t->dgrad), "gemm a=e4m3 b=e4m3 out=bf16 pass=dgrad");  // tensor scales are implied
   EXPECT_EQ(print_spec(t->wgrad), "gemm a=e4m3 b=e4m3 out=f32 pass=wgrad");
-  // W per channel (its scale runs along dgrad's reduction), MXFP8, a bf16 X: refused with the reason.
-  for (const char* fwd : {"gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=bf16 b=mxfp4 out=bf16"}) {
+  // MXFP8: dY in MXFP8, dgrad on W's column-wise copy, wgrad on the copies of dY and X (dense planned).
+  auto mx = derive_backward(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), q);
+  ASSERT_TRUE(mx.ok()) << mx.status().to_string();
+  EXPECT_EQ(print_spec(mx->dgrad), "gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad");
+  EXPECT_EQ(print_spec(mx->wgrad), "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad");
+  EXPECT_TRUE(dgrad_reads_w_copy(mx->dgrad));
+  for (const KernelSpec* s : {&mx->dgrad, &mx->wgrad}) EXPECT_TRUE(select_family(*s, arch_of("sm_90a")).ok()) << print_spec(*s);
+  // W per channel (its scale runs along dgrad's reduction), a bf16 X: refused with the reason.
+  for (const char* fwd : {"gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=mxfp8 b=e4m3:n out=bf16", "gemm a=bf16 b=mxfp4 out=bf16"}) {
     auto r = derive_backward(spec_of(fwd), q);
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << fwd;
     EXPECT_THAT(r.status().message(), HasSubstr("block128x128")) << fwd;
