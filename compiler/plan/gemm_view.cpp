@@ -35,8 +35,12 @@ bool dgrad_reads_transposed_w(const KernelSpec& spec) {
 }
 
 bool backward_runs_forward_gemm(const KernelSpec& spec) {
-  return dgrad_reads_w_copy(spec) ||
-         (wgrad_reads_columnwise(spec) && spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8);
+  if (dgrad_reads_w_copy(spec)) return true;
+  if (!wgrad_reads_columnwise(spec)) return false;
+  const bool mx = spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8;
+  const bool tensors = format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) &&
+                       spec.a.scale == ScaleGranularity::kTensor && spec.b.scale == ScaleGranularity::kTensor;
+  return mx || tensors;
 }
 
 GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& s) {

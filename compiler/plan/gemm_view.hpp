@@ -22,7 +22,8 @@
 // forward holds it). MXFP8's 1x32 blocks along K do not transpose: an MXFP8 dgrad takes W's column-wise
 // copy [K, N] (`quantize a=bf16 out=mxfp8 transpose=true` of the bf16 W: blocks of 32 along N) from the
 // caller, as it is, and an MXFP8 wgrad the column-wise copies of dY and X (blocks of 32 along M). Those
-// passes are the forward GEMM of the copies (backward_runs_forward_gemm).
+// passes, and a per-tensor FP8 wgrad on dYᵀ and Xᵀ, are the forward GEMM of the copies
+// (backward_runs_forward_gemm).
 //
 // "K-major": the stored rows run along m (or n) and each row is contiguous in k; "MN-major": the stored
 // rows run along k and each row is contiguous in m (or n). Nothing is transposed in memory: the kernels
@@ -62,8 +63,10 @@ bool dgrad_reads_w_copy(const KernelSpec& spec);
 bool dgrad_reads_transposed_w(const KernelSpec& spec);
 
 // Whether a backward spec is the forward GEMM of its operands as given, in the view's (m, n, k): an
-// MXFP8 dgrad on W's column-wise copy, or an MXFP8 wgrad on the column-wise copies of dY and X. Its
-// reference and random inputs are the forward's.
+// MXFP8 dgrad on W's column-wise copy, an MXFP8 wgrad on the column-wise copies of dY and X, or a
+// per-tensor FP8 wgrad on dYᵀ and Xᵀ (per-tensor codes transpose exactly: the copies are the transposed
+// codes of the forward's X and of dgrad's dY, with the same scales). Its reference and random inputs are
+// the forward's.
 bool backward_runs_forward_gemm(const KernelSpec& spec);
 
 // The view of a pass with operands as the forward holds them (modes high_precision and dequantized).

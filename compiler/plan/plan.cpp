@@ -121,7 +121,8 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
                               "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X), pass=dgrad with "
                               "a=e4m3|e5m2:tensor|m|block1x128 (dY) and b=e4m3|e5m2:tensor|block128x128 (W), and "
                               "a=mxfp8 b=mxfp8 (dgrad dense or grouped on W's column-wise copy; wgrad dense on the "
-                              "column-wise copies of dY and X); other quantized backward specs have no kernel: "
+                              "column-wise copies of dY and X), and pass=wgrad dense with a=e4m3|e5m2:tensor "
+                              "b=e4m3|e5m2:tensor (dYᵀ and Xᵀ); other quantized backward specs have no kernel: "
                               "compute them in mode high_precision (two bf16 or two f16 operands) or dequantized "
                               "(bf16 dY, b in its stored format)");
   KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));

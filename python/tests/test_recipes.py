@@ -24,6 +24,9 @@ def test_recipe_specs_dense_and_grouped():
     m = kiln.recipe("mxfp8").specs()
     assert (m.forward, m.dgrad, m.wgrad) == ("gemm a=mxfp8 b=mxfp8 out=bf16", "gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad",
                                              "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad")
+    t = kiln.recipe("fp8_tensor").specs()
+    assert (t.forward, t.dgrad, t.wgrad) == ("gemm a=e4m3 b=e4m3 out=bf16", "gemm a=e4m3 b=e4m3 out=bf16 pass=dgrad",
+                                             "gemm a=e4m3 b=e4m3 out=f32 pass=wgrad")
     e = kiln.recipe("nvfp4_frozen").specs(experts=4, nvfp4_global="expert")
     assert "nvfp4_global=expert" in e.forward and "nvfp4_global=expert" in e.dgrad
 
@@ -34,7 +37,7 @@ def test_recipe_errors_name_what_is_wrong():
     assert info.value.status == kiln.Status.INVALID_ARGUMENT
     assert "unknown recipe 'fp9'" in str(info.value) and "mxfp4_frozen" in str(info.value)
     with pytest.raises(kiln.KilnError) as info:
-        kiln.recipe("fp8_tensor")
+        kiln.recipe("nvfp4")
     assert info.value.status == kiln.Status.UNSUPPORTED
     assert "fp8_block" in str(info.value)  # the message lists the recipes that run
     with pytest.raises(kiln.KilnError) as info:

@@ -126,6 +126,21 @@ def test_mxfp8_recipe_shapes_and_errors():
     assert info.value.status == kiln.Status.UNSUPPORTED
 
 
+def test_fp8_tensor_recipe_shapes_and_errors():
+    with _fake_mode():
+        layer = kt.Linear(48, 200, recipe="fp8_tensor", device="cuda")  # K in 16-byte rows; N any multiple of 8
+        y = layer(torch.empty(70, 48, dtype=torch.bfloat16, device="cuda"))
+        assert y.shape == (70, 200) and y.dtype == torch.bfloat16
+        codes, scale = torch.ops.kiln.quantize("quantize a=bf16 out=e4m3", torch.empty(70, 48, dtype=torch.bfloat16,
+                                                                                       device="cuda"))
+        assert codes.shape == (70, 48) and scale.shape == (1,) and scale.dtype == torch.float32
+    with pytest.raises(kiln.KilnError, match=r"in_features=40 is not a multiple of 16"):
+        kt.Linear(40, 64, recipe="fp8_tensor")
+    with pytest.raises(kiln.KilnError, match="recipe fp8_tensor on a grouped layer") as info:
+        kt.GroupedLinear(4, 64, 64, recipe="fp8_tensor")
+    assert info.value.status == kiln.Status.UNSUPPORTED
+
+
 def test_grouped_bias_grad_sums_each_experts_rows():
     from kiln.torch._functional import _bias_grad
 
@@ -483,13 +498,30 @@ def test_fp8_block_linear_computes_on_its_quantized_operands(m, n):
     _close(layer.bias.grad, dy.double().sum(0), tol=1e-2)
     assert layer.weight.grad.dtype == torch.bfloat16
     # The recipe's error against the float64 math on the bf16 tensors: FP8 E4M3 keeps 3 mantissa bits.
+    _recipe_error_within(layer, x, y, dy, tol=0.08)
+
+
+def _step(recipe, m, n, k):
+    """A fresh Linear(k, n) of the recipe, run forward and backward on random x [m, k] and dY: (layer, x, y, dy)."""
+    torch.manual_seed(m + n)
+    layer = kt.Linear(k, n, recipe=recipe, device="cuda")
+    x = torch.randn(m, k, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    y = layer(x)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    return layer, x, y, dy
+
+
+def _recipe_error_within(layer, x, y, dy, tol):
+    """The layer's y, dX and dW against the float64 math on its bf16 x and weight (a quantized recipe's own
+    error, relative Frobenius, within tol)."""
     x64 = x.detach().double().requires_grad_()
     wt64 = layer.weight.detach().double().requires_grad_()
     y64 = x64 @ wt64.T + layer.bias.double()
     y64.backward(dy.double())
-    _close(y, y64, tol=0.08)
-    _close(x.grad, x64.grad, tol=0.08)
-    _close(layer.weight.grad, wt64.grad, tol=0.08)
+    _close(y, y64, tol=tol)
+    _close(x.grad, x64.grad, tol=tol)
+    _close(layer.weight.grad, wt64.grad, tol=tol)
 
 
 def _expert_rows(counts):
@@ -568,12 +600,7 @@ def test_mxfp8_linear_computes_on_its_quantized_operands(m, n):
     # and X (blocks of 32 tokens); then the whole against the float64 math on the bf16 tensors.
     from kiln.torch._functional import quantized_weight
 
-    torch.manual_seed(m + n)
-    layer = kt.Linear(160, n, recipe="mxfp8", device="cuda")
-    x = torch.randn(m, 160, dtype=torch.bfloat16, device="cuda", requires_grad=True)
-    y = layer(x)
-    dy = torch.randn_like(y)
-    y.backward(dy)
+    layer, x, y, dy = _step("mxfp8", m, n, 160)
     row = "quantize a=bf16 out=mxfp8"
     pad_n, pad_m = -n % 32, -m % 32
     xq, xs = torch.ops.kiln.quantize(row, x.detach())
@@ -587,12 +614,30 @@ def test_mxfp8_linear_computes_on_its_quantized_operands(m, n):
     _close(x.grad, _mx_decode(dyq, dys) @ _mx_decode(wtq, wts).T, tol=5e-3)
     _close(layer.weight.grad, _mx_decode(dyt, dyts) @ _mx_decode(xt, xts).T, tol=5e-3)
     assert layer.weight.grad.dtype == torch.bfloat16
-    x64 = x.detach().double().requires_grad_()
-    wt64 = layer.weight.detach().double().requires_grad_()
-    (x64 @ wt64.T + layer.bias.double()).backward(dy.double())
-    _close(y, x64 @ wt64.T + layer.bias.double(), tol=0.08)
-    _close(x.grad, x64.grad, tol=0.08)
-    _close(layer.weight.grad, wt64.grad, tol=0.08)
+    _recipe_error_within(layer, x, y, dy, tol=0.08)
+
+
+@cuda
+@pytest.mark.parametrize("m,n", [(1, 256), (200, 392)])
+def test_fp8_tensor_linear_computes_on_its_quantized_operands(m, n):
+    # Per-tensor current scaling: X, W and dY each quantized with one scale from their amax; wgrad on the
+    # transposed codes of X and dY (exact), against float64 products of the same codes and scales.
+    from kiln.torch._functional import quantized_weight
+
+    layer, x, y, dy = _step("fp8_tensor", m, n, 96)
+
+    def dec(codes, scale):
+        return codes.view(torch.float8_e4m3fn).double() * scale.double()
+
+    row = "quantize a=bf16 out=e4m3"
+    xq, xs = torch.ops.kiln.quantize(row, x.detach())
+    wq, ws = quantized_weight(layer.recipe, layer.weight)[:2]
+    dyq, dys = torch.ops.kiln.quantize(row, dy)
+    assert xs.shape == (1,) and wq.shape == (n + (-n % 16), 96)
+    _close(y, dec(xq, xs) @ dec(wq, ws)[:n].T + layer.bias.double(), tol=5e-3)
+    _close(x.grad, dec(dyq, dys) @ dec(wq, ws)[:n], tol=5e-3)
+    _close(layer.weight.grad, dec(dyq, dys).T @ dec(xq, xs), tol=5e-3)
+    _recipe_error_within(layer, x, y, dy, tol=0.1)
 
 
 @cuda

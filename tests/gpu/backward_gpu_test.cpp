@@ -388,6 +388,17 @@ TEST(BackwardGpu, QuantizedMxfp8DgradAndWgrad) {
   }
 }
 
+// Per-tensor FP8 wgrad: the forward's FP8 kernel on dYᵀ [N, M] and Xᵀ [K, M] with their tensor scales (M a
+// multiple of 16: 16-byte rows), e4m3 / e5m2, N and K tails, accumulate.
+TEST(BackwardGpu, QuantizedTensorScaledWgrad) {
+  KILN_REQUIRE_SM90();
+  for (const char* ab : {"a=e4m3 b=e4m3", "a=e5m2 b=e4m3"})
+    for (const char* out : {"bf16", "f32"})
+      for (const Shape& sh : {Shape{16, 64, 64}, Shape{400, 392, 200}, Shape{4096, 2048, 1024}})
+        expect_passes(std::string("gemm ") + ab + " out=" + out + " pass=wgrad", sh.m, sh.n, sh.k);
+  expect_passes("gemm a=e4m3 b=e4m3 out=f32 pass=wgrad accumulate=true", 512, 1024, 640);
+}
+
 // Quantized dgrad with the caller's workspace: Plan::workspace_bytes(m) holds W's transposed copy (plus
 // split-K's share at small M); a run with exactly that many bytes gives the same dX, bitwise, as a run on
 // the plan's own workspace; one byte less is INVALID_ARGUMENT naming the size, and nothing is written.

@@ -228,14 +228,15 @@ TEST(BackwardNvrtcTest, QuantizedDgradKernelsCompileWithoutSpills) {
   compile_all_clean(jobs);
 }
 
-// MXFP8 in mode quantized (the forward's MXFP8 kernel on column-wise copies) at the plan's configs of a large
-// and a small M bucket: dgrad dense and grouped, wgrad dense, accumulate.
+// MXFP8 and per-tensor FP8 wgrad in mode quantized (the forward's kernel on column-wise copies) at the plan's
+// configs of a large and a small M bucket: MXFP8 dgrad dense and grouped, wgrad dense, accumulate.
 TEST(BackwardNvrtcTest, QuantizedMxfp8KernelsCompileWithoutSpills) {
   const Arch a = h200();
   std::vector<Job> jobs;
   for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=dgrad accumulate=true",
                            "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 pass=dgrad",
-                           "gemm a=mxfp8 b=mxfp8 out=bf16 pass=wgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad accumulate=true"})
+                           "gemm a=mxfp8 b=mxfp8 out=bf16 pass=wgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad accumulate=true",
+                           "gemm a=e4m3 b=e4m3 out=bf16 pass=wgrad", "gemm a=e5m2 b=e4m3 out=f32 pass=wgrad accumulate=true"})
     add_sm90_bucket_jobs(a, text, jobs);
   compile_all_clean(jobs);
 }

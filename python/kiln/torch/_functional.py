@@ -106,8 +106,12 @@ class _KilnLinear(torch.autograd.Function):
 
 def block_of(rec: Recipe) -> int:
     """The quantization block of a quantized recipe's X, dY and their column-wise copies: 128 for FP8
-    1x128 blocks, 32 for MXFP8."""
-    return 32 if rec.x_format == "mxfp8" else 128
+    1x128 blocks, 32 for MXFP8; 16 for per-tensor FP8 (no block: 16-byte rows of the codes)."""
+    return _block_of_format(rec.x_format)
+
+
+def _block_of_format(x_format: str) -> int:
+    return {"mxfp8": 32, "e4m3": 16}.get(x_format, 128)
 
 
 def _rows_to(t: torch.Tensor, block: int) -> torch.Tensor:
@@ -186,7 +190,7 @@ class _KilnQuantizedLinear(torch.autograd.Function):
     def forward(ctx, x, w, bias, offsets, main_grad, w_codes, w_scales, dg_codes, dg_scales, layer: _Layer,
                 x_format: str, wants_dw: bool):
         row = f"quantize a=bf16 out={x_format}"
-        block = 32 if x_format == "mxfp8" else 128  # block_of
+        block = _block_of_format(x_format)
         x_codes, x_scales = quantize(row, x)
         n = layer.n
         if w_codes.shape[-2] != n:  # the first N rows (grouped: a view, experts N' K apart)
@@ -195,9 +199,11 @@ class _KilnQuantizedLinear(torch.autograd.Function):
                 w_scales = w_scales[:n]  # one row of scales per row of W
         y = gemm(layer.forward, n, layer.k, x_codes, w_codes, w_scales, None, offsets, bias, x_scales)
         xt = (None, None)
-        if wants_dw:  # X's column-wise copy: [K, M'] (M up to the block), grouped [K, W]
+        if wants_dw and x_format == "e4m3":  # per-tensor codes transpose exactly: Xᵀ [K, M'], the same scale
+            xt = (_rows_to(x_codes, block).t().contiguous(), x_scales)
+        elif wants_dw:  # X's column-wise copy: [K, M'] (M up to the block), grouped [K, W]
             xt = _columnwise(row, x, offsets, layer.experts, block)
-        ctx.layer, ctx.row, ctx.block = layer, row, block
+        ctx.layer, ctx.row, ctx.block, ctx.tensor_scaled = layer, row, block, x_format == "e4m3"
         ctx.has_bias = bias is not None
         ctx.bias_dtype = bias.dtype if bias is not None else None
         ctx.w_dtype = w.dtype
@@ -210,12 +216,17 @@ class _KilnQuantizedLinear(torch.autograd.Function):
         layer, block = ctx.layer, ctx.block
         dy = dy.contiguous()
         dx = dw = db = None
-        if ctx.needs_input_grad[0]:  # over N' = N up to the block: dY's zero columns meet W's zero rows
+        dy_codes = dy_scales = None
+        if ctx.needs_input_grad[0] or ctx.tensor_scaled:  # over N' = N up to the block
             dy_codes, dy_scales = quantize(ctx.row, _cols_to(dy, block))
+        if ctx.needs_input_grad[0]:  # dY's zero columns meet W's zero rows
             dx = gemm(layer.dgrad, dy_codes.shape[1], layer.k, dy_codes, dg_codes, dg_scales, None, offsets, None,
                       dy_scales)
         if ctx.needs_input_grad[1]:
-            dyt_codes, dyt_scales = _columnwise(ctx.row, dy, offsets, layer.experts, block)
+            if ctx.tensor_scaled:  # dYᵀ: the transposed codes of dgrad's dY, the same scale
+                dyt_codes, dyt_scales = _rows_to(dy_codes[:, :layer.n], block).t().contiguous(), dy_scales
+            else:
+                dyt_codes, dyt_scales = _columnwise(ctx.row, dy, offsets, layer.experts, block)
             if main_grad is not None:
                 gemm_into(layer.wgrad, layer.n, layer.k, dyt_codes, xt_codes, main_grad, xt_scales, None, offsets,
                           dyt_scales)
@@ -269,7 +280,9 @@ def quantized_plans(rec: Recipe, layer: _Layer):
     w_row = f"quantize a=bf16 out={rec.w_format}"
     columnwise = _grouped_columnwise_spec(row, layer.experts) if layer.experts else row + " transpose=true"
     plans = [(layer.forward, n, k), (layer.dgrad, n_blocks, k), (layer.wgrad, n, k), (w_row, 0, k), (row, 0, k),
-             (row, 0, n_blocks), (columnwise, 0, k), (columnwise, 0, n)]
+             (row, 0, n_blocks)]
+    if rec.x_format != "e4m3":  # per-tensor copies are transposed codes, not quantizer runs
+        plans += [(columnwise, 0, k), (columnwise, 0, n)]
     if rec.w_format == "mxfp8":  # W's column-wise copy for dgrad
         plans.append((w_row + " transpose=true", 0, k))
     return plans
@@ -280,16 +293,18 @@ def check_quantized_sizes(where: str, rec: Recipe, n: int, k: int, experts: int)
     the size): K a multiple of the block along K, N of 8 (16-byte rows of Y); mxfp8 on dense layers."""
     block = block_of(rec)
     if k % block:
-        _fail(f"{where}: recipe {rec.name} needs in_features (the weight's K) to be a multiple of {block}, the "
-              f"quantization block of X and W along K; got {k}")
+        what = "16-byte rows of X's and W's FP8 codes" if block == 16 else "the quantization block of X and W along K"
+        _fail(f"{where}: recipe {rec.name} needs in_features (the weight's K) to be a multiple of {block}, {what}; "
+              f"got {k}")
     if n % 8:
         _fail(f"{where}: recipe {rec.name} needs out_features (the weight's N) to be a multiple of 8 (16-byte rows "
               f"of Y and of dY's copies); got {n}")
-    if experts and rec.x_format == "mxfp8":
+    if experts and rec.x_format in ("mxfp8", "e4m3"):
         raise KilnError(Status.UNSUPPORTED,
-                        f"{where}: recipe mxfp8 on a grouped layer: its wgrad would need each expert's tokens in "
-                        "whole 32-token blocks of the column-wise copies, which kiln's grouped quantizer writes "
-                        "for FP8 1x128 blocks only; use recipe fp8_block or bf16 for grouped layers")
+                        f"{where}: recipe {rec.name} on a grouped layer: its wgrad would reduce each expert's tokens "
+                        "through the forward's kernel, which has no per-expert reduction ranges (the grouped "
+                        "quantized wgrad reads FP8 1x128 copies only); use recipe fp8_block or bf16 for grouped "
+                        "layers")
 
 
 def _run_quantized(where, rec, x2d, w, bias, offsets, main_grad, experts):

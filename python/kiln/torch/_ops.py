@@ -169,16 +169,19 @@ def gemm_into(spec: str, n: int, k: int, a, b, out, b_scale=None, b_global=None,
 _FP8_QUANTIZE = re.compile(r"^quantize(\[experts=(\d+),layout=offsets\])? a=bf16 "
                            r"out=e4m3:(block1x128|block128x128)(:ue8m0)?( transpose=true)?$")
 _MX_QUANTIZE = re.compile(r"^quantize a=bf16 out=mxfp8( transpose=true)?$")
+_TENSOR_QUANTIZE = re.compile(r"^quantize a=bf16 out=e4m3(:tensor)?$")
 _TAKES = ("the operator takes 'quantize a=bf16 out=e4m3:block1x128[:ue8m0] [transpose=true]', "
           "'quantize a=bf16 out=e4m3:block128x128[:ue8m0]', "
           "'quantize[experts=E,layout=offsets] a=bf16 out=e4m3:block1x128[:ue8m0] transpose=true' (with offsets) "
-          "and 'quantize a=bf16 out=mxfp8 [transpose=true]'")
+          ", 'quantize a=bf16 out=mxfp8 [transpose=true]' and 'quantize a=bf16 out=e4m3' (one f32 scale)")
 
 
 def quantize_layout(spec: str, rows: int, cols: int):
     """((codes shape), (scales shape), scales dtype, experts) of an FP8 or MXFP8 quantize spec on an [rows, cols]
     input (experts = 0 but for the grouped column-wise copy), or UNSUPPORTED for a spec the torch
     operator does not take (docs/formats.md has the table)."""
+    if _TENSOR_QUANTIZE.match(spec):  # per-tensor current scaling: one f32 decode scale
+        return (rows, cols), (1,), torch.float32, 0
     mx = _MX_QUANTIZE.match(spec)
     if mx is not None:  # E8M0 scales per 32 along the row (transposed: [K, M], 32 tokens per scale)
         if mx.group(1):

@@ -394,7 +394,7 @@ TEST(BackwardPlanTest, QuantizedWgradPlansOnSm90a) {
                       "c2"),
               HasSubstr("grouped wgrad runs without clusters"));
   // Other archs and other quantized pairings (a per-channel W for dgrad): refused, naming what runs.
-  for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=f32 pass=wgrad",
+  for (const char* text : {"gemm a=e4m3:block1x128 b=e4m3:m out=f32 pass=wgrad",
                            "gemm a=e4m3:block1x128 b=e4m3:n out=bf16 pass=dgrad"}) {
     auto f = select_family(spec_of(text), a);
     ASSERT_FALSE(f.ok()) << text;
@@ -544,6 +544,21 @@ TEST(BackwardPlanTest, Mxfp8PassesAreTheForwardGemmOfColumnWiseCopies) {
   ASSERT_FALSE(gw.ok());
   EXPECT_EQ(gw.status().code(), StatusCode::kUnsupported);
   EXPECT_THAT(gw.status().message(), HasSubstr("wgrad dense"));
+  // Per-tensor FP8 wgrad: the forward's FP8 kernel on dYᵀ [N, M] and Xᵀ [K, M] (the transposed per-tensor
+  // codes), dense; grouped refused.
+  for (const char* text : {"gemm a=e4m3:tensor b=e4m3:tensor out=f32 pass=wgrad", "gemm a=e5m2 b=e4m3 out=bf16 pass=wgrad",
+                           "gemm a=e4m3 b=e4m3 out=f32 pass=wgrad accumulate=true"}) {
+    const KernelSpec s = spec_of(text);
+    EXPECT_TRUE(backward_runs_forward_gemm(s)) << text;
+    auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    EXPECT_EQ(p->families[bucket_index(4096)], KernelFamily::kSm90Gemm) << text;
+    EXPECT_TRUE(check_config(s, a, p->families[bucket_index(4096)], p->configs[bucket_index(4096)]).ok()) << text;
+  }
+  EXPECT_FALSE(backward_runs_forward_gemm(spec_of("gemm a=e4m3:block1x128 b=e4m3:m out=f32 pass=wgrad")));
+  auto gt = select_family(spec_of("grouped_gemm[experts=8,layout=offsets] a=e4m3 b=e4m3 out=f32 pass=wgrad"), a);
+  ASSERT_FALSE(gt.ok());
+  EXPECT_EQ(gt.status().code(), StatusCode::kUnsupported);
   // The forward keeps its pre-pass.
   auto fwd = make_plan(spec_of("gemm a=mxfp8 b=mxfp8 out=bf16"), sz, a, PlanOptions{}, nullptr);
   ASSERT_TRUE(fwd.ok());
