@@ -8,13 +8,14 @@ way in one process (anchors.bench_graph):
   frozen MXFP4 grouped dgrad (LoRA)          anchor: torch._grouped_mm on the bf16 dequantization of W
   FP8 1x128 wgrad (mode quantized)           anchors: torch.mm(dY.t(), X) in bf16; scaled_mm 1x128 x 1x128
   FP8 1x128 x 128x128 dgrad (mode quantized) anchors: torch.mm(dY, W) in bf16; scaled_mm 1x128 x 128x128 on Wᵀ
+  MXFP8 dgrad / wgrad, per-tensor FP8 wgrad  anchor: torch.mm in bf16 (--copies-only)
 
 bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
 layers' dgrad and wgrad at their largest token count. Each kiln output is checked against the anchor's (relative
 Frobenius error) before it is timed. Prints a markdown table and writes it with the raw figures to --out.
 
     python3 bench/bench_backward.py --out out/backward [--min-m 4096] [--out-dtype bf16] [--grouped-only]
-        [--frozen-only] [--fp8-block-only]
+        [--frozen-only] [--fp8-block-only] [--copies-only]
 Needs torch, a GPU and a built kiln (KILN_LIBRARY or build/capi/libkiln.so).
 """
 import argparse, json, os, sys
@@ -356,6 +357,75 @@ def fp8_block_dgrad_rows(rt, shapes):
     return rows
 
 
+def quantize_codes(rt, spec, a):
+    """(codes, scales) of a [R, C] bf16 through kiln's quantize spec (MXFP8 E8M0 per 32, or one f32 scale)."""
+    r, c = a.shape
+    if spec.endswith("transpose=true"):
+        codes, scales = torch.empty(c, r, device=dev, dtype=torch.uint8), torch.empty(c, r // 32, device=dev, dtype=torch.uint8)
+    elif "mxfp8" in spec:
+        codes, scales = torch.empty(r, c, device=dev, dtype=torch.uint8), torch.empty(r, c // 32, device=dev, dtype=torch.uint8)
+    else:
+        codes, scales = torch.empty(r, c, device=dev, dtype=torch.uint8), torch.empty(1, device=dev, dtype=torch.float32)
+    rt.plan(spec, 0, c, r).run(a, out=codes, out_scale=scales)
+    return codes, scales
+
+
+def decode(codes, scales):
+    """float32 values of MXFP8 (E8M0 per 32 along rows) or per-tensor e4m3 codes."""
+    v = codes.view(torch.float8_e4m3fn).float()
+    if scales.dtype == torch.uint8:
+        return v * torch.exp2(scales.float() - 127).repeat_interleave(32, dim=1)
+    return v * scales
+
+
+def copies_rows(rt, shapes, fmt):
+    """Mode quantized passes that are the forward's kernel on copies (docs/backward.md): MXFP8 dgrad on W's
+    column-wise copy and MXFP8 wgrad on dY's and X's (fmt "mxfp8"), or the per-tensor FP8 wgrad on the
+    transposed codes (fmt "e4m3"); bf16 out, GEMM only, against cuBLAS bf16 torch.mm on the same problem."""
+    rows = []
+    passes = ("dgrad", "wgrad") if fmt == "mxfp8" else ("wgrad",)
+    for m, n, k in shapes:
+        for pass_ in passes:
+            plan = rt.plan(f"gemm a={fmt} b={fmt} out=bf16 pass={pass_}", n, k, m)
+            plan.prepare()
+            q = f"quantize a=bf16 out={fmt}"
+
+            def make():
+                dy = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
+                other = (torch.randn(n, k, device=dev, dtype=torch.bfloat16) / n**0.5 if pass_ == "dgrad"
+                         else torch.randn(m, k, device=dev, dtype=torch.bfloat16))
+                if pass_ == "dgrad":  # dY along N; W's column-wise copy [K, N]
+                    a, sa = quantize_codes(rt, q, dy)
+                    b, sb = quantize_codes(rt, q + " transpose=true", other)
+                elif fmt == "mxfp8":  # the column-wise copies dYᵀ [N, M], Xᵀ [K, M]
+                    a, sa = quantize_codes(rt, q + " transpose=true", dy)
+                    b, sb = quantize_codes(rt, q + " transpose=true", other)
+                else:  # per-tensor: the transposed codes
+                    a, sa = quantize_codes(rt, q, dy)
+                    b, sb = quantize_codes(rt, q, other)
+                    a, b = a.t().contiguous(), b.t().contiguous()
+                out = torch.empty(m if pass_ == "dgrad" else n, k, device=dev, dtype=torch.bfloat16)
+                return dy, other, a, sa, b, sb, out
+
+            c0 = make()
+            dy, other, a, sa, b, sb, out = c0
+            plan.run(a, b, out=out, a_scale=sa, b_scale=sb)
+            ref = decode(a, sa) @ decode(b, sb).t()
+            err = rel_err(out.float(), ref)
+            del ref, c0
+            bytes_per = m * n * 3 + (n * k if pass_ == "dgrad" else m * k) * 3 + out.numel() * 2
+            copies = [make() for _ in range(copies_for(bytes_per, cap=4))]
+            kiln_ms = bench_graph([lambda c=c: plan.run(c[2], c[4], out=c[6], a_scale=c[3], b_scale=c[5]) for c in copies])
+            if pass_ == "dgrad":
+                bf16_ms = bench_graph([lambda c=c: torch.mm(c[0], c[1], out=c[6]) for c in copies])
+            else:
+                bf16_ms = bench_graph([lambda c=c: torch.mm(c[0].t(), c[1], out=c[6]) for c in copies])
+            rows.append(fp8_row(f"{pass_} {fmt if fmt == 'mxfp8' else 'fp8 tensor'}", m, n, k, kiln_ms,
+                                ("bf16_mm_ms", "bf16 mm ", bf16_ms), bf16_ms, None, err, config_for(plan, m)))
+            del copies
+    return rows
+
+
 def fmt_row(r):
     label = r["pass"] + (f" ({r['layer']})" if "layer" in r else "")
     return (f"| {label} | {r['m']} x {r['n']} x {r['k']} | {r['out']} | {r['kiln_ms']:.3f} | {r['anchor_ms']:.3f} | "
@@ -371,6 +441,8 @@ def main():
     ap.add_argument("--grouped-only", action="store_true", help="only the MoE layers' grouped dgrad and wgrad rows")
     ap.add_argument("--fp8-block-only", action="store_true",
                     help="only the FP8 quantized wgrad and dgrad rows (M = 4096 dense shapes and 4096 x 7168 x 16384)")
+    ap.add_argument("--copies-only", action="store_true",
+                    help="only the MXFP8 dgrad / wgrad and per-tensor FP8 wgrad rows (M = 4096 dense shapes)")
     ap.add_argument("--frozen-only", action="store_true",
                     help="only the frozen MXFP4 grouped dgrad rows (LoRA over gpt-oss-20b-sized experts)")
     args = ap.parse_args()
@@ -389,6 +461,10 @@ def main():
         if skipped:
             print(f"fp8 dgrad: shapes with N % 128 != 0 left out: {skipped}")
         rows += fp8_block_dgrad_rows(rt, [s for s in fp8 if s[1] % 128 == 0])
+    elif args.copies_only:
+        at_4096 = sorted({tuple(s) for s in dense if s[0] == 4096})
+        rows += copies_rows(rt, at_4096, "mxfp8")
+        rows += copies_rows(rt, at_4096, "e4m3")
     elif args.grouped_only:
         rows += grouped_rows(rt, shapes["moe"])
     elif not args.frozen_only:
@@ -398,7 +474,7 @@ def main():
     # gpt-oss-20b's experts: gate|up [32, 5760, 2880] and down [32, 2880, 2880].
     gpt_oss = [{"name": "gpt-oss-20b gate_up", "experts": 32, "n": 5760, "k": 2880},
                {"name": "gpt-oss-20b down", "experts": 32, "n": 2880, "k": 2880}]
-    if not (args.grouped_only or args.fp8_block_only):
+    if not (args.grouped_only or args.fp8_block_only or args.copies_only):
         rows += frozen_mxfp4_rows(rt, gpt_oss, [8, 16, 32, 64, 1024])
         # Block scales above 2^1 (bytes up to 130) take the decode kernel's two-fma conversion.
         rows += frozen_mxfp4_rows(rt, gpt_oss, [8, 16, 32], scale_bytes=(120, 130))
