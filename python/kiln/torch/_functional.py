@@ -166,8 +166,8 @@ def quantized_weight(rec: Recipe, w: torch.Tensor):
 
 
 def drop_quantized_copies(module: torch.nn.Module) -> int:
-    """Forgets every quantized copy kiln.torch cached for the parameters of `module` (fp8_block's FP8
-    weights, the transformers hook's packed experts), so the next call quantizes again. Needed after a
+    """Forgets every quantized copy kiln.torch cached for the parameters of `module` (the weight copies of
+    fp8_block, fp8_tensor and mxfp8, the transformers hook's packed experts), so the next call quantizes again. Needed after a
     write the version counter does not see: through `param.data` (`p.data.copy_(master)`), or by a
     wrapper that swaps storage (FSDP); in-place updates through the parameter itself (optimizers) are
     seen. Returns how many copies were dropped."""
