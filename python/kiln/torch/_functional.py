@@ -13,7 +13,9 @@ _TORCH_FORMAT = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f
 
 
 class _Layer(NamedTuple):
-    """What one call needs besides its tensors (hashable: the plans are cached by these texts)."""
+    """What one call needs besides its tensors (hashable: the plans are cached by these texts).
+    dgrad_on_wt: the forward's spec without its epilogue, which a quantized recipe's dgrad runs on Wᵀ
+    (m = M, n = K, k = N; the same product as its pass=dgrad spec, with Wᵀ made once per weight value)."""
 
     forward: str
     dgrad: str
@@ -21,6 +23,7 @@ class _Layer(NamedTuple):
     n: int
     k: int
     experts: int
+    dgrad_on_wt: str = ""
 
 
 @functools.lru_cache(maxsize=None)
@@ -28,7 +31,7 @@ def _layer(rec: Recipe, experts: int, bias: bool, wgrad_out: str, nvfp4_global: 
            wgrad_accumulate: bool = False) -> _Layer:
     specs = rec.specs(experts=experts, bias=bias, wgrad_out=wgrad_out, nvfp4_global=nvfp4_global,
                       wgrad_accumulate=wgrad_accumulate)
-    return _Layer(specs.forward, specs.dgrad, specs.wgrad, n, k, experts)
+    return _Layer(specs.forward, specs.dgrad, specs.wgrad, n, k, experts, specs.forward.split(' epilogue="', 1)[0])
 
 
 def format_of(dtype: torch.dtype) -> str:
@@ -128,11 +131,14 @@ def _cols_to(t: torch.Tensor, block: int) -> torch.Tensor:
 
 
 def _quantize_weight_now(rec: Recipe, w: torch.Tensor):
-    """(codes, scales, dgrad codes, dgrad scales) of w [N, K] or [E, N, K], each expert's rows padded with
-    zeros to N' (N up to a multiple of the recipe's block), so one call over the [E N', K] rows keeps every
-    block inside one expert. FP8 128x128 blocks: codes [(E,) N', K], scales [(E,) N'/128, K/128], and dgrad
-    reads the same (the blocks transpose exactly). MXFP8: codes [N', K], scales [N', K/32], and dgrad reads
-    W's column-wise copy [K, N'] with scales [K, N'/32] (blocks of 32 along N)."""
+    """(codes, scales, Wᵀ codes, Wᵀ scales) of w [N, K] or [E, N, K], each expert's rows padded with zeros
+    to N' (N up to a multiple of the recipe's block), so one call over the [E N', K] rows keeps every block
+    inside one expert. The first pair is the forward's b: FP8 128x128 blocks codes [(E,) N', K], scales
+    [(E,) N'/128, K/128]; per-tensor codes [N', K], scale [1]; MXFP8 codes [N', K], scales [N', K/32].
+    The second is dgrad's b, Wᵀ [(E,) K, N'] as a forward operand (dgrad runs the forward's kernel on it,
+    m = M, n = K, k = N'): the transposed codes and scale grid for 128x128 blocks and per-tensor scales
+    (both transpose exactly; made here once per weight value instead of in every backward), W's column-wise
+    copy for MXFP8 (blocks of 32 along N, scales [K, N'/32])."""
     block = block_of(rec)
     spec = f"quantize a=bf16 out={rec.w_format}"
     pad = -w.shape[-2] % block
@@ -140,17 +146,19 @@ def _quantize_weight_now(rec: Recipe, w: torch.Tensor):
     codes, scales = quantize(spec, rows.reshape(-1, w.shape[-1]))
     if w.dim() == 3:
         codes, scales = codes.view(*rows.shape), scales.view(w.shape[0], -1, scales.shape[-1])
-    if rec.w_format != "mxfp8":
-        return codes, scales, codes, scales
-    t_codes, t_scales = quantize(spec + " transpose=true", rows)  # dense only: [K, N']
+    if rec.w_format == "mxfp8":
+        t_codes, t_scales = quantize(spec + " transpose=true", rows)  # dense only: [K, N']
+        return codes, scales, t_codes, t_scales
+    t_codes = codes.transpose(-2, -1).contiguous()
+    t_scales = scales if scales.dim() == 1 else scales.transpose(-2, -1).contiguous()
     return codes, scales, t_codes, t_scales
 
 
 def quantized_weight(rec: Recipe, w: torch.Tensor):
-    """(codes, scales, dgrad codes, dgrad scales) of the bf16 weight w [N, K] (grouped: [E, N, K]) in the
+    """(codes, scales, Wᵀ codes, Wᵀ scales) of the bf16 weight w [N, K] (grouped: [E, N, K]) in the
     recipe's w_format, each expert's rows padded with zeros to a multiple of the recipe's block (the blocks
     dgrad tiles N with; the forward reads the first N rows, whose codes and scales the zero rows do not
-    change); dgrad's pair is the same tensors for FP8 128x128 blocks and W's column-wise copy for MXFP8.
+    change); the second pair is what dgrad reads (_quantize_weight_now).
     Made once per value of w: cached on the tensor and remade when its version counter moves (the
     optimizer's in-place update), so the micro-batches of one step share one quantization."""
     if type(w) not in (torch.Tensor, torch.nn.Parameter) or torch.compiler.is_compiling():
@@ -220,8 +228,8 @@ class _KilnQuantizedLinear(torch.autograd.Function):
         if ctx.needs_input_grad[0] or ctx.tensor_scaled:  # over N' = N up to the block
             dy_codes, dy_scales = quantize(ctx.row, _cols_to(dy, block))
         if ctx.needs_input_grad[0]:  # dY's zero columns meet W's zero rows
-            dx = gemm(layer.dgrad, dy_codes.shape[1], layer.k, dy_codes, dg_codes, dg_scales, None, offsets, None,
-                      dy_scales)
+            dx = gemm(layer.dgrad_on_wt, layer.k, dy_codes.shape[1], dy_codes, dg_codes, dg_scales, None, offsets,
+                      None, dy_scales)
         if ctx.needs_input_grad[1]:
             if ctx.tensor_scaled:  # dYᵀ: the transposed codes of dgrad's dY, the same scale
                 dyt_codes, dyt_scales = _rows_to(dy_codes[:, :layer.n], block).t().contiguous(), dy_scales
@@ -272,15 +280,16 @@ def quantized_layer(rec: Recipe, n: int, k: int, has_bias: bool, into_main_grad:
 
 
 def quantized_plans(rec: Recipe, layer: _Layer):
-    """(spec, n, k) of every plan a quantized layer's call runs: the three GEMMs (dgrad over N rounded up
-    to the recipe's block) and the quantizers of W, X and dY (n = 0, k = the input's columns)."""
+    """(spec, n, k) of every plan a quantized layer's call runs: the three GEMMs (dgrad: the forward's
+    kernel on Wᵀ, n = K, k = N rounded up to the recipe's block) and the quantizers of W, X and dY (n = 0,
+    k = the input's columns)."""
     block = block_of(rec)
     n, k, n_blocks = layer.n, layer.k, -(-layer.n // block) * block
     row = f"quantize a=bf16 out={rec.x_format}"
     w_row = f"quantize a=bf16 out={rec.w_format}"
     columnwise = _grouped_columnwise_spec(row, layer.experts) if layer.experts else row + " transpose=true"
-    plans = [(layer.forward, n, k), (layer.dgrad, n_blocks, k), (layer.wgrad, n, k), (w_row, 0, k), (row, 0, k),
-             (row, 0, n_blocks)]
+    plans = [(layer.forward, n, k), (layer.dgrad_on_wt, k, n_blocks), (layer.wgrad, n, k), (w_row, 0, k),
+             (row, 0, k), (row, 0, n_blocks)]
     if rec.x_format != "e4m3":  # per-tensor copies are transposed codes, not quantizer runs
         plans += [(columnwise, 0, k), (columnwise, 0, n)]
     if rec.w_format == "mxfp8":  # W's column-wise copy for dgrad
