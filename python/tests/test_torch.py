@@ -394,7 +394,7 @@ def test_repeat_backward_is_bitwise_equal():
 
 
 @cuda
-@pytest.mark.parametrize("recipe", ["bf16", "fp8_block"])
+@pytest.mark.parametrize("recipe", ["bf16", "fp8_block", "mxfp8", "fp8_tensor"])
 def test_activation_checkpointing_recomputes_the_same_forward(recipe):
     # torch.utils.checkpoint runs the forward again in the backward: the gradients equal the plain run's
     # bitwise (kiln is deterministic; fp8_block's weight quantization is reused, X's recomputed).
@@ -433,6 +433,39 @@ def test_cuda_graph_capture_after_prepare():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(y, ref)
+
+
+@cuda
+@pytest.mark.parametrize("recipe", ["fp8_block", "mxfp8", "fp8_tensor"])
+def test_quantized_recipes_capture_and_compile(recipe):
+    # After prepare() the forward (quantizers and GEMM) captures into a CUDA graph and replays bitwise; the
+    # compiled forward and backward equal eager bitwise.
+    torch.manual_seed(5)
+    layer = kt.Linear(256, 192, recipe=recipe, device="cuda")
+    assert kt.prepare(layer) >= 6
+    x = torch.randn(40, 256, dtype=torch.bfloat16, device="cuda")
+    with torch.no_grad():
+        ref = layer(x).clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.no_grad():
+        layer(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        y = layer(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, ref)
+    xg = x.clone().requires_grad_()
+    eager = layer(xg)
+    eager.sum().backward()
+    dx, dw = xg.grad.clone(), layer.weight.grad.clone()
+    xg.grad = None
+    layer.weight.grad = None
+    out = torch.compile(layer)(xg)
+    out.sum().backward()
+    assert torch.equal(out, eager) and torch.equal(xg.grad, dx) and torch.equal(layer.weight.grad, dw)
 
 
 @cuda
