@@ -4,9 +4,11 @@ recipe fp8_block (X and dY quantized to 1x128 blocks, W to 128x128 blocks once p
 forward, dgrad and wgrad GEMMs in FP8), with bf16 master weights, dW added into fp32 main_grad over
 two micro-batches, and AdamW. The same MLP on recipe bf16 runs beside it from the same weights.
 With --experts E the MLP is a mixture of E experts (GroupedLinear layers; each token routed to one
-expert, the tokens sorted by expert), trained the same way through the grouped FP8 kernels.
+expert, the tokens sorted by expert), trained the same way through the grouped FP8 kernels. --recipe
+mxfp8 or fp8_tensor (dense only) trains with MXFP8 blocks or per-tensor current scaling instead.
 
     KILN_LIBRARY=build/capi/libkiln.so python3 examples/training/fp8_block_step.py [--steps 30] [--experts 8]
+        [--recipe fp8_block|mxfp8|fp8_tensor]
 
 Prints both losses every 5 steps and the median time of a training step (two micro-batches' forward
 and backward and the optimizer step) for each recipe.
@@ -63,14 +65,16 @@ def main():
     ap.add_argument("--inner", type=int, default=14336)
     ap.add_argument("--tokens", type=int, default=4096, help="tokens per micro-batch")
     ap.add_argument("--experts", type=int, default=0, help="a mixture of this many experts (grouped layers)")
+    ap.add_argument("--recipe", default="fp8_block", choices=["fp8_block", "mxfp8", "fp8_tensor"],
+                    help="the quantized recipe trained beside bf16")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("fp8_block_step.py: needs a CUDA GPU")
     torch.manual_seed(0)
     if args.experts < 0:
         sys.exit(f"fp8_block_step.py: --experts {args.experts}; expected 0 (a dense MLP) or more")
-    models = {name: MLP(args.hidden, args.inner, name, args.experts) for name in ("fp8_block", "bf16")}
-    models["bf16"].load_state_dict(models["fp8_block"].state_dict())
+    models = {name: MLP(args.hidden, args.inner, name, args.experts) for name in (args.recipe, "bf16")}
+    models["bf16"].load_state_dict(models[args.recipe].state_dict())
     opts = {}
     for name, model in models.items():
         kt.prepare(model)
@@ -99,7 +103,7 @@ def main():
                 times[name].append(start.elapsed_time(end))
             losses[name] = (total / len(batches)).item()
         if step % 5 == 0 or step == args.steps - 1:
-            print(f"step {step:3d}  loss fp8_block {losses['fp8_block']:.5f}  bf16 {losses['bf16']:.5f}")
+            print(f"step {step:3d}  loss {args.recipe} {losses[args.recipe]:.5f}  bf16 {losses['bf16']:.5f}")
     for name, t in times.items():
         if t:
             print(f"{name}: {statistics.median(t):.2f} ms per step (median of {len(t)})")
