@@ -27,6 +27,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 from anchors import bench_graph, copies_for  # noqa: E402
 import kiln  # noqa: E402
+import kiln.torch as kt  # noqa: E402  (kt.quantize: kiln's quantizers with the layouts of docs/formats.md)
 
 dev = torch.device("cuda")
 
@@ -357,19 +358,6 @@ def fp8_block_dgrad_rows(rt, shapes):
     return rows
 
 
-def quantize_codes(rt, spec, a):
-    """(codes, scales) of a [R, C] bf16 through kiln's quantize spec (MXFP8 E8M0 per 32, or one f32 scale)."""
-    r, c = a.shape
-    if spec.endswith("transpose=true"):
-        codes, scales = torch.empty(c, r, device=dev, dtype=torch.uint8), torch.empty(c, r // 32, device=dev, dtype=torch.uint8)
-    elif "mxfp8" in spec:
-        codes, scales = torch.empty(r, c, device=dev, dtype=torch.uint8), torch.empty(r, c // 32, device=dev, dtype=torch.uint8)
-    else:
-        codes, scales = torch.empty(r, c, device=dev, dtype=torch.uint8), torch.empty(1, device=dev, dtype=torch.float32)
-    rt.plan(spec, 0, c, r).run(a, out=codes, out_scale=scales)
-    return codes, scales
-
-
 def decode(codes, scales):
     """float32 values of MXFP8 (E8M0 per 32 along rows) or per-tensor e4m3 codes."""
     v = codes.view(torch.float8_e4m3fn).float()
@@ -395,14 +383,14 @@ def copies_rows(rt, shapes, fmt):
                 other = (torch.randn(n, k, device=dev, dtype=torch.bfloat16) / n**0.5 if pass_ == "dgrad"
                          else torch.randn(m, k, device=dev, dtype=torch.bfloat16))
                 if pass_ == "dgrad":  # dY along N; W's column-wise copy [K, N]
-                    a, sa = quantize_codes(rt, q, dy)
-                    b, sb = quantize_codes(rt, q + " transpose=true", other)
+                    a, sa = kt.quantize(q, dy)
+                    b, sb = kt.quantize(q + " transpose=true", other)
                 elif fmt == "mxfp8":  # the column-wise copies dYᵀ [N, M], Xᵀ [K, M]
-                    a, sa = quantize_codes(rt, q + " transpose=true", dy)
-                    b, sb = quantize_codes(rt, q + " transpose=true", other)
+                    a, sa = kt.quantize(q + " transpose=true", dy)
+                    b, sb = kt.quantize(q + " transpose=true", other)
                 else:  # per-tensor: the transposed codes
-                    a, sa = quantize_codes(rt, q, dy)
-                    b, sb = quantize_codes(rt, q, other)
+                    a, sa = kt.quantize(q, dy)
+                    b, sb = kt.quantize(q, other)
                     a, b = a.t().contiguous(), b.t().contiguous()
                 out = torch.empty(m if pass_ == "dgrad" else n, k, device=dev, dtype=torch.bfloat16)
                 return dy, other, a, sa, b, sb, out

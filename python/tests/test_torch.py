@@ -109,35 +109,28 @@ def test_fp8_block_layers_check_their_sizes():
                          recipe="fp8_block").shape == (8, 200)
 
 
-def test_mxfp8_recipe_shapes_and_errors():
+# (recipe, K, a K off its rule, the row quantize spec, its scales' shape and dtype for a [64, K] input)
+_RECIPE_SIZES = [("mxfp8", 96, 80, "quantize a=bf16 out=mxfp8", (64, 3), torch.uint8),
+                 ("fp8_tensor", 48, 40, "quantize a=bf16 out=e4m3", (1,), torch.float32)]
+
+
+@pytest.mark.parametrize("recipe,k,bad_k,row,scale_shape,scale_dtype", _RECIPE_SIZES)
+def test_mxfp8_and_fp8_tensor_shapes_and_errors(recipe, k, bad_k, row, scale_shape, scale_dtype):
     with _fake_mode():
-        layer = kt.Linear(96, 200, recipe="mxfp8", device="cuda")  # K in 32-blocks; N any multiple of 8
-        y = layer(torch.empty(3, 50, 96, dtype=torch.bfloat16, device="cuda"))
+        layer = kt.Linear(k, 200, recipe=recipe, device="cuda")  # K in its blocks / 16-byte rows; N any multiple of 8
+        y = layer(torch.empty(3, 50, k, dtype=torch.bfloat16, device="cuda"))
         assert y.shape == (3, 50, 200) and y.dtype == torch.bfloat16
-        a = torch.empty(64, 96, dtype=torch.bfloat16, device="cuda")
-        codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=mxfp8", a)
-        assert codes.shape == (64, 96) and scales.shape == (64, 3) and scales.dtype == torch.uint8
-        codes, scales = torch.ops.kiln.quantize("quantize a=bf16 out=mxfp8 transpose=true", a)
-        assert codes.shape == (96, 64) and scales.shape == (96, 2)
-    with pytest.raises(kiln.KilnError, match=r"in_features=80 is not a multiple of 32"):
-        kt.Linear(80, 64, recipe="mxfp8")
-    with pytest.raises(kiln.KilnError, match="recipe mxfp8 on a grouped layer") as info:
-        kt.GroupedLinear(4, 64, 64, recipe="mxfp8")
-    assert info.value.status == kiln.Status.UNSUPPORTED
-
-
-def test_fp8_tensor_recipe_shapes_and_errors():
-    with _fake_mode():
-        layer = kt.Linear(48, 200, recipe="fp8_tensor", device="cuda")  # K in 16-byte rows; N any multiple of 8
-        y = layer(torch.empty(70, 48, dtype=torch.bfloat16, device="cuda"))
-        assert y.shape == (70, 200) and y.dtype == torch.bfloat16
-        codes, scale = torch.ops.kiln.quantize("quantize a=bf16 out=e4m3", torch.empty(70, 48, dtype=torch.bfloat16,
-                                                                                       device="cuda"))
-        assert codes.shape == (70, 48) and scale.shape == (1,) and scale.dtype == torch.float32
-    with pytest.raises(kiln.KilnError, match=r"in_features=40 is not a multiple of 16"):
-        kt.Linear(40, 64, recipe="fp8_tensor")
-    with pytest.raises(kiln.KilnError, match="recipe fp8_tensor on a grouped layer") as info:
-        kt.GroupedLinear(4, 64, 64, recipe="fp8_tensor")
+        a = torch.empty(64, k, dtype=torch.bfloat16, device="cuda")
+        codes, scales = torch.ops.kiln.quantize(row, a)
+        assert codes.shape == (64, k) and scales.shape == scale_shape and scales.dtype == scale_dtype
+        if recipe == "mxfp8":
+            codes, scales = torch.ops.kiln.quantize(row + " transpose=true", a)
+            assert codes.shape == (k, 64) and scales.shape == (k, 2)
+    block = 32 if recipe == "mxfp8" else 16
+    with pytest.raises(kiln.KilnError, match=rf"in_features={bad_k} is not a multiple of {block}"):
+        kt.Linear(bad_k, 64, recipe=recipe)
+    with pytest.raises(kiln.KilnError, match=f"recipe {recipe} on a grouped layer") as info:
+        kt.GroupedLinear(4, 64, 64, recipe=recipe)
     assert info.value.status == kiln.Status.UNSUPPORTED
 
 

@@ -303,11 +303,11 @@ def check_quantized_sizes(where: str, rec: Recipe, n: int, k: int, experts: int)
     block = block_of(rec)
     if k % block:
         what = "16-byte rows of X's and W's FP8 codes" if block == 16 else "the quantization block of X and W along K"
-        _fail(f"{where}: recipe {rec.name} needs in_features (the weight's K) to be a multiple of {block}, {what}; "
-              f"got {k}")
+        _fail(f"{where}: in_features={k} is not a multiple of {block}: recipe {rec.name} needs in_features (the "
+              f"weight's K) to be a multiple of {block} ({what})")
     if n % 8:
-        _fail(f"{where}: recipe {rec.name} needs out_features (the weight's N) to be a multiple of 8 (16-byte rows "
-              f"of Y and of dY's copies); got {n}")
+        _fail(f"{where}: out_features={n} is not a multiple of 8: recipe {rec.name} needs out_features (the "
+              f"weight's N) to be a multiple of 8 (16-byte rows of Y and of dY's copies)")
     if experts and rec.x_format in ("mxfp8", "e4m3"):
         raise KilnError(Status.UNSUPPORTED,
                         f"{where}: recipe {rec.name} on a grouped layer: its wgrad would reduce each expert's tokens "

@@ -79,12 +79,6 @@ class _KilnLayer(torch.nn.Module):
             if dtype != torch.bfloat16:
                 raise KilnError(Status.INVALID_ARGUMENT,
                                 f"{name}: recipe {self.recipe.name} keeps a bfloat16 master weight; got dtype={dtype}")
-            block = _functional.block_of(self.recipe)
-            for what, size, rule in (("in_features", in_features, block), ("out_features", out_features, 8)):
-                if size % rule:
-                    raise KilnError(Status.INVALID_ARGUMENT,
-                                    f"{name}: {what}={size} is not a multiple of {rule}, which the recipe "
-                                    f"{self.recipe.name} needs ({'the quantization block along K' if rule == block else '16-byte rows of Y and the copies'})")
             _functional.check_quantized_sizes(name, self.recipe, out_features, in_features, experts)
         if self.recipe.frozen:
             block = _BLOCK[self.recipe.weight]

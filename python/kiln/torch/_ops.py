@@ -219,6 +219,8 @@ def run_quantize(spec: str, a, offsets=None):
     column-wise copy's columns past the last expert's blocks are left as allocated (no GEMM reads them)."""
     codes_shape, scale_shape, scale_dtype, experts = quantize_layout(spec, a.shape[0], a.shape[1])
     _check_offsets(spec, experts, a, offsets)
+    if a.device.type != "cuda":  # before anything asks the CUDA runtime
+        raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: a is on {a.device}; kiln runs on CUDA devices")
     p = _capture_ready(spec, 0, a.shape[1])  # n: unused by quantize specs
     codes = torch.empty(codes_shape, dtype=torch.uint8, device=a.device)
     scales = torch.empty(scale_shape, dtype=scale_dtype, device=a.device)
@@ -244,10 +246,6 @@ def quantize(spec: str, a, offsets=None):
     the grouped spec's cumulative row ends (int32 [E], on a's device)."""
     if a.dim() != 2:
         raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: a must be 2-D [M, K], got {list(a.shape)}")
-    experts = quantize_layout(spec, a.shape[0], a.shape[1])[3]  # the spec and offsets first, then the device
-    _check_offsets(spec, experts, a, offsets)
-    if a.device.type != "cuda" and a.device.type != "meta":
-        raise KilnError(Status.INVALID_ARGUMENT, f"kiln.torch.quantize: a is on {a.device}; kiln runs on CUDA devices")
     if torch.compiler.is_compiling() or not _plain(a, offsets):
         return quantize_op(spec, a, offsets)
     return run_quantize(spec, a, offsets)
