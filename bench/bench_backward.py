@@ -8,7 +8,7 @@ way in one process (anchors.bench_graph):
   frozen MXFP4 grouped dgrad (LoRA)          anchor: torch._grouped_mm on the bf16 dequantization of W
   FP8 1x128 wgrad (mode quantized)           anchors: torch.mm(dY.t(), X) in bf16; scaled_mm 1x128 x 1x128
   FP8 1x128 x 128x128 dgrad (mode quantized) anchors: torch.mm(dY, W) in bf16; scaled_mm 1x128 x 128x128 on Wᵀ
-  MXFP8 dgrad / wgrad, per-tensor FP8 wgrad  anchor: torch.mm in bf16 (--copies-only)
+  MXFP8 dgrad / wgrad, per-tensor FP8 wgrad, row-wise FP8 dgrad / wgrad  anchor: torch.mm in bf16 (--copies-only)
 
 bf16 operands (mode high_precision), every dense shape of bench/shapes.json with M >= --min-m and the MoE
 layers' dgrad and wgrad at their largest token count. Each kiln output is checked against the anchor's (relative
@@ -359,24 +359,27 @@ def fp8_block_dgrad_rows(rt, shapes):
 
 
 def decode(codes, scales):
-    """float32 values of MXFP8 (E8M0 per 32 along rows) or per-tensor e4m3 codes."""
+    """float32 values of MXFP8 (E8M0 per 32 along rows), per-row ([rows] f32) or per-tensor e4m3 codes."""
     v = codes.view(torch.float8_e4m3fn).float()
     if scales.dtype == torch.uint8:
         return v * torch.exp2(scales.float() - 127).repeat_interleave(32, dim=1)
-    return v * scales
+    return v * (scales[:, None] if scales.numel() > 1 else scales)
 
 
 def copies_rows(rt, shapes, fmt):
     """Mode quantized passes that are the forward's kernel on copies (docs/backward.md): MXFP8 dgrad on W's
-    column-wise copy and MXFP8 wgrad on dY's and X's (fmt "mxfp8"), or the per-tensor FP8 wgrad on the
-    transposed codes (fmt "e4m3"); bf16 out, GEMM only, against cuBLAS bf16 torch.mm on the same problem."""
+    column-wise copy and MXFP8 wgrad on dY's and X's (fmt "mxfp8"), the per-tensor FP8 wgrad on the
+    transposed codes (fmt "e4m3"), or the row-wise FP8 dgrad on W's per-column copy and wgrad on the
+    per-column copies of dY and X (fmt "rowwise"); bf16 out, GEMM only, against cuBLAS bf16 torch.mm on the
+    same problem."""
     rows = []
-    passes = ("dgrad", "wgrad") if fmt == "mxfp8" else ("wgrad",)
+    passes = ("wgrad",) if fmt == "e4m3" else ("dgrad", "wgrad")
+    ab = "a=e4m3:m b=e4m3:n" if fmt == "rowwise" else f"a={fmt} b={fmt}"
     for m, n, k in shapes:
         for pass_ in passes:
-            plan = rt.plan(f"gemm a={fmt} b={fmt} out=bf16 pass={pass_}", n, k, m)
+            plan = rt.plan(f"gemm {ab} out=bf16 pass={pass_}", n, k, m)
             plan.prepare()
-            q = f"quantize a=bf16 out={fmt}"
+            q = "quantize a=bf16 out=e4m3:m" if fmt == "rowwise" else f"quantize a=bf16 out={fmt}"
 
             def make():
                 dy = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
@@ -385,7 +388,7 @@ def copies_rows(rt, shapes, fmt):
                 if pass_ == "dgrad":  # dY along N; W's column-wise copy [K, N]
                     a, sa = kt.quantize(q, dy)
                     b, sb = kt.quantize(q + " transpose=true", other)
-                elif fmt == "mxfp8":  # the column-wise copies dYᵀ [N, M], Xᵀ [K, M]
+                elif fmt != "e4m3":  # the column-wise copies dYᵀ [N, M], Xᵀ [K, M]
                     a, sa = kt.quantize(q + " transpose=true", dy)
                     b, sb = kt.quantize(q + " transpose=true", other)
                 else:  # per-tensor: the transposed codes
@@ -408,7 +411,8 @@ def copies_rows(rt, shapes, fmt):
                 bf16_ms = bench_graph([lambda c=c: torch.mm(c[0], c[1], out=c[6]) for c in copies])
             else:
                 bf16_ms = bench_graph([lambda c=c: torch.mm(c[0].t(), c[1], out=c[6]) for c in copies])
-            rows.append(fp8_row(f"{pass_} {fmt if fmt == 'mxfp8' else 'fp8 tensor'}", m, n, k, kiln_ms,
+            name = {"mxfp8": "mxfp8", "e4m3": "fp8 tensor", "rowwise": "fp8 per-row copies"}[fmt]
+            rows.append(fp8_row(f"{pass_} {name}", m, n, k, kiln_ms,
                                 ("bf16_mm_ms", "bf16 mm ", bf16_ms), bf16_ms, None, err, config_for(plan, m)))
             del copies
     return rows
@@ -430,7 +434,8 @@ def main():
     ap.add_argument("--fp8-block-only", action="store_true",
                     help="only the FP8 quantized wgrad and dgrad rows (M = 4096 dense shapes and 4096 x 7168 x 16384)")
     ap.add_argument("--copies-only", action="store_true",
-                    help="only the MXFP8 dgrad / wgrad and per-tensor FP8 wgrad rows (M = 4096 dense shapes)")
+                    help="only the MXFP8 dgrad / wgrad, per-tensor FP8 wgrad and row-wise FP8 dgrad / wgrad rows "
+                         "(M = 4096 dense shapes)")
     ap.add_argument("--frozen-only", action="store_true",
                     help="only the frozen MXFP4 grouped dgrad rows (LoRA over gpt-oss-20b-sized experts)")
     args = ap.parse_args()
@@ -453,6 +458,7 @@ def main():
         at_4096 = sorted({tuple(s) for s in dense if s[0] == 4096})
         rows += copies_rows(rt, at_4096, "mxfp8")
         rows += copies_rows(rt, at_4096, "e4m3")
+        rows += copies_rows(rt, at_4096, "rowwise")
     elif args.grouped_only:
         rows += grouped_rows(rt, shapes["moe"])
     elif not args.frozen_only:

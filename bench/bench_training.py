@@ -10,7 +10,8 @@ steps) and checks the gradients (relative Frobenius error):
                 timed apart as w_quant_ms) vs the bf16 step of torch.nn.functional.linear, at the M = 4096
                 shapes of bench/shapes.json; errors of dX and dW against the bf16 step's.
   dense mxfp8   (--cases mxfp8) the same with recipe mxfp8: X, W and dY in MXFP8, W's column-wise copy
-                for dgrad, X's and dY's for wgrad; (--cases fp8_tensor) with per-tensor current scaling.
+                for dgrad, X's and dY's for wgrad; (--cases fp8_tensor) with per-tensor current scaling;
+                (--cases fp8_rowwise) per-token X and dY, per-channel W, per-row copies for dgrad / wgrad.
   grouped bf16  kiln.torch.GroupedLinear vs torch._grouped_mm with autograd; dX, dW against the anchor's.
   grouped fp8   (with --cases fp8) kiln.torch.GroupedLinear recipe fp8_block (each expert's tokens in their
                 own 128-token blocks for wgrad) vs the bf16 torch._grouped_mm step, at the grouped shapes
@@ -27,7 +28,7 @@ kiln and the grouped anchor, with the routing (sort by expert) made before the t
 scatter-reduce is a deterministic sum over each token's top-k slots. A last kiln row times
 kiln.torch.MoEExperts, which sorts the routing inside every step.
 
-    KILN_LIBRARY=build/capi/libkiln.so python3 bench/bench_training.py [--cases dense,fp8,mxfp8,fp8_tensor,grouped,moe] [--out DIR]
+    KILN_LIBRARY=build/capi/libkiln.so python3 bench/bench_training.py [--cases dense,fp8,mxfp8,fp8_tensor,fp8_rowwise,grouped,moe] [--out DIR]
 """
 
 import argparse
@@ -334,7 +335,7 @@ def main():
     if "fp8" in cases:
         rows += fp8_cases(args.reps)
         rows += grouped_cases(args.reps, "fp8_block")
-    for recipe in ("mxfp8", "fp8_tensor"):
+    for recipe in ("mxfp8", "fp8_tensor", "fp8_rowwise"):
         if recipe in cases:
             rows += fp8_cases(args.reps, recipe)
     if "grouped" in cases:

@@ -25,8 +25,10 @@ using std::to_string;
 // The scale of operand a or b per its spec. rows: M (a) or N (b); experts: b's leading dimension
 // (-1 for none). x_as_b: wgrad's b is X, scaled like the forward's a (per token, 1x128 and 1x32 blocks
 // along K over its M rows, masked: E * max_m) and passed in b's fields.
+// rows_name: what a per-row (m / n) scale vector counts, when not the forward's M (a) or N (b).
 Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpec& op, bool is_a, int64_t rows,
-                           int64_t k, int64_t experts, int device, CheckedOperands& c, bool x_as_b = false) {
+                           int64_t k, int64_t experts, int device, CheckedOperands& c, bool x_as_b = false,
+                           const char* rows_name = nullptr) {
   const Who n{name};
   const bool into_a = is_a && !x_as_b;
   const float** out = into_a ? &c.a_scale : &c.b_scale;
@@ -70,7 +72,10 @@ Status check_operand_scale(const char* name, const DLTensor* t, const OperandSpe
     case ScaleGranularity::kM:
     case ScaleGranularity::kN: {
       const int64_t count = per_expert * rows;
-      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device, [is_a, count, batch] {
+      KILN_ASSIGN_OR_RETURN(*out, check_f32_vector(n, t, count, device, [is_a, count, batch, rows_name] {
+                              if (rows_name != nullptr)
+                                return string("a per-row scale vector has ") + to_string(count) + " (" + rows_name +
+                                       (batch >= 0 ? " per expert" : "") + ")";
                               return string("a per-") + (is_a ? "token" : "channel") + " scale vector has " +
                                      to_string(count) + " (" + (is_a ? "M" : "N") +
                                      (batch >= 0 ? " per expert" : "") + ")";
@@ -184,9 +189,10 @@ Status check_columnwise_operands(const KernelSpec& spec, const ProblemSizes& siz
   if (ops.b->device.device_id != c.device || ops.out->device.device_id != c.device)
     return InvalidArgument("operands a, b and out must be on one device; found devices " + to_string(c.device) +
                            ", " + to_string(ops.b->device.device_id) + ", " + to_string(ops.out->device.device_id));
-  KILN_RETURN_IF_ERROR(check_operand_scale("a_scale", ops.a_scale, spec.a, true, sizes.n, m, -1, c.device, c));
-  KILN_RETURN_IF_ERROR(
-      check_operand_scale("b_scale", ops.b_scale, spec.b, true, sizes.k, m, -1, c.device, c, /*x_as_b=*/true));
+  KILN_RETURN_IF_ERROR(check_operand_scale("a_scale", ops.a_scale, spec.a, true, sizes.n, m, -1, c.device, c,
+                                           /*x_as_b=*/false, "N: one per row of dYᵀ, i.e. per column of dY"));
+  KILN_RETURN_IF_ERROR(check_operand_scale("b_scale", ops.b_scale, spec.b, true, sizes.k, m, -1, c.device, c,
+                                           /*x_as_b=*/true, "K: one per row of Xᵀ, i.e. per column of X"));
   // The kernel's producer addresses E8M0 column scales with 32-bit offsets (templates/kernels/sm90/producer.cuh).
   if (spec.b.scale == ScaleGranularity::kBlock1x128 && spec.b.scale_type == ScaleType::kUe8m0 &&
       sizes.k * c.lds_b > INT32_MAX)
@@ -299,7 +305,8 @@ Status check_operands(const KernelSpec& spec, const ProblemSizes& sizes, const O
         check_operand_scale("b_scale", ops.b_scale, spec.b, true, c.m, sizes.k, -1, c.device, c, /*x_as_b=*/true));
   } else {
     KILN_RETURN_IF_ERROR(check_operand_scale("b_scale", ops.b_scale, spec.b, false, w_copy ? sizes.k : sizes.n,
-                                             w_copy ? sizes.n : sizes.k, experts, c.device, c));
+                                             w_copy ? sizes.n : sizes.k, experts, c.device, c, /*x_as_b=*/false,
+                                             w_copy ? "K: one per row of W's column-wise copy [K, N]" : nullptr));
   }
 
   // The NVFP4 global decode scale.

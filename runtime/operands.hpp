@@ -92,6 +92,8 @@ struct CheckedQuantize {
   int experts = 0, max_m = 0;
   bool masked = false;
   int64_t out_cols = 0;
+  // e4m3:m transpose=true: the copy's columns are out_cols (>= m; the rest zero codes).
+  bool columns = false;
 };
 StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const ProblemSizes& sizes,
                                                   const Operands& ops);

@@ -43,7 +43,8 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
                            " elements; the masked layout needs the experts' rows contiguous (stride(0) = max_m * "
                            "stride(1) = " + to_string(a.rows * a.ld) + ")");
   const QuantizeShape qs = quantize_shape(spec);
-  const bool transposed = qs.mode == QuantizeMode::kTransposed;
+  const bool columns = qs.mode == QuantizeMode::kColumns;  // e4m3:m transpose=true: scales per column of X
+  const bool transposed = qs.mode == QuantizeMode::kTransposed || columns;
   if (grouped) {
     q.experts = spec.experts;
     q.max_m = masked ? static_cast<int>(a.rows) : 0;
@@ -58,7 +59,7 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
     KILN_ASSIGN_OR_RETURN(q.group_rows, check_group_rows(Who{vname}, v, spec.experts, q.device,
                                                          masked ? "rows per expert" : "cumulative row ends per expert"));
   }
-  if (transposed && !grouped && q.m % qs.block != 0)
+  if (transposed && !grouped && !columns && q.m % qs.block != 0)
     return InvalidArgument("operand a: M = " + to_string(q.m) + " is not a multiple of " + to_string(qs.block) +
                            "; transpose=true quantizes blocks of " + to_string(qs.block) + " rows");
   // out: codes, written in 4-byte (mxfp4) or 8-byte chunks: rows and base aligned to that. Grouped: the
@@ -79,6 +80,23 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
                              to_string(need) + " (" + to_string(qs.block) + " x (ceil(M / " + to_string(qs.block) +
                              ") + E): every expert's rows rounded up to whole blocks)");
     q.out_cols = out_cols;
+  }
+  // Per-column scales: the copy [K, W] may be wider than M (W < M + 128, a multiple of 8): columns [M, W) are
+  // written as zero codes, so a copy padded to the GEMM's 16-byte rows needs no padded input.
+  if (columns) {
+    if (ops.out == nullptr || ops.out->ndim != 2)
+      return InvalidArgument("operand out: " +
+                             (ops.out == nullptr ? string("missing") : to_string(ops.out->ndim) + "-D") +
+                             "; out=e4m3:m transpose=true writes the copy [K, W] (W: M, or M padded up to 127 "
+                             "columns, a multiple of 8)");
+    out_cols = ops.out->shape[1];
+    if (out_cols < q.m || out_cols >= q.m + 128 || out_cols % 8 != 0)
+      return InvalidArgument("operand out: " + to_string(out_cols) + " columns for M = " + to_string(q.m) +
+                             " rows; out=e4m3:m transpose=true writes [K, W] with W a multiple of 8, M <= W < M + "
+                             "128 (columns past M are zero codes), e.g. W = " + to_string((q.m + 15) / 16 * 16) +
+                             " (M rounded up to 16, the 16-byte rows an FP8 GEMM reads)");
+    q.out_cols = out_cols;
+    q.columns = true;
   }
   const int64_t out_rows = transposed ? sizes.k : q.m;
   KILN_ASSIGN_OR_RETURN(Mat o, check_matrix("out", ops.out, spec.out.format, -1, out_rows, out_cols,
@@ -106,6 +124,16 @@ StatusOr<CheckedQuantize> check_quantize_operands(const KernelSpec& spec, const 
     case QuantizeMode::kTensor: {
       KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, 1, q.device,
                                                              "a per-tensor scale has exactly 1 (written)"));
+      q.scale = const_cast<float*>(s);
+      q.ld_scale = 1;
+      break;
+    }
+    case QuantizeMode::kColumns: {
+      const int64_t k = sizes.k;
+      KILN_ASSIGN_OR_RETURN(const float* s, check_f32_vector(n, ops.out_scale, sizes.k, q.device, [k] {
+                              return "transpose=true per-token scales: one f32 per column of a, i.e. per row of "
+                                     "the copy (K = " + to_string(k) + ")";
+                            }));
       q.scale = const_cast<float*>(s);
       q.ld_scale = 1;
       break;

@@ -26,8 +26,11 @@ Status quantize_launch(const Driver& d, const LoadedKernel& k, const LaunchRule&
   p.masked = q.masked ? 1 : 0;
   for (int i = 0; i < rule.phase_count; ++i) {
     const int phase = rule.phases[static_cast<size_t>(i)].phase;
-    // M = 0: nothing to read or write, but a tensor-scale spec still gets its scale (amax 0).
-    if (q.m == 0 && (phase == kiln_dev::kPhaseAmax || phase == kiln_dev::kPhaseQuantize)) continue;
+    // M = 0: nothing to read or write, but a tensor-scale spec still gets its scale (amax 0), and a
+    // per-column copy padded past M its zero codes.
+    if (q.m == 0 && (phase == kiln_dev::kPhaseAmax ||
+                     (phase == kiln_dev::kPhaseQuantize && !(q.columns && q.out_cols > 0))))
+      continue;
     p.phase = phase;
     const LaunchShape ls = rule.phase_shape(q.m, phase);
     void* args[] = {&p};

@@ -82,7 +82,7 @@ std::vector<float> transposed(const std::vector<float>& x, int64_t rows, int64_t
 // The CPU reference for the spec: codes and scales in the layout the kernel writes.
 StatusOr<QuantizedTensor> reference(const KernelSpec& spec, const std::vector<float>& x, int64_t m, int64_t k) {
   const QuantizeShape qs = quantize_shape(spec);
-  const bool t = qs.mode == QuantizeMode::kTransposed;
+  const bool t = spec.transpose;
   const std::vector<float> xt = t ? transposed(x, m, k) : std::vector<float>();
   const std::vector<float>& src = t ? xt : x;
   const int64_t rows = t ? k : m, cols = t ? m : k;
@@ -101,7 +101,8 @@ StatusOr<QuantizedTensor> reference(const KernelSpec& spec, const std::vector<fl
   o.scale_type = spec.out.scale_type == ScaleType::kUe8m0 ? ScaleType::kUe8m0 : ScaleType::kF32;
   switch (qs.mode) {
     case QuantizeMode::kTensor: o.blocking = numerics::Fp8Blocking::kTensor; break;
-    case QuantizeMode::kRow: o.blocking = numerics::Fp8Blocking::kRow; break;
+    case QuantizeMode::kRow:
+    case QuantizeMode::kColumns: o.blocking = numerics::Fp8Blocking::kRow; break;  // kColumns: rows of Xᵀ
     case QuantizeMode::kBlock2d: o.blocking = numerics::Fp8Blocking::kBlock128x128; break;
     default: o.blocking = numerics::Fp8Blocking::kBlock1x128; break;
   }
@@ -232,9 +233,17 @@ StatusOr<QuantizeCheckReport> run_quantize_check(Runtime& rt, const Plan& plan, 
   ScopedContext ctx;
   KILN_RETURN_IF_ERROR(ctx.enter(d, 0));
   const QuantizeShape qs = quantize_shape(spec);
-  const bool t = qs.mode == QuantizeMode::kTransposed;
+  const bool t = spec.transpose;
   const bool fp4 = format_bits(spec.out.format) == 4;
-  const int64_t out_rows = t ? k : m, out_cols = grouped ? w : t ? m : k;
+  // Per-column scales (e4m3:m transpose=true): the copy padded to whole 16-byte rows, as a GEMM over it reads
+  // it; the padding columns are zero codes.
+  const bool columns = qs.mode == QuantizeMode::kColumns;
+  const int64_t out_rows = t ? k : m, out_cols = grouped ? w : columns ? (m + 15) / 16 * 16 : t ? m : k;
+  if (columns && out_cols != m) {
+    std::vector<uint8_t> padded(static_cast<size_t>(k * out_cols), 0);
+    for (int64_t r = 0; r < k; ++r) std::copy_n(ref.data.begin() + r * m, m, padded.begin() + r * out_cols);
+    ref.data = std::move(padded);
+  }
   const size_t out_bytes = static_cast<size_t>(out_rows * (fp4 ? out_cols / 2 : out_cols));
   const bool f32_scales = spec.out.scale_type == ScaleType::kF32;
   const int64_t scale_count = static_cast<int64_t>(f32_scales ? ref.scales_f32.size() : ref.scale_bytes.size());
@@ -265,8 +274,8 @@ StatusOr<QuantizeCheckReport> run_quantize_check(Runtime& rt, const Plan& plan, 
   if (qs.mode == QuantizeMode::kTensor) {
     scale_shape[0] = 1;
     scale_ndim = 1;
-  } else if (qs.mode == QuantizeMode::kRow) {
-    scale_shape[0] = m;
+  } else if (qs.mode == QuantizeMode::kRow || qs.mode == QuantizeMode::kColumns) {
+    scale_shape[0] = qs.mode == QuantizeMode::kRow ? m : k;
     scale_ndim = 1;
   }
   int64_t global_shape[1] = {1};

@@ -31,6 +31,7 @@ const char* device_mode(QuantizeMode m) {
     case QuantizeMode::kBlockK: return "kiln_dev::QuantMode::kBlockK";
     case QuantizeMode::kBlock2d: return "kiln_dev::QuantMode::kBlock2d";
     case QuantizeMode::kTransposed: return "kiln_dev::QuantMode::kTransposed";
+    case QuantizeMode::kColumns: return "kiln_dev::QuantMode::kColumns";
   }
   return "kiln_dev::QuantMode::kBlockK";
 }

@@ -27,7 +27,10 @@ bool wgrad_reads_columnwise(const KernelSpec& spec) {
 }
 
 bool dgrad_reads_w_copy(const KernelSpec& spec) {
-  return spec.pass == Pass::kDgrad && spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8;
+  if (spec.pass != Pass::kDgrad) return false;
+  const bool mx = spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8;
+  const bool per_channel = format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) && spec.b.scale == ScaleGranularity::kN;
+  return mx || per_channel;
 }
 
 bool dgrad_reads_transposed_w(const KernelSpec& spec) {
@@ -38,9 +41,11 @@ bool backward_runs_forward_gemm(const KernelSpec& spec) {
   if (dgrad_reads_w_copy(spec)) return true;
   if (!wgrad_reads_columnwise(spec)) return false;
   const bool mx = spec.a.format == Format::kMxfp8 && spec.b.format == Format::kMxfp8;
-  const bool tensors = format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) &&
-                       spec.a.scale == ScaleGranularity::kTensor && spec.b.scale == ScaleGranularity::kTensor;
-  return mx || tensors;
+  // FP8 with a tensor or per-row scale on each copy: dYᵀ [N, M] (a: tensor | m) and Xᵀ [K, M] (b: tensor | n).
+  const bool rows = format_is_fp8(spec.a.format) && format_is_fp8(spec.b.format) &&
+                    (spec.a.scale == ScaleGranularity::kTensor || spec.a.scale == ScaleGranularity::kM) &&
+                    (spec.b.scale == ScaleGranularity::kTensor || spec.b.scale == ScaleGranularity::kN);
+  return mx || rows;
 }
 
 GemmView gemm_view(const KernelSpec& spec, const ProblemSizes& s) {

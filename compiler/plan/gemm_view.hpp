@@ -19,10 +19,12 @@
 // A quantized dgrad reduces over N, down W's columns. W's codes are quantized along K, but per-tensor and
 // 128 x 128 block scales transpose exactly, so the kernel reads Wᵀ: a copy the runtime writes into the
 // plan's workspace before the GEMM (runtime/dgrad_transpose.hpp; the caller passes W [N, K] as the
-// forward holds it). MXFP8's 1x32 blocks along K do not transpose: an MXFP8 dgrad takes W's column-wise
-// copy [K, N] (`quantize a=bf16 out=mxfp8 transpose=true` of the bf16 W: blocks of 32 along N) from the
-// caller, as it is, and an MXFP8 wgrad the column-wise copies of dY and X (blocks of 32 along M). Those
-// passes, and a per-tensor FP8 wgrad on dYᵀ and Xᵀ, are the forward GEMM of the copies
+// forward holds it). MXFP8's 1x32 blocks along K and per-channel FP8 scales (one per row of W, along
+// dgrad's reduction) do not transpose: such a dgrad takes W's column-wise copy [K, N] from the caller, as it
+// is (`quantize a=bf16 out=mxfp8 transpose=true` of the bf16 W: blocks of 32 along N; `quantize a=bf16
+// out=e4m3:m transpose=true`: one scale per row of the copy, b=e4m3:n), and an MXFP8 wgrad the column-wise
+// copies of dY and X (blocks of 32 along M). Those passes, and an FP8 wgrad with a tensor or per-row scale
+// on each copy (dYᵀ a=...:tensor|m, Xᵀ b=...:tensor|n), are the forward GEMM of the copies
 // (backward_runs_forward_gemm).
 //
 // "K-major": the stored rows run along m (or n) and each row is contiguous in k; "MN-major": the stored
@@ -55,18 +57,21 @@ struct GemmView {
 bool wgrad_reads_columnwise(const KernelSpec& spec);
 
 // Whether a dgrad spec takes W's column-wise copy Wᵀ [K, N] from the caller: mode quantized with MXFP8
-// on both sides (W's 1x32 blocks along K cannot be transposed into blocks along N).
+// on both sides (W's 1x32 blocks along K cannot be transposed into blocks along N), or FP8 with b=...:n
+// (the copy's scales [K], one per row of Wᵀ: a per-channel scale of W runs along the reduction).
 bool dgrad_reads_w_copy(const KernelSpec& spec);
 
 // Whether a dgrad spec reads W through the transposed copy the runtime writes: mode quantized with an
 // FP8 dY (validation makes W quantized too), W scaled per tensor or in 128 x 128 blocks.
 bool dgrad_reads_transposed_w(const KernelSpec& spec);
 
-// Whether a backward spec is the forward GEMM of its operands as given, in the view's (m, n, k): an
-// MXFP8 dgrad on W's column-wise copy, an MXFP8 wgrad on the column-wise copies of dY and X, or a
-// per-tensor FP8 wgrad on dYᵀ and Xᵀ (per-tensor codes transpose exactly: the copies are the transposed
-// codes of the forward's X and of dgrad's dY, with the same scales). Its reference and random inputs are
-// the forward's.
+// Whether a backward spec is the forward GEMM of its operands as given, in the view's (m, n, k): a dgrad
+// on W's column-wise copy (dgrad_reads_w_copy), an MXFP8 wgrad on the column-wise copies of dY and X, or
+// an FP8 wgrad on dYᵀ [N, M] and Xᵀ [K, M] with a tensor or per-row scale on each (a per-tensor scale
+// transposes exactly: those copies are the transposed codes of the forward's X and of dgrad's dY; a
+// per-row scale of a copy is one per column of dY or X, from `quantize ... e4m3:m transpose=true`). The
+// spec's scales are the forward kernel's (a: tensor | m, b: tensor | n). Its reference and random inputs
+// are the forward's.
 bool backward_runs_forward_gemm(const KernelSpec& spec);
 
 // The view of a pass with operands as the forward holds them (modes high_precision and dequantized).
@@ -84,7 +89,7 @@ inline ProblemSizes gemm_sizes(const KernelSpec& spec, const ProblemSizes& sizes
 //   fprop  a [M, K]  b [N, K]  out [M, N]
 //   dgrad  a [M, N]  b [N, K]  out [M, K]
 //   wgrad  a [M, N]  b [M, K]  out [N, K]    (mode quantized: a [N, M], b [K, M])
-//   (mode quantized MXFP8 dgrad: b [K, N])
+//   (dgrad_reads_w_copy: b [K, N])
 struct TensorShape {
   int64_t rows = 0, cols = 0;
 };

@@ -17,6 +17,7 @@ constexpr int kReferenceTile = 16;  // templates/kernels/reference_gemm.cuh: 16 
 constexpr int kQuantThreads = 256;  // kiln_dev::kQuantThreads
 constexpr int kTransposeCols = 64;  // kiln_dev::kTransposeCols
 constexpr int64_t kAmaxBlocks = 1024;  // the amax pass walks the tensor with at most this many CTAs
+constexpr int kColAmaxRows = 256;     // kiln_dev::kColAmaxRows
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -119,7 +120,17 @@ LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const Til
       for (int phase : quantize_phases(spec)) {
         PhaseRule p;
         p.phase = phase;
-        if (phase == kiln_dev::kPhaseAmax) {
+        if (qs.mode == QuantizeMode::kColumns && phase != kiln_dev::kPhaseQuantize) {
+          // Per-column scales: the init and finalize phases cover the K slots; the amax phase is one CTA
+          // per 64 columns x kColAmaxRows rows (not grid-strided: no cap).
+          if (phase == kiln_dev::kPhaseAmax) {
+            p.num = 1;
+            p.den = kColAmaxRows;
+            p.mult = ceil_div(k8, kTransposeCols);
+          } else {
+            p.add = ceil_div(k8, kQuantThreads);
+          }
+        } else if (phase == kiln_dev::kPhaseAmax) {
           p.num = k8 / 8;
           p.den = kQuantThreads;
           p.cap = kAmaxBlocks;
@@ -134,6 +145,13 @@ LaunchRule make_gemm_rule(const KernelSpec& spec, KernelFamily family, const Til
               p.den = qs.block;
               p.floor = spec.experts == 0;
               p.add = spec.experts;
+              p.mult = ceil_div(k8, kTransposeCols);
+              break;
+            case QuantizeMode::kColumns:
+              // The transposed tile walk over the copy's out_cols (M <= out_cols < M + 128) columns.
+              p.num = 1;
+              p.den = qs.block;
+              p.add = 1;
               p.mult = ceil_div(k8, kTransposeCols);
               break;
             case QuantizeMode::kTensor:

@@ -115,16 +115,17 @@ StatusOr<KernelFamily> backward_family(const KernelSpec& spec, const Arch& arch)
     return KernelFamily::kSm90Gemm;
   // Mode quantized: the sm90 family's wgrad of two FP8 1x128 column-wise copies (sm90_col_blocks), its
   // dgrad of FP8 dY with W scaled per tensor or in 128x128 blocks (dgrad_reads_transposed_w), and the
-  // MXFP8 passes that are its forward GEMM of column-wise copies (backward_runs_forward_gemm).
+  // passes that are its forward GEMM of copies (backward_runs_forward_gemm).
   if (*mode == BackwardMode::kQuantized)
     return Unsupported(head + "mode quantized runs on sm_90a: pass=wgrad (dense or grouped) with a=e4m3|e5m2:block1x128 "
-                              "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X), pass=dgrad with "
-                              "a=e4m3|e5m2:tensor|m|block1x128 (dY) and b=e4m3|e5m2:tensor|block128x128 (W), and "
-                              "a=mxfp8 b=mxfp8 (dgrad dense or grouped on W's column-wise copy; wgrad dense on the "
-                              "column-wise copies of dY and X), and pass=wgrad dense with a=e4m3|e5m2:tensor "
-                              "b=e4m3|e5m2:tensor (dYᵀ and Xᵀ); other quantized backward specs have no kernel: "
-                              "compute them in mode high_precision (two bf16 or two f16 operands) or dequantized "
-                              "(bf16 dY, b in its stored format)");
+                              "b=e4m3|e5m2:block1x128 (the column-wise copies of dY and X); pass=wgrad dense with "
+                              "a=e4m3|e5m2:tensor|m b=e4m3|e5m2:tensor|n (dYᵀ and Xᵀ, one scale per tensor or per row "
+                              "of each copy: a per-token X is b=...:n here) or a=mxfp8 b=mxfp8; pass=dgrad with "
+                              "a=e4m3|e5m2:tensor|m|block1x128 (dY) and b=e4m3|e5m2:tensor|block128x128 (W) or "
+                              "b=e4m3|e5m2:n (W's column-wise copy [K, N]), or a=mxfp8 b=mxfp8 (W's column-wise "
+                              "copy), dense or grouped; other quantized backward specs have no kernel: compute them "
+                              "in mode high_precision (two bf16 or two f16 operands) or dequantized (bf16 dY, b in "
+                              "its stored format)");
   KILN_RETURN_IF_ERROR(sm80_backward_supports(spec));
   return KernelFamily::kSm80Gemm;
 }

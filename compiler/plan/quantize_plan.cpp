@@ -49,9 +49,10 @@ Status quantize_supported(const KernelSpec& spec, const Arch& arch) {
     if (g == ScaleGranularity::kM && spec.out.scale_type != ScaleType::kF32)
       return Unsupported(out_text(spec) + ": per-token FP8 scales are written as f32 (what a=e4m3:m reads); use "
                                           "out=e4m3:m:f32");
-    if (spec.transpose && g != ScaleGranularity::kBlock1x128)
-      return Unsupported(out_text(spec) + " transpose=true: the transposed (blocks along M) form exists for "
-                                          "block1x128 (the 128x1 wgrad copy), mxfp8, mxfp4 and nvfp4");
+    if (spec.transpose && g != ScaleGranularity::kBlock1x128 && g != ScaleGranularity::kM)
+      return Unsupported(out_text(spec) + " transpose=true: the transposed (along M) form exists for m (one "
+                                          "scale per column of the input), block1x128 (the 128x1 wgrad copy), "
+                                          "mxfp8, mxfp4 and nvfp4");
     if (g != ScaleGranularity::kTensor && g != ScaleGranularity::kM && g != ScaleGranularity::kBlock1x128 &&
         g != ScaleGranularity::kBlock128x128)
       return Unsupported(out_text(spec) + ": e4m3 quantization takes tensor, m, block1x128 or block128x128 scales");
@@ -74,6 +75,7 @@ QuantizeShape quantize_shape(const KernelSpec& spec) {
       }
   }
   if (spec.transpose && s.mode == QuantizeMode::kBlockK) s.mode = QuantizeMode::kTransposed;
+  if (spec.transpose && s.mode == QuantizeMode::kRow) s = {QuantizeMode::kColumns, 128};
   return s;
 }
 
@@ -92,6 +94,7 @@ Status quantize_check_sizes(const KernelSpec& spec, const ProblemSizes& sizes) {
     return InvalidArgument("M x K = " + to_string(sizes.m) + " x " + to_string(sizes.k) +
                            " is too large; the quantize family indexes rows and columns with 32-bit integers");
   const QuantizeShape qs = quantize_shape(spec);
+  // kColumns: any M (the copy's columns are padded per call).
   if (qs.mode == QuantizeMode::kTransposed && spec.experts == 0 && sizes.m > 0 && sizes.m % qs.block != 0)
     return InvalidArgument("M=" + to_string(sizes.m) + " is not a multiple of " + to_string(qs.block) +
                            "; transpose=true quantizes blocks of " + to_string(qs.block) + " rows");
@@ -106,7 +109,8 @@ int64_t grouped_transposed_cols(const KernelSpec& spec, int64_t m) {
 
 bool quantize_needs_amax(const KernelSpec& spec) {
   return spec.out.format == Format::kNvfp4 ||
-         (spec.out.format == Format::kE4m3 && spec.out.scale == ScaleGranularity::kTensor);
+         (spec.out.format == Format::kE4m3 &&
+          (spec.out.scale == ScaleGranularity::kTensor || (spec.out.scale == ScaleGranularity::kM && spec.transpose)));
 }
 
 std::vector<int> quantize_phases(const KernelSpec& spec) {

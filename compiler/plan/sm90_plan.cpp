@@ -62,13 +62,15 @@ bool sm90_supports(const KernelSpec& spec, const Arch& arch) {
   // Quantized dgrad (dgrad_reads_transposed_w): the forward's FP8 kernel on dY and W's transposed copy,
   // dense or grouped; W scaled per tensor or in 128x128 blocks, the scales that transpose exactly (a
   // per-channel scale runs along dgrad's reduction).
-  // MXFP8 and per-tensor FP8 wgrad (backward_runs_forward_gemm): the forward's MXFP8 / FP8 kernel on the
-  // column-wise copies; MXFP8 dgrad dense or grouped (W's copy per expert), wgrad dense (a grouped one
-  // needs each expert's tokens in their own K range of the copies, which the forward kernel does not walk).
+  // Passes that are the forward's kernel on copies (backward_runs_forward_gemm): dgrad on W's column-wise
+  // copy (MXFP8, or FP8 b=...:n), dense or grouped (W's copy per expert); MXFP8 wgrad and FP8 wgrad with
+  // tensor / per-row scales on the copies, dense (a grouped one needs each expert's tokens in their own K
+  // range of the copies, which the forward kernel does not walk). Their scales obey the forward's rules.
   if (spec.pass != Pass::kFprop) {
     const bool quantized_dgrad = dgrad_reads_transposed_w(spec) && fp8_scale_ok(spec.a, true) &&
                                  fp8_scale_ok(spec.b, false) && spec.b.scale != ScaleGranularity::kN;
-    const bool copies = backward_runs_forward_gemm(spec) && (spec.pass == Pass::kDgrad || dense);
+    const bool copies = backward_runs_forward_gemm(spec) && (spec.pass == Pass::kDgrad || dense) &&
+                        (sm90_mx(spec) || (fp8_scale_ok(spec.a, true) && fp8_scale_ok(spec.b, false)));
     return (same16 || sm90_col_blocks(spec) || quantized_dgrad || copies) &&
            (o == Format::kBf16 || o == Format::kF16 || o == Format::kF32) &&
            spec.out.scale == ScaleGranularity::kNone && spec.gate_up == GateUp::kNone && spec.epilogue.empty();
@@ -168,9 +170,10 @@ Status sm90_check_config(const KernelSpec& spec, const Arch& arch, const TileCon
     return Unsupported(name + "the sm90 family needs sm_90a and two bf16, two f16, two FP8 (scales: a tensor, m "
                        "or block1x128; b tensor, n or block128x128) or two MXFP8 operands, and no stacked "
                        "gate|up; backward passes two bf16 or two f16 operands without an epilogue, a quantized "
-                       "wgrad of two FP8 block1x128, two per-tensor FP8 or two MXFP8 column-wise copies, a "
-                       "quantized dgrad of FP8 dY and a W scaled per tensor or in 128x128 blocks, or an MXFP8 "
-                       "dgrad on W's column-wise copy (" +
+                       "wgrad of two FP8 block1x128 column-wise copies, of FP8 copies scaled per tensor or per "
+                       "row (a tensor|m, b tensor|n) or of two MXFP8 copies, a quantized dgrad of FP8 dY and a W "
+                       "scaled per tensor or in 128x128 blocks, or an MXFP8 or per-channel FP8 dgrad on W's "
+                       "column-wise copy (" +
                        arch.name() + ")");
   const struct {
     const char* field;

@@ -19,22 +19,21 @@ StatusOr<BackwardSpecs> derive_backward(const KernelSpec& fprop, const BackwardO
     return InvalidArgument(head + "grad=" + format_name(o.grad) + "; gradients dY and dX are bf16 or f16");
   if (!format_is_high_precision(o.wgrad_out))
     return InvalidArgument(head + "wgrad_out=" + format_name(o.wgrad_out) + "; dW is written in bf16, f16 or f32");
-  // Mode quantized: FP8 forwards whose W scales transpose exactly (128x128 blocks, or a tensor scale), so
-  // dgrad reads the forward's W; dY is quantized to e4m3 like the forward's X (1x128 blocks along N, or a
-  // tensor scale), and wgrad reads the column-wise copies of dY and X in the forward's X granularity.
+  // Mode quantized (docs/backward.md): every FP8 forward. dY is quantized to e4m3 like the forward's X
+  // (tensor, per token or 1x128 blocks, along N) for dgrad, and along M for wgrad. dgrad reads the forward's
+  // W when its scales transpose exactly (tensor, 128x128 blocks); a per-channel W (n) is read through its
+  // column-wise copy [K, N] (scales along N), in the same spec. wgrad reads the column-wise copies of dY and
+  // X: 1x128 blocks along M for a 1x128 forward, otherwise one scale per row of each copy (a per-token X
+  // gives Xᵀ per row, b=...:n) or the transposed per-tensor codes.
   const bool fp8_pair = format_is_fp8(fprop.a.format) && format_is_fp8(fprop.b.format);
-  const bool blocks = fp8_pair && fprop.a.scale == ScaleGranularity::kBlock1x128 &&
-                      fprop.b.scale == ScaleGranularity::kBlock128x128;
-  const bool tensors = fp8_pair && fprop.a.scale == ScaleGranularity::kTensor && fprop.b.scale == ScaleGranularity::kTensor;
   // MXFP8 forwards: dY in MXFP8 (blocks of 32 along N), dgrad on W's column-wise copy (quantize ...
   // transpose=true of the bf16 W: blocks along N), wgrad on the column-wise copies of dY and X (blocks
   // along M), all in the forward's MXFP8.
   const bool mx = fprop.a.format == Format::kMxfp8 && fprop.b.format == Format::kMxfp8;
-  if (o.mode == BackwardMode::kQuantized && !blocks && !tensors && !mx)
-    return Unsupported(head + "mode quantized is derived for FP8 forwards with a=e4m3|e5m2:block1x128 "
-                              "b=e4m3|e5m2:block128x128 or per-tensor scales on both (their W transposes exactly), "
-                              "and for a=mxfp8 b=mxfp8 (dgrad on W's column-wise copy); other formats need W's "
-                              "copy quantized along N, which is not derived: use high_precision or dequantized");
+  if (o.mode == BackwardMode::kQuantized && !fp8_pair && !mx)
+    return Unsupported(head + "mode quantized is derived for FP8 forwards (a=e4m3|e5m2 b=e4m3|e5m2, any scales) "
+                              "and for a=mxfp8 b=mxfp8; other formats (NVFP4, MXFP4, mixed 16-bit) have no "
+                              "quantized backward: use high_precision or dequantized");
   const OperandSpec g = with_implied_scales(OperandSpec{o.grad, ScaleGranularity::kNone, ScaleType::kNone});
   const OperandSpec dw = with_implied_scales(OperandSpec{o.wgrad_out, ScaleGranularity::kNone, ScaleType::kNone});
   // Same problem structure.
@@ -60,6 +59,8 @@ StatusOr<BackwardSpecs> derive_backward(const KernelSpec& fprop, const BackwardO
     r.dgrad.b = fprop.b;
     r.wgrad.a = dy;
     r.wgrad.b = fprop.a;
+    // Xᵀ scaled per row of the copy: the kernel's n side (b=...:n).
+    if (fprop.a.scale == ScaleGranularity::kM) r.wgrad.b.scale = ScaleGranularity::kN;
   } else {  // dequantized: the forward's stored operands
     r.dgrad.b = fprop.b;
     r.wgrad.b = fprop.a;

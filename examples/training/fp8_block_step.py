@@ -5,10 +5,11 @@ forward, dgrad and wgrad GEMMs in FP8), with bf16 master weights, dW added into 
 two micro-batches, and AdamW. The same MLP on recipe bf16 runs beside it from the same weights.
 With --experts E the MLP is a mixture of E experts (GroupedLinear layers; each token routed to one
 expert, the tokens sorted by expert), trained the same way through the grouped FP8 kernels. --recipe
-mxfp8 or fp8_tensor (dense only) trains with MXFP8 blocks or per-tensor current scaling instead.
+mxfp8, fp8_tensor or fp8_rowwise (dense only) trains with MXFP8 blocks, per-tensor current scaling or
+row-wise (per-token x per-channel) scaling instead.
 
     KILN_LIBRARY=build/capi/libkiln.so python3 examples/training/fp8_block_step.py [--steps 30] [--experts 8]
-        [--recipe fp8_block|mxfp8|fp8_tensor]
+        [--recipe fp8_block|mxfp8|fp8_tensor|fp8_rowwise]
 
 Prints both losses every 5 steps and the median time of a training step (two micro-batches' forward
 and backward and the optimizer step) for each recipe.
@@ -65,7 +66,7 @@ def main():
     ap.add_argument("--inner", type=int, default=14336)
     ap.add_argument("--tokens", type=int, default=4096, help="tokens per micro-batch")
     ap.add_argument("--experts", type=int, default=0, help="a mixture of this many experts (grouped layers)")
-    ap.add_argument("--recipe", default="fp8_block", choices=["fp8_block", "mxfp8", "fp8_tensor"],
+    ap.add_argument("--recipe", default="fp8_block", choices=["fp8_block", "mxfp8", "fp8_tensor", "fp8_rowwise"],
                     help="the quantized recipe trained beside bf16")
     args = ap.parse_args()
     if not torch.cuda.is_available():

@@ -149,7 +149,7 @@ kiln_status kiln_plan_run(kiln_plan plan, const kiln_operands* operands, void* w
 kiln_status kiln_spec_canonicalize(const char* spec, char* buf, size_t buf_size, size_t* needed);
 /* The canonical text of one backward spec of the forward spec fprop_spec (docs/backward.md): pass "dgrad" or
  * "wgrad", mode "high_precision", "dequantized" or "quantized" (NULL: high_precision); gradients bf16 (mode
- * quantized: dY e4m3 in the forward X's scaling, dX bf16), dW f32. */
+ * quantized: dY e4m3, or MXFP8 for an MXFP8 forward, in the forward X's scaling; dX bf16), dW f32. */
 kiln_status kiln_derive_backward(const char* fprop_spec, const char* mode, const char* pass, char* buf,
                                  size_t buf_size, size_t* needed);
 /* The same with the gradient formats chosen: options->grad names dY's and dX's format ("bf16" or "f16";

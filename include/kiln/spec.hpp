@@ -148,13 +148,14 @@ StatusOr<BackwardMode> backward_mode(const KernelSpec& spec);
 //   high_precision: dY and the saved high-precision X and W in `grad` (bf16 or f16) on both passes;
 //   dequantized:    dgrad reads the forward's own b (W as stored, any format), wgrad the forward's own a
 //                   (X as stored); dY in `grad`.
-//   quantized:      FP8 forwards whose W transposes exactly (1x128 x 128x128 blocks, or tensor scales):
-//                   dgrad reads the forward's W, wgrad the column-wise copies of dY and X (below).
-// dX is written in `grad`, dW in `wgrad_out` (bf16, f16 or f32). Other forwards in mode quantized (W's copy
-// along N needs its own quantization) and specs with an epilogue or gate_up are UNSUPPORTED here; a derived
-// spec may itself have no kernel on a given arch (the planner says why).
-// grad: dY's and dX's format (bf16 or f16); in mode quantized dX's only: dY is e4m3 with the forward X's
-// scaling (1x128 blocks or a tensor scale), derived for FP8 forwards whose W transposes exactly.
+//   quantized:      every FP8 x FP8 forward and MXFP8 x MXFP8: dgrad reads the forward's W where its
+//                   scales transpose exactly (128x128 blocks, a tensor scale), else W's column-wise copy
+//                   (per-channel FP8 b=...:n, MXFP8); wgrad the column-wise copies of dY and X.
+// dX is written in `grad`, dW in `wgrad_out` (bf16, f16 or f32). Other forwards in mode quantized (NVFP4,
+// MXFP4, mixed formats) and specs with an epilogue or gate_up are UNSUPPORTED here; a derived spec may
+// itself have no kernel on a given arch or layout (the planner says why).
+// grad: dY's and dX's format (bf16 or f16); in mode quantized dX's only: dY is e4m3 (MXFP8 for MXFP8
+// forwards) with the forward X's scaling (1x128 blocks, per token or a tensor scale).
 struct BackwardOptions {
   BackwardMode mode = BackwardMode::kHighPrecision;
   Format grad = Format::kBf16;

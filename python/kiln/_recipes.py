@@ -14,6 +14,8 @@ spec texts, so they can be planned, compiled or tuned like any other (`kiln tune
     # 'gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16 pass=dgrad'
     kiln.recipe("mxfp8").specs().wgrad
     # 'gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad' (on the column-wise copies of dY and X)
+    kiln.recipe("fp8_rowwise").specs().wgrad
+    # 'gemm a=e4m3:m b=e4m3:n out=f32 pass=wgrad' (dYᵀ and Xᵀ, one scale per row of each copy)
 """
 
 from dataclasses import dataclass
@@ -39,7 +41,8 @@ class Recipe:
     mode ("high_precision", "dequantized" or "quantized"). x_format / w_format: for the quantized
     recipes, the formats the GEMMs read X (and dY) and W in, made by kiln's quantizers from the bf16
     tensors (W once per optimizer step; for mxfp8 also W's column-wise copy, which dgrad reads); empty
-    when the GEMMs read the held tensors."""
+    when the GEMMs read the held tensors. xt_format: the format of X's column-wise copy as wgrad's b, when
+    not x_format (a per-token X's copy is scaled per row of the copy: the kernel's n side, "e4m3:n")."""
 
     name: str
     weight: str
@@ -48,6 +51,7 @@ class Recipe:
     activation: str = "bf16"  # x, dY and dX
     x_format: str = ""
     w_format: str = ""
+    xt_format: str = ""
 
     def specs(self, experts: int = 0, bias: bool = False, wgrad_out: str = "f32",
               nvfp4_global: str = "tensor", wgrad_accumulate: bool = False) -> LayerSpecs:
@@ -74,7 +78,7 @@ class Recipe:
         glob = " nvfp4_global=expert" if self.weight == "nvfp4" and nvfp4_global == "expert" else ""
         if self.x_format:  # quantized: X and dY in x_format (the column-wise copies for wgrad), W in w_format
             plain = f"{op} a={self.x_format} b={self.w_format} out={act}"
-            wgrad = f"{op} a={self.x_format} b={self.x_format} out={wgrad_out} pass=wgrad"
+            wgrad = f"{op} a={self.x_format} b={self.xt_format or self.x_format} out={wgrad_out} pass=wgrad"
         else:
             plain = f"{op} a={act} b={self.weight} out={act}"
             wgrad = f"{op} a={act} b={act} out={wgrad_out} pass=wgrad"
@@ -99,6 +103,10 @@ RECIPES = {
     # Per-tensor current scaling: "e4m3" is e4m3 with one f32 scale (the implied granularity).
     "fp8_tensor": Recipe("fp8_tensor", weight="bf16", frozen=False, backward="quantized", x_format="e4m3",
                          w_format="e4m3"),
+    # Row-wise scaling: X and dY per token, W per output channel; dgrad on W's column-wise copy (one scale per
+    # column of W), wgrad on the column-wise copies of dY and X (one scale per column of each).
+    "fp8_rowwise": Recipe("fp8_rowwise", weight="bf16", frozen=False, backward="quantized", x_format="e4m3:m",
+                          w_format="e4m3:n", xt_format="e4m3:n"),
 }
 
 # Recipes of the training design that kiln does not run yet, with what is missing.

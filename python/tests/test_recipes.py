@@ -27,6 +27,9 @@ def test_recipe_specs_dense_and_grouped():
     t = kiln.recipe("fp8_tensor").specs()
     assert (t.forward, t.dgrad, t.wgrad) == ("gemm a=e4m3 b=e4m3 out=bf16", "gemm a=e4m3 b=e4m3 out=bf16 pass=dgrad",
                                              "gemm a=e4m3 b=e4m3 out=f32 pass=wgrad")
+    r = kiln.recipe("fp8_rowwise").specs(wgrad_accumulate=True)
+    assert (r.forward, r.dgrad, r.wgrad) == ("gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad",
+                                             "gemm a=e4m3:m b=e4m3:n out=f32 pass=wgrad accumulate=true")
     e = kiln.recipe("nvfp4_frozen").specs(experts=4, nvfp4_global="expert")
     assert "nvfp4_global=expert" in e.forward and "nvfp4_global=expert" in e.dgrad
 

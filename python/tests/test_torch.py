@@ -111,7 +111,8 @@ def test_fp8_block_layers_check_their_sizes():
 
 # (recipe, K, a K off its rule, the row quantize spec, its scales' shape and dtype for a [64, K] input)
 _RECIPE_SIZES = [("mxfp8", 96, 80, "quantize a=bf16 out=mxfp8", (64, 3), torch.uint8),
-                 ("fp8_tensor", 48, 40, "quantize a=bf16 out=e4m3", (1,), torch.float32)]
+                 ("fp8_tensor", 48, 40, "quantize a=bf16 out=e4m3", (1,), torch.float32),
+                 ("fp8_rowwise", 48, 40, "quantize a=bf16 out=e4m3:m", (64,), torch.float32)]
 
 
 @pytest.mark.parametrize("recipe,k,bad_k,row,scale_shape,scale_dtype", _RECIPE_SIZES)
@@ -126,6 +127,9 @@ def test_mxfp8_and_fp8_tensor_shapes_and_errors(recipe, k, bad_k, row, scale_sha
         if recipe == "mxfp8":
             codes, scales = torch.ops.kiln.quantize(row + " transpose=true", a)
             assert codes.shape == (k, 64) and scales.shape == (k, 2)
+        if recipe == "fp8_rowwise":  # the per-column copy, padded to 16 columns: [K, 16 * ceil(M / 16)], [K]
+            codes, scales = torch.ops.kiln.quantize(row + " transpose=true", a[:50])
+            assert codes.shape == (k, 64) and scales.shape == (k,) and scales.dtype == torch.float32
     block = 32 if recipe == "mxfp8" else 16
     with pytest.raises(kiln.KilnError, match=rf"in_features={bad_k} is not a multiple of {block}"):
         kt.Linear(bad_k, 64, recipe=recipe)
@@ -387,7 +391,7 @@ def test_repeat_backward_is_bitwise_equal():
 
 
 @cuda
-@pytest.mark.parametrize("recipe", ["bf16", "fp8_block", "mxfp8", "fp8_tensor"])
+@pytest.mark.parametrize("recipe", ["bf16", "fp8_block", "mxfp8", "fp8_tensor", "fp8_rowwise"])
 def test_activation_checkpointing_recomputes_the_same_forward(recipe):
     # torch.utils.checkpoint runs the forward again in the backward: the gradients equal the plain run's
     # bitwise (kiln is deterministic; fp8_block's weight quantization is reused, X's recomputed).
@@ -429,7 +433,7 @@ def test_cuda_graph_capture_after_prepare():
 
 
 @cuda
-@pytest.mark.parametrize("recipe", ["fp8_block", "mxfp8", "fp8_tensor"])
+@pytest.mark.parametrize("recipe", ["fp8_block", "mxfp8", "fp8_tensor", "fp8_rowwise"])
 def test_quantized_recipes_capture_and_compile(recipe):
     # After prepare() the forward (quantizers and GEMM) captures into a CUDA graph and replays bitwise; the
     # compiled forward and backward equal eager bitwise.
@@ -667,6 +671,35 @@ def test_fp8_tensor_linear_computes_on_its_quantized_operands(m, n):
 
 
 @cuda
+@pytest.mark.parametrize("m,n", [(1, 256), (200, 392), (77, 200)])
+def test_fp8_rowwise_linear_computes_on_its_quantized_operands(m, n):
+    # Row-wise scaling: X and dY per token, W per output channel for the forward; dgrad on dY per token and
+    # W's column-wise copy (one scale per column of W), wgrad on the column-wise copies of dY and X (one scale
+    # per column of each, padded to 16 tokens with zero codes); against float64 products of the same codes
+    # and scales, then the float64 math on the bf16 tensors.
+    from kiln.torch._functional import quantized_weight
+
+    layer, x, y, dy = _step("fp8_rowwise", m, n, 96)
+
+    def rows(codes, scale):  # one scale per row
+        return codes.view(torch.float8_e4m3fn).double() * scale.double()[:, None]
+
+    row = "quantize a=bf16 out=e4m3:m"
+    xq, xs = torch.ops.kiln.quantize(row, x.detach())
+    wq, ws, wtq, wts = quantized_weight(layer.recipe, layer.weight)
+    n16 = n + (-n % 16)
+    assert wq.shape == (n16, 96) and ws.shape == (n16,) and wtq.shape == (96, n16) and wts.shape == (96,)
+    dyq, dys = torch.ops.kiln.quantize(row, dy)
+    xt, xts = torch.ops.kiln.quantize(row + " transpose=true", x.detach())
+    dyt, dyts = torch.ops.kiln.quantize(row + " transpose=true", dy)
+    assert xt.shape == (96, m + (-m % 16)) and torch.all(xt[:, m:] == 0)
+    _close(y, rows(xq, xs) @ rows(wq, ws)[:n].T + layer.bias.double(), tol=5e-3)
+    _close(x.grad, rows(dyq, dys) @ rows(wtq, wts)[:, :n].T, tol=5e-3)
+    _close(layer.weight.grad, rows(dyt, dyts) @ rows(xt, xts).T, tol=5e-3)
+    _recipe_error_within(layer, x, y, dy, tol=0.1)
+
+
+@cuda
 def test_fp8_block_weight_is_quantized_once_per_value():
     from kiln.torch._functional import quantized_weight
 
@@ -704,7 +737,8 @@ def test_quantize_op_passes_opcheck():
     a = torch.randn(256, 384, dtype=torch.bfloat16, device="cuda")
     for spec in ("quantize a=bf16 out=e4m3:block1x128", "quantize a=bf16 out=e4m3:block1x128 transpose=true",
                  "quantize a=bf16 out=e4m3:block128x128", "quantize a=bf16 out=mxfp8",
-                 "quantize a=bf16 out=mxfp8 transpose=true"):
+                 "quantize a=bf16 out=mxfp8 transpose=true", "quantize a=bf16 out=e4m3:m",
+                 "quantize a=bf16 out=e4m3:m transpose=true"):
         torch.library.opcheck(torch.ops.kiln.quantize.default, (spec, a))
     # The grouped column-wise copy leaves the columns past the last expert's blocks as allocated, so the
     # checks that compare two runs' outputs byte for byte do not apply to it.

@@ -18,11 +18,19 @@
 //   kBlock2d     one CTA per 128 x 128 block: amax, block-wide reduction, then the block again.
 //   kTransposed  one CTA per tile of kBlock rows x 64 columns of X, staged in shared memory as f32;
 //                output row c (= X's column c) gets the kBlock codes of rows m0 .. m0 + kBlock.
+//   kColumns     FP8 with one scale per column of X (per row of the transposed copy [K, M]: the copy a
+//                per-token / per-channel wgrad or dgrad reads). Four launches like kTensor, with K amax
+//                slots (the f32 scale vector): kPhaseAmax, one CTA per 64 columns x kColAmaxRows rows,
+//                reduces each column through shared memory to one atomic max per CTA; kPhaseQuantize is
+//                the kTransposed tile walk with kBlock = 128 rows, each column's amax read from its
+//                slot, and output columns [M, out_cols) written as zero codes (a copy padded to whole
+//                16-byte rows for the GEMM).
 // Config (written by compiler/emit/quantize_emit.cpp):
 //   struct KilnConfig { kIn, kOut (Format); kMode (QuantMode); kBlock; kScaleType (ScaleType);
 //                       kMxFloor; kFourOverSix (0 off, 1 MAE, 2 MSE); kBound (448 | 256); kArch; };
 // Requirements checked by the planner (compiler/plan/quantize_plan.cpp): K % 8 == 0 (16-byte input
-// chunks), K % kBlock == 0 (kBlockK), M % kBlock == 0 (kTransposed), 16-byte aligned rows.
+// chunks), K % kBlock == 0 (kBlockK), M % kBlock == 0 (kTransposed), 16-byte aligned rows; kColumns:
+// out_cols % 8 == 0 and M <= out_cols < M + 128.
 #pragma once
 
 #include "common/decode.cuh"
@@ -35,10 +43,11 @@
 
 namespace kiln_dev {
 
-enum class QuantMode : int { kTensor, kRow, kBlockK, kBlock2d, kTransposed };
+enum class QuantMode : int { kTensor, kRow, kBlockK, kBlock2d, kTransposed, kColumns };
 
 constexpr int kQuantThreads = 256;
 constexpr int kTransposeCols = 64;
+constexpr int kColAmaxRows = 256;  // kColumns: rows of X per CTA of the amax phase
 
 // Max over groups of kLanes consecutive lanes (kLanes a power of two <= 32); every lane gets it.
 template <int kLanes>
@@ -279,6 +288,40 @@ __device__ void quantize_amax(const QuantizeParams& p) {
   if (lane == 0 && a != 0) red_max_u32(amax_slot<C>(p), a);
 }
 
+// kColumns: the max of |x| down each column into its slot (slot c = scale[c], as bits). A thread owns one
+// 8-column chunk and every 32nd row of the CTA's kColAmaxRows; the 32 row groups meet in shared memory.
+template <class C>
+__device__ void quantize_col_amax(const QuantizeParams& p) {
+  constexpr int kVec = 8, kChunks = kTransposeCols / kVec, kGroups = kQuantThreads / kChunks;
+  __shared__ u32 part[kGroups][kTransposeCols];
+  const int col_tiles = (p.k + kTransposeCols - 1) / kTransposeCols;
+  const long long r0 = (long long)(blockIdx.x / col_tiles) * kColAmaxRows;
+  const int c0 = (blockIdx.x % col_tiles) * kTransposeCols;
+  const int chunk = threadIdx.x % kChunks, group = threadIdx.x / kChunks;
+  const int c = c0 + chunk * kVec;
+  const long long r_end = r0 + kColAmaxRows < p.m ? r0 + kColAmaxRows : p.m;
+  u32 a[kVec];
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) a[j] = 0;
+  if (c < p.k) {  // K % 8 == 0: a chunk is wholly inside or wholly past K
+    for (long long r = r0 + group; r < r_end; r += kGroups) {
+      float v[kVec];
+      load_chunk<C::kIn, kVec>(static_cast<const u8*>(p.in) + (r * p.ld_in + c) * format_bytes(C::kIn), v);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) a[j] = abs_bits(v[j]) > a[j] ? abs_bits(v[j]) : a[j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) part[group][chunk * kVec + j] = a[j];
+  __syncthreads();
+  if (threadIdx.x < kTransposeCols && c0 + int(threadIdx.x) < p.k) {
+    u32 m = 0;
+#pragma unroll 8
+    for (int g = 0; g < kGroups; ++g) m = part[g][threadIdx.x] > m ? part[g][threadIdx.x] : m;
+    if (m != 0) red_max_u32(static_cast<u32*>(p.scale) + c0 + threadIdx.x, m);
+  }
+}
+
 // kBlockK and kTensor: the flat chunk walk.
 template <class C>
 __device__ void quantize_blocks_k(const QuantizeParams& p) {
@@ -436,7 +479,11 @@ __device__ void quantize_transposed(const QuantizeParams& p) {
   const int k0 = (blockIdx.x % col_tiles) * kCols;
   long long src0 = m0;  // X's row of the block's row 0
   int valid_rows = kB;
-  if (p.group_rows != nullptr) {
+  if constexpr (C::kMode == QuantMode::kColumns) {
+    // Rows past M are staged as zero: their codes are the zero padding up to out_cols.
+    if (m0 >= p.out_cols) return;  // CTA-uniform
+    valid_rows = p.m - m0 < kB ? int(p.m - m0 > 0 ? p.m - m0 : 0) : kB;
+  } else if (p.group_rows != nullptr) {
     grouped_block_rows<C>(p, m0 / kB, &grouped_first, &grouped_rows);
     __syncthreads();
     valid_rows = grouped_rows;
@@ -466,16 +513,41 @@ __device__ void quantize_transposed(const QuantizeParams& p) {
     float v[kVec];
 #pragma unroll
     for (int j = 0; j < kVec; ++j) v[j] = tile[(sub * kVec + j) * kLd + col];
-    const u32 a = group_max<kLanes>(chunk_amax_bits<kVec>(v));
     const long long c = k0 + col;  // the output row
-    const bool valid = c < p.k;
     u8* out = static_cast<u8*>(p.out) + out_byte_offset<C::kOut>(c * p.ld_out + m0 + sub * kVec);
-    encode_store_chunk<C, kVec>(p, v, a, amax_t, out, c * p.ld_scale + m0 / kB, sub == 0, valid);
+    if constexpr (C::kMode == QuantMode::kColumns) {
+      // The column's amax from its slot; its scale is written by kPhaseFinalize.
+      const bool valid = c < p.k && m0 + sub * kVec < p.out_cols;
+      const u32 a = c < p.k ? ld_u32_coherent(static_cast<const u32*>(p.scale) + c) : 0u;
+      encode_store_chunk<C, kVec>(p, v, a, 0.0f, out, 0, false, valid);
+    } else {
+      const u32 a = group_max<kLanes>(chunk_amax_bits<kVec>(v));
+      const bool valid = c < p.k;
+      encode_store_chunk<C, kVec>(p, v, a, amax_t, out, c * p.ld_scale + m0 / kB, sub == 0, valid);
+    }
   }
 }
 
 template <class C>
 __device__ void quantize(const QuantizeParams& p) {
+  if constexpr (C::kMode == QuantMode::kColumns) {  // K amax slots: the f32 scale vector [K]
+    u32* slots = static_cast<u32*>(p.scale);
+    const long long first = (long long)blockIdx.x * kQuantThreads + threadIdx.x, step = (long long)gridDim.x * kQuantThreads;
+    switch (p.phase) {
+      case kPhaseInit:
+        for (long long c = first; c < p.k; c += step) slots[c] = 0u;
+        return;
+      case kPhaseAmax:
+        quantize_col_amax<C>(p);
+        return;
+      case kPhaseFinalize:
+        for (long long c = first; c < p.k; c += step)
+          reinterpret_cast<float*>(slots)[c] = fp8_scale<ScaleType::kF32>(f32_from_bits(slots[c])).decode;
+        return;
+      default:
+        break;
+    }
+  }
   switch (p.phase) {
     case kPhaseInit:
       if (blockIdx.x == 0 && threadIdx.x == 0) *amax_slot<C>(p) = 0u;
@@ -496,7 +568,7 @@ __device__ void quantize(const QuantizeParams& p) {
   }
   if constexpr (C::kMode == QuantMode::kRow) quantize_rows<C>(p);
   else if constexpr (C::kMode == QuantMode::kBlock2d) quantize_block2d<C>(p);
-  else if constexpr (C::kMode == QuantMode::kTransposed) quantize_transposed<C>(p);
+  else if constexpr (C::kMode == QuantMode::kTransposed || C::kMode == QuantMode::kColumns) quantize_transposed<C>(p);
   else quantize_blocks_k<C>(p);
 }
 

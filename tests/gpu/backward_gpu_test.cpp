@@ -399,6 +399,29 @@ TEST(BackwardGpu, QuantizedTensorScaledWgrad) {
   expect_passes("gemm a=e4m3 b=e4m3 out=f32 pass=wgrad accumulate=true", 512, 1024, 640);
 }
 
+// Per-row FP8 copies (a per-token / per-channel forward's backward): wgrad on dYᵀ [N, M] and Xᵀ [K, M] with
+// one scale per row of each (a=...:m b=...:n; mixed with a tensor scale), dense; dgrad on W's column-wise
+// copy [K, N] with scales [K] (b=...:n), dY per token, per tensor or in 1x128 blocks, dense, offsets with
+// empty and one-row experts, masked; M = 1 for dgrad; N and K tails; accumulate.
+TEST(BackwardGpu, QuantizedPerRowCopies) {
+  KILN_REQUIRE_SM90();
+  for (const char* out : {"bf16", "f32"}) {
+    for (const char* ab : {"a=e4m3:m b=e4m3:n", "a=e4m3:tensor b=e4m3:n", "a=e5m2:m b=e4m3:tensor"})
+      for (const Shape& sh : {Shape{16, 64, 64}, Shape{400, 392, 200}, Shape{4096, 2048, 1024}})
+        expect_passes(std::string("gemm ") + ab + " out=" + out + " pass=wgrad", sh.m, sh.n, sh.k);
+    for (const char* ab : {"a=e4m3:m b=e4m3:n", "a=e4m3:tensor b=e4m3:n"})
+      for (const Shape& sh : {Shape{1, 64, 64}, Shape{77, 400, 200}, Shape{4096, 2048, 1024}})
+        expect_passes(std::string("gemm ") + ab + " out=" + out + " pass=dgrad", sh.m, sh.n, sh.k);
+  }
+  expect_passes("gemm a=e4m3:block1x128 b=e4m3:n out=bf16 pass=dgrad", 513, 1024, 656);
+  const std::string offsets = "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=bf16 pass=dgrad";
+  expect_passes(offsets, 1000, 512, 1024);
+  expect_passes(offsets, 300, 256, 400, nullptr, {0, 1, 0, 150, 1, 0, 148, 0});
+  expect_passes("grouped_gemm[experts=4,layout=masked] a=e4m3:tensor b=e4m3:n out=f32 pass=dgrad", 200, 512, 272);
+  for (const char* pass : {"dgrad", "wgrad"})
+    expect_passes(std::string("gemm a=e4m3:m b=e4m3:n out=f32 pass=") + pass + " accumulate=true", 512, 1024, 640);
+}
+
 // Quantized dgrad with the caller's workspace: Plan::workspace_bytes(m) holds W's transposed copy (plus
 // split-K's share at small M); a run with exactly that many bytes gives the same dX, bitwise, as a run on
 // the plan's own workspace; one byte less is INVALID_ARGUMENT naming the size, and nothing is written.

@@ -3,7 +3,7 @@
 // midpoints, tiny values, magnitudes over 32 binades), outputs poisoned before each run.
 //
 // Every mode: FP8 per tensor (four launches through the amax slot), per token, 1x128, 128x128 and the
-// transposed 128x1 copy, f32 and ue8m0 scales; MXFP8 / MXFP4 with RCEIL and FLOOR, row-wise and
+// transposed 128x1 copy, f32 and ue8m0 scales; FP8 per column (transposed, padded copy); MXFP8 / MXFP4 with RCEIL and FLOOR, row-wise and
 // transposed; NVFP4 with bound 448 / 256 and four-over-six off / MAE / MSE, row-wise and transposed.
 // Inputs bf16, f16 and f32. M = 1, odd M, K not a multiple of the 64-column transpose tile, and
 // shapes of several waves. `[ timing ]` rows report GB/s at 4096 x 7168 (bytes read + written).
@@ -42,6 +42,13 @@ std::vector<Case> all_cases() {
       {"quantize a=bf16 out=e4m3:m", 1, 7168},
       {"quantize a=bf16 out=e4m3:m", 77, 200},
       {"quantize a=f16 out=e4m3:m", 513, 4104},
+      // FP8 per column, transposed (the per-row copies of a per-token wgrad / per-channel dgrad): out [K, W]
+      // with W = M rounded up to 16 (zero codes past M), scales [K]; M = 1, odd M, K past the 64-column tiles,
+      // more rows than one amax CTA takes.
+      {"quantize a=bf16 out=e4m3:m transpose=true", 1, 8},
+      {"quantize a=bf16 out=e4m3:m transpose=true", 77, 200},
+      {"quantize a=f16 out=e4m3:m transpose=true", 1000, 1032},
+      {"quantize a=f32 out=e4m3:m transpose=true", 4096, 512},
       // FP8 1x128 (DeepSeek activations), f32 and ue8m0.
       {"quantize a=bf16 out=e4m3:block1x128", 1, 128},
       {"quantize a=bf16 out=e4m3:block1x128", 77, 384},
@@ -134,7 +141,8 @@ TEST(QuantizeTiming, GigabytesPerSecond) {
   KILN_REQUIRE_GPU();
   auto rt = make_test_runtime();
   for (const char* text : {"quantize a=bf16 out=e4m3:block1x128", "quantize a=bf16 out=e4m3:block1x128 transpose=true",
-                           "quantize a=bf16 out=e4m3:m", "quantize a=bf16 out=e4m3:tensor",
+                           "quantize a=bf16 out=e4m3:m", "quantize a=bf16 out=e4m3:m transpose=true",
+                           "quantize a=bf16 out=e4m3:tensor",
                            "quantize a=bf16 out=mxfp8", "quantize a=bf16 out=nvfp4",
                            "quantize a=bf16 out=nvfp4 four_over_six=mse e4m3_bound=256"}) {
     auto spec = parse_spec(text);

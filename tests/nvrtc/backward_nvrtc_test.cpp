@@ -228,15 +228,18 @@ TEST(BackwardNvrtcTest, QuantizedDgradKernelsCompileWithoutSpills) {
   compile_all_clean(jobs);
 }
 
-// MXFP8 and per-tensor FP8 wgrad in mode quantized (the forward's kernel on column-wise copies) at the plan's
-// configs of a large and a small M bucket: MXFP8 dgrad dense and grouped, wgrad dense, accumulate.
+// Mode quantized passes that are the forward's kernel on copies, at the plan's configs of a large and a small M
+// bucket: MXFP8 dgrad dense and grouped, wgrad dense, accumulate; per-tensor and per-row FP8 wgrad; per-channel
+// FP8 dgrad on W's column-wise copy, dense and grouped.
 TEST(BackwardNvrtcTest, QuantizedMxfp8KernelsCompileWithoutSpills) {
   const Arch a = h200();
   std::vector<Job> jobs;
   for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=dgrad accumulate=true",
                            "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 pass=dgrad",
                            "gemm a=mxfp8 b=mxfp8 out=bf16 pass=wgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad accumulate=true",
-                           "gemm a=e4m3 b=e4m3 out=bf16 pass=wgrad", "gemm a=e5m2 b=e4m3 out=f32 pass=wgrad accumulate=true"})
+                           "gemm a=e4m3 b=e4m3 out=bf16 pass=wgrad", "gemm a=e5m2 b=e4m3 out=f32 pass=wgrad accumulate=true",
+                           "gemm a=e4m3:m b=e4m3:n out=f32 pass=wgrad", "gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad",
+                           "grouped_gemm[experts=8,layout=offsets] a=e4m3:block1x128 b=e4m3:n out=bf16 pass=dgrad"})
     add_sm90_bucket_jobs(a, text, jobs);
   compile_all_clean(jobs);
 }

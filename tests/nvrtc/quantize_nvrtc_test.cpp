@@ -23,6 +23,8 @@ const char* const kArches[] = {"sm_90a", "sm_89", "sm_86", "sm_80"};
 const char* const kSpecs[] = {
     "quantize a=bf16 out=e4m3:tensor",
     "quantize a=f32 out=e4m3:m",
+    "quantize a=bf16 out=e4m3:m transpose=true",
+    "quantize a=f16 out=e4m3:m transpose=true",
     "quantize a=bf16 out=e4m3:block1x128",
     "quantize a=bf16 out=e4m3:block1x128:ue8m0 transpose=true",
     "quantize[experts=8,layout=offsets] a=bf16 out=e4m3:block1x128 transpose=true",

@@ -13,8 +13,8 @@
 
     fp8 = kt.Linear(7168, 16384, recipe="fp8_block", device="cuda")       # DeepSeek 1x128 / 128x128 FP8
 
-Recipes (kiln.recipe): "bf16", "fp8_block", "fp8_tensor", "mxfp8", "mxfp4_frozen", "nvfp4_frozen". The operators
-torch.ops.kiln.gemm, torch.ops.kiln.gemm_into (into an existing output, e.g. dW added into main_grad)
+Recipes (kiln.recipe): "bf16", "fp8_block", "fp8_tensor", "fp8_rowwise", "mxfp8", "mxfp4_frozen",
+"nvfp4_frozen". The operators torch.ops.kiln.gemm, torch.ops.kiln.gemm_into (into an existing output, e.g. dW added into main_grad)
 and torch.ops.kiln.quantize have fake implementations, so torch.compile traces the layers; call prepare(model) before CUDA-graph capture.
 Importing this module imports torch; `import kiln` alone does not.
 """

@@ -109,12 +109,18 @@ class _KilnLinear(torch.autograd.Function):
 
 def block_of(rec: Recipe) -> int:
     """The quantization block of a quantized recipe's X, dY and their column-wise copies: 128 for FP8
-    1x128 blocks, 32 for MXFP8; 16 for per-tensor FP8 (no block: 16-byte rows of the codes)."""
+    1x128 blocks, 32 for MXFP8; 16 for per-tensor and per-row FP8 (no block: 16-byte rows of the codes)."""
     return _block_of_format(rec.x_format)
 
 
 def _block_of_format(x_format: str) -> int:
-    return {"mxfp8": 32, "e4m3": 16}.get(x_format, 128)
+    return {"mxfp8": 32, "e4m3": 16, "e4m3:m": 16}.get(x_format, 128)
+
+
+def _w_quantize_spec(rec: Recipe) -> str:
+    """The quantize spec of W [N, K] in the recipe's w_format (per-channel scales: one per row of W,
+    the quantizer's per-row form)."""
+    return "quantize a=bf16 out=" + ("e4m3:m" if rec.w_format == "e4m3:n" else rec.w_format)
 
 
 def _rows_to(t: torch.Tensor, block: int) -> torch.Tensor:
@@ -134,19 +140,21 @@ def _quantize_weight_now(rec: Recipe, w: torch.Tensor):
     """(codes, scales, Wᵀ codes, Wᵀ scales) of w [N, K] or [E, N, K], each expert's rows padded with zeros
     to N' (N up to a multiple of the recipe's block), so one call over the [E N', K] rows keeps every block
     inside one expert. The first pair is the forward's b: FP8 128x128 blocks codes [(E,) N', K], scales
-    [(E,) N'/128, K/128]; per-tensor codes [N', K], scale [1]; MXFP8 codes [N', K], scales [N', K/32].
+    [(E,) N'/128, K/128]; per-tensor codes [N', K], scale [1]; MXFP8 codes [N', K], scales [N', K/32];
+    per-channel codes [N', K], scales [N'].
     The second is dgrad's b, Wᵀ [(E,) K, N'] as a forward operand (dgrad runs the forward's kernel on it,
     m = M, n = K, k = N'): the transposed codes and scale grid for 128x128 blocks and per-tensor scales
     (both transpose exactly; made here once per weight value instead of in every backward), W's column-wise
-    copy for MXFP8 (blocks of 32 along N, scales [K, N'/32])."""
+    copy for MXFP8 (blocks of 32 along N, scales [K, N'/32]) and per-channel scales (one scale per column
+    of W, scales [K])."""
     block = block_of(rec)
-    spec = f"quantize a=bf16 out={rec.w_format}"
+    spec = _w_quantize_spec(rec)
     pad = -w.shape[-2] % block
     rows = torch.nn.functional.pad(w.detach(), (0, 0, 0, pad)) if pad else w.detach()
     codes, scales = quantize(spec, rows.reshape(-1, w.shape[-1]))
     if w.dim() == 3:
         codes, scales = codes.view(*rows.shape), scales.view(w.shape[0], -1, scales.shape[-1])
-    if rec.w_format == "mxfp8":
+    if rec.w_format in ("mxfp8", "e4m3:n"):
         t_codes, t_scales = quantize(spec + " transpose=true", rows)  # dense only: [K, N']
         return codes, scales, t_codes, t_scales
     t_codes = codes.transpose(-2, -1).contiguous()
@@ -175,7 +183,7 @@ def quantized_weight(rec: Recipe, w: torch.Tensor):
 
 def drop_quantized_copies(module: torch.nn.Module) -> int:
     """Forgets every quantized copy kiln.torch cached for the parameters of `module` (the weight copies of
-    fp8_block, fp8_tensor and mxfp8, the transformers hook's packed experts), so the next call quantizes again. Needed after a
+    fp8_block, fp8_tensor, fp8_rowwise and mxfp8, the transformers hook's packed experts), so the next call quantizes again. Needed after a
     write the version counter does not see: through `param.data` (`p.data.copy_(master)`), or by a
     wrapper that swaps storage (FSDP); in-place updates through the parameter itself (optimizers) are
     seen. Returns how many copies were dropped."""
@@ -189,7 +197,7 @@ def drop_quantized_copies(module: torch.nn.Module) -> int:
 
 
 class _KilnQuantizedLinear(torch.autograd.Function):
-    """A trainable quantized recipe (fp8_block, mxfp8), dense or grouped (fp8_block): X, W and dY quantized
+    """A trainable quantized recipe (fp8_block, fp8_tensor, fp8_rowwise, mxfp8), dense or grouped (fp8_block): X, W and dY quantized
     by kiln's quantizers around the three kiln GEMMs; the column-wise copies of X and dY feed wgrad
     (docs/training.md). Grouped, those copies hold each expert's rows in whole 128-token blocks (the
     grouped quantizer with the layer's offsets)."""
@@ -203,8 +211,8 @@ class _KilnQuantizedLinear(torch.autograd.Function):
         n = layer.n
         if w_codes.shape[-2] != n:  # the first N rows (grouped: a view, experts N' K apart)
             w_codes = w_codes[..., :n, :]
-            if x_format == "mxfp8":
-                w_scales = w_scales[:n]  # one row of scales per row of W
+            if x_format in ("mxfp8", "e4m3:m"):
+                w_scales = w_scales[:n]  # one row of scales (or one scale) per row of W
         y = gemm(layer.forward, n, layer.k, x_codes, w_codes, w_scales, None, offsets, bias, x_scales)
         xt = (None, None)
         if wants_dw and x_format == "e4m3":  # per-tensor codes transpose exactly: Xᵀ [K, M'], the same scale
@@ -249,9 +257,11 @@ class _KilnQuantizedLinear(torch.autograd.Function):
 
 def _columnwise(row: str, t: torch.Tensor, offsets: Optional[torch.Tensor], experts: int, block: int):
     """The column-wise (along M) copy of t [M, C] that wgrad reads: dense [C, M'] over t's rows padded
-    with zero rows to a multiple of the block; grouped [C, W], each expert's rows in whole blocks."""
+    with zero rows to a multiple of the block (per-row scales: the quantizer writes the zero columns
+    itself); grouped [C, W], each expert's rows in whole blocks."""
     if not experts:
-        return quantize(row + " transpose=true", _rows_to(t, block))
+        per_row = row.endswith(":m")
+        return quantize(row + " transpose=true", t if per_row else _rows_to(t, block))
     return quantize(_grouped_columnwise_spec(row, experts), t, offsets)
 
 
@@ -286,13 +296,13 @@ def quantized_plans(rec: Recipe, layer: _Layer):
     block = block_of(rec)
     n, k, n_blocks = layer.n, layer.k, -(-layer.n // block) * block
     row = f"quantize a=bf16 out={rec.x_format}"
-    w_row = f"quantize a=bf16 out={rec.w_format}"
+    w_row = _w_quantize_spec(rec)
     columnwise = _grouped_columnwise_spec(row, layer.experts) if layer.experts else row + " transpose=true"
     plans = [(layer.forward, n, k), (layer.dgrad_on_wt, k, n_blocks), (layer.wgrad, n, k), (w_row, 0, k),
              (row, 0, k), (row, 0, n_blocks)]
     if rec.x_format != "e4m3":  # per-tensor copies are transposed codes, not quantizer runs
         plans += [(columnwise, 0, k), (columnwise, 0, n)]
-    if rec.w_format == "mxfp8":  # W's column-wise copy for dgrad
+    if rec.w_format in ("mxfp8", "e4m3:n"):  # W's column-wise copy for dgrad
         plans.append((w_row + " transpose=true", 0, k))
     return plans
 
@@ -308,7 +318,7 @@ def check_quantized_sizes(where: str, rec: Recipe, n: int, k: int, experts: int)
     if n % 8:
         _fail(f"{where}: out_features={n} is not a multiple of 8: recipe {rec.name} needs out_features (the "
               f"weight's N) to be a multiple of 8 (16-byte rows of Y and of dY's copies)")
-    if experts and rec.x_format in ("mxfp8", "e4m3"):
+    if experts and rec.x_format in ("mxfp8", "e4m3", "e4m3:m"):
         raise KilnError(Status.UNSUPPORTED,
                         f"{where}: recipe {rec.name} on a grouped layer: its wgrad would reduce each expert's tokens "
                         "through the forward's kernel, which has no per-expert reduction ranges (the grouped "

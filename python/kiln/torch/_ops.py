@@ -170,10 +170,12 @@ _FP8_QUANTIZE = re.compile(r"^quantize(\[experts=(\d+),layout=offsets\])? a=bf16
                            r"out=e4m3:(block1x128|block128x128)(:ue8m0)?( transpose=true)?$")
 _MX_QUANTIZE = re.compile(r"^quantize a=bf16 out=mxfp8( transpose=true)?$")
 _TENSOR_QUANTIZE = re.compile(r"^quantize a=bf16 out=e4m3(:tensor)?$")
+_ROW_QUANTIZE = re.compile(r"^quantize a=bf16 out=e4m3:m( transpose=true)?$")
 _TAKES = ("the operator takes 'quantize a=bf16 out=e4m3:block1x128[:ue8m0] [transpose=true]', "
           "'quantize a=bf16 out=e4m3:block128x128[:ue8m0]', "
           "'quantize[experts=E,layout=offsets] a=bf16 out=e4m3:block1x128[:ue8m0] transpose=true' (with offsets) "
-          ", 'quantize a=bf16 out=mxfp8 [transpose=true]' and 'quantize a=bf16 out=e4m3' (one f32 scale)")
+          ", 'quantize a=bf16 out=mxfp8 [transpose=true]', 'quantize a=bf16 out=e4m3:m [transpose=true]' (one f32 "
+          "scale per row, or per column of a) and 'quantize a=bf16 out=e4m3' (one f32 scale)")
 
 
 def quantize_layout(spec: str, rows: int, cols: int):
@@ -182,6 +184,11 @@ def quantize_layout(spec: str, rows: int, cols: int):
     operator does not take (docs/formats.md has the table)."""
     if _TENSOR_QUANTIZE.match(spec):  # per-tensor current scaling: one f32 decode scale
         return (rows, cols), (1,), torch.float32, 0
+    row = _ROW_QUANTIZE.match(spec)
+    if row is not None:  # one f32 scale per row; transposed: per column, the copy [K, M] padded to 16 columns
+        if row.group(1):
+            return (cols, (rows + 15) // 16 * 16), (cols,), torch.float32, 0
+        return (rows, cols), (rows,), torch.float32, 0
     mx = _MX_QUANTIZE.match(spec)
     if mx is not None:  # E8M0 scales per 32 along the row (transposed: [K, M], 32 tokens per scale)
         if mx.group(1):

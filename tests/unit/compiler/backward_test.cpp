@@ -393,9 +393,10 @@ TEST(BackwardPlanTest, QuantizedWgradPlansOnSm90a) {
                                    a, KernelFamily::kSm90Gemm, *config_from_name("bm128_bn128_bk128_s4_w8x1_g8_c2")),
                       "c2"),
               HasSubstr("grouped wgrad runs without clusters"));
-  // Other archs and other quantized pairings (a per-channel W for dgrad): refused, naming what runs.
+  // Other archs and other quantized pairings (per-token scales on X's copy run along the reduction; 1x128
+  // blocks on one copy only): refused, naming what runs.
   for (const char* text : {"gemm a=e4m3:block1x128 b=e4m3:m out=f32 pass=wgrad",
-                           "gemm a=e4m3:block1x128 b=e4m3:n out=bf16 pass=dgrad"}) {
+                           "gemm a=e4m3:m b=e4m3:block1x128 out=f32 pass=wgrad"}) {
     auto f = select_family(spec_of(text), a);
     ASSERT_FALSE(f.ok()) << text;
     EXPECT_EQ(f.status().code(), StatusCode::kUnsupported) << text;
@@ -475,10 +476,9 @@ TEST(BackwardPlanTest, QuantizedDgradPlansOnSm90aThroughWsTransposedCopy) {
   EXPECT_TRUE(can_implement(spec_of("gemm a=e4m3:tensor b=e4m3:tensor out=bf16 pass=dgrad"), a,
                             ProblemSizes{0, 7168 + 64, 2048 + 16})
                   .ok());
-  // A per-channel W (its scale runs along the reduction) and sm_90 (no wgmma): refused.
-  auto pc = select_family(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), a);
-  ASSERT_FALSE(pc.ok());
-  EXPECT_EQ(pc.status().code(), StatusCode::kUnsupported);
+  // A per-channel W (its scale runs along the reduction) is not transposed: its dgrad reads W's column-wise
+  // copy (Mxfp8PassesAreTheForwardGemmOfColumnWiseCopies). sm_90 (no wgmma): refused.
+  EXPECT_FALSE(dgrad_reads_transposed_w(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad")));
   auto s90 = select_family(q, arch_of("sm_90"));
   ASSERT_FALSE(s90.ok());
   EXPECT_THAT(s90.status().message(), HasSubstr("on sm_90a"));
@@ -486,6 +486,25 @@ TEST(BackwardPlanTest, QuantizedDgradPlansOnSm90aThroughWsTransposedCopy) {
   auto bad = emit_kernel(spec_of("gemm a=bf16 b=bf16 out=bf16 pass=dgrad"), KernelFamily::kFp8Transpose, TileConfig{}, a);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("b=bf16"));
+}
+
+// A backward spec that runs the forward's kernel on copies (backward_runs_forward_gemm): the sm90 family in
+// every bucket with a legal config, no transposed copy of W, no MXFP8 pre-pass, nothing read MN-major.
+void expect_forward_kernel_on_copies(const char* text, const Arch& a, const ProblemSizes& sz) {
+  const KernelSpec s = spec_of(text);
+  EXPECT_TRUE(backward_runs_forward_gemm(s)) << text;
+  EXPECT_FALSE(dgrad_reads_transposed_w(s)) << text;
+  auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
+  ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+  EXPECT_EQ(p->transposed_w.bytes(), 0) << text;
+  EXPECT_EQ(p->prepass_plan, nullptr) << text;
+  for (size_t b = 0; b < kMBuckets.size(); ++b) {
+    EXPECT_EQ(p->families[b], KernelFamily::kSm90Gemm) << text << " bucket " << b;
+    EXPECT_TRUE(check_config(s, a, p->families[b], p->configs[b]).ok()) << text << " bucket " << b;
+  }
+  auto k = emit_kernel(s, KernelFamily::kSm90Gemm, p->configs[bucket_index(4096)], a);
+  ASSERT_TRUE(k.ok()) << text << ": " << k.status().to_string();
+  EXPECT_THAT(k->source, AllOf(Not(HasSubstr("kTransA")), Not(HasSubstr("kTransB")))) << text;
 }
 
 // MXFP8 in mode quantized: the forward's MXFP8 kernel on the column-wise copies (W's for dgrad, dY's and X's
@@ -515,23 +534,8 @@ TEST(BackwardPlanTest, Mxfp8PassesAreTheForwardGemmOfColumnWiseCopies) {
   for (const char* text : {"gemm a=mxfp8 b=mxfp8 out=bf16 pass=dgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=dgrad accumulate=true",
                            "grouped_gemm[experts=8,layout=offsets] a=mxfp8 b=mxfp8 out=bf16 pass=dgrad",
                            "grouped_gemm[experts=4,layout=masked] a=mxfp8 b=mxfp8 out=f16 pass=dgrad",
-                           "gemm a=mxfp8 b=mxfp8 out=bf16 pass=wgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad accumulate=true"}) {
-    const KernelSpec s = spec_of(text);
-    auto f = select_family(s, a);
-    ASSERT_TRUE(f.ok()) << text << ": " << f.status().to_string();
-    EXPECT_EQ(*f, KernelFamily::kSm90Gemm) << text;
-    auto p = make_plan(s, sz, a, PlanOptions{}, nullptr);
-    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
-    EXPECT_EQ(p->transposed_w.bytes(), 0) << text;
-    EXPECT_EQ(p->prepass_plan, nullptr) << text;
-    for (size_t b = 0; b < kMBuckets.size(); ++b) {
-      EXPECT_EQ(p->families[b], KernelFamily::kSm90Gemm) << text << " bucket " << b;
-      EXPECT_TRUE(check_config(s, a, p->families[b], p->configs[b]).ok()) << text << " bucket " << b;
-    }
-    auto k = emit_kernel(s, KernelFamily::kSm90Gemm, p->configs[bucket_index(4096)], a);
-    ASSERT_TRUE(k.ok()) << text << ": " << k.status().to_string();
-    EXPECT_THAT(k->source, AllOf(Not(HasSubstr("kTransA")), Not(HasSubstr("kTransB")))) << text;
-  }
+                           "gemm a=mxfp8 b=mxfp8 out=bf16 pass=wgrad", "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad accumulate=true"})
+    expect_forward_kernel_on_copies(text, a, sz);
   // dY's and the copy's 32-blocks run along N (dgrad's reduction); K is free for the copy.
   const Status n_rule = can_implement(dg, a, ProblemSizes{0, 2048 + 16, 7168});
   EXPECT_EQ(n_rule.code(), StatusCode::kInvalidArgument) << n_rule.to_string();
@@ -556,6 +560,23 @@ TEST(BackwardPlanTest, Mxfp8PassesAreTheForwardGemmOfColumnWiseCopies) {
     EXPECT_TRUE(check_config(s, a, p->families[bucket_index(4096)], p->configs[bucket_index(4096)]).ok()) << text;
   }
   EXPECT_FALSE(backward_runs_forward_gemm(spec_of("gemm a=e4m3:block1x128 b=e4m3:m out=f32 pass=wgrad")));
+  // Per-row scales on the copies (a per-token forward's wgrad: dYᵀ and Xᵀ each scaled per row, a=...:m
+  // b=...:n), dense; and a per-channel W's dgrad on its column-wise copy [K, N] with scales [K], dense and
+  // grouped. Each is the forward's FP8 kernel: no transposed copy of W, nothing read MN-major.
+  for (const char* text : {"gemm a=e4m3:m b=e4m3:n out=f32 pass=wgrad", "gemm a=e4m3:tensor b=e4m3:n out=bf16 pass=wgrad",
+                           "gemm a=e4m3:m b=e4m3:n out=f32 pass=wgrad accumulate=true",
+                           "gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad", "gemm a=e4m3:block1x128 b=e4m3:n out=f32 pass=dgrad",
+                           "grouped_gemm[experts=8,layout=offsets] a=e4m3:m b=e4m3:n out=bf16 pass=dgrad",
+                           "grouped_gemm[experts=4,layout=masked] a=e4m3:tensor b=e4m3:n out=bf16 pass=dgrad accumulate=true"})
+    expect_forward_kernel_on_copies(text, a, sz);
+  const PassShapes pc = pass_shapes(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), sz);  // W's copy [K, N]
+  EXPECT_EQ(pc.b.rows, 7168);
+  EXPECT_EQ(pc.b.cols, 2048);
+  // dY's and the copy's rows hold N codes: N % 16; K is free.
+  const Status pc_rows = can_implement(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), a, ProblemSizes{0, 2056, 7168});
+  EXPECT_EQ(pc_rows.code(), StatusCode::kInvalidArgument) << pc_rows.to_string();
+  EXPECT_THAT(pc_rows.message(), HasSubstr("N=2056"));
+  EXPECT_TRUE(can_implement(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), a, ProblemSizes{0, 2048, 7176}).ok());
   auto gt = select_family(spec_of("grouped_gemm[experts=8,layout=offsets] a=e4m3 b=e4m3 out=f32 pass=wgrad"), a);
   ASSERT_FALSE(gt.ok());
   EXPECT_EQ(gt.status().code(), StatusCode::kUnsupported);
@@ -566,7 +587,7 @@ TEST(BackwardPlanTest, Mxfp8PassesAreTheForwardGemmOfColumnWiseCopies) {
 }
 
 TEST(BackwardPlanTest, RefusesWithTheReason) {
-  EXPECT_THAT(unsupported_reason("gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad"), HasSubstr("mode quantized"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:m b=e4m3:m out=f32 pass=wgrad"), HasSubstr("a per-token X is b=...:n"));
   EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=mxfp4 out=bf16 pass=wgrad"), HasSubstr("mode quantized"));
   EXPECT_THAT(unsupported_reason("gemm a=mxfp8 b=e4m3:block128x128 out=bf16 pass=dgrad"), HasSubstr("mode quantized"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 pass=dgrad epilogue=\"out = silu(acc)\""),
@@ -898,12 +919,47 @@ TEST(DeriveBackwardTest, QuantizedFp8BlocksAndTensorScales) {
   EXPECT_EQ(print_spec(mx->wgrad), "gemm a=mxfp8 b=mxfp8 out=f32 pass=wgrad");
   EXPECT_TRUE(dgrad_reads_w_copy(mx->dgrad));
   for (const KernelSpec* s : {&mx->dgrad, &mx->wgrad}) EXPECT_TRUE(select_family(*s, arch_of("sm_90a")).ok()) << print_spec(*s);
-  // W per channel (its scale runs along dgrad's reduction), a bf16 X: refused with the reason.
-  for (const char* fwd : {"gemm a=e4m3:m b=e4m3:n out=bf16", "gemm a=mxfp8 b=e4m3:n out=bf16", "gemm a=bf16 b=mxfp4 out=bf16"}) {
+  // Mixed formats and a bf16 X: refused with the reason.
+  for (const char* fwd : {"gemm a=mxfp8 b=e4m3:n out=bf16", "gemm a=bf16 b=mxfp4 out=bf16", "gemm a=e4m3:m b=mxfp4 out=bf16"}) {
     auto r = derive_backward(spec_of(fwd), q);
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << fwd;
-    EXPECT_THAT(r.status().message(), HasSubstr("block128x128")) << fwd;
+    EXPECT_THAT(r.status().message(), HasSubstr("derived for FP8 forwards")) << fwd;
   }
+}
+
+// Mode quantized for every FP8 forward pairing: a per-channel W is read through its column-wise copy
+// (b=...:n in the dgrad spec), a per-token X through Xᵀ scaled per row (b=...:n in the wgrad spec); every
+// derived spec plans on sm_90a, dense and grouped dgrad, dense wgrad (grouped wgrad of per-row copies is
+// refused with the reason, grouped 1x128 planned).
+TEST(DeriveBackwardTest, QuantizedEveryFp8Pairing) {
+  BackwardOptions q;
+  q.mode = BackwardMode::kQuantized;
+  auto row = derive_backward(spec_of("gemm a=e4m3:m b=e4m3:n out=bf16"), q);
+  ASSERT_TRUE(row.ok()) << row.status().to_string();
+  EXPECT_EQ(print_spec(row->dgrad), "gemm a=e4m3:m b=e4m3:n out=bf16 pass=dgrad");
+  EXPECT_EQ(print_spec(row->wgrad), "gemm a=e4m3:m b=e4m3:n out=f32 pass=wgrad");
+  EXPECT_TRUE(dgrad_reads_w_copy(row->dgrad));
+  EXPECT_TRUE(backward_runs_forward_gemm(row->wgrad));
+  const Arch h = arch_of("sm_90a");
+  for (const char* a : {"e4m3:tensor", "e4m3:m", "e4m3:block1x128", "e5m2:m", "e4m3:block1x128:ue8m0"})
+    for (const char* b : {"e4m3:tensor", "e4m3:n", "e4m3:block128x128"}) {
+      const std::string fwd = std::string("gemm a=") + a + " b=" + b + " out=bf16";
+      auto d = derive_backward(spec_of(fwd), q);
+      ASSERT_TRUE(d.ok()) << fwd << ": " << d.status().to_string();
+      for (const KernelSpec* s : {&d->dgrad, &d->wgrad}) {
+        EXPECT_EQ(backward_mode(*s).value(), BackwardMode::kQuantized) << fwd;
+        auto f = select_family(*s, h);
+        EXPECT_TRUE(f.ok()) << print_spec(*s) << ": " << f.status().to_string();
+      }
+      EXPECT_EQ(dgrad_reads_w_copy(d->dgrad), std::string(b) == "e4m3:n") << fwd;
+    }
+  auto g = derive_backward(spec_of("grouped_gemm[experts=8,layout=masked] a=e4m3:m b=e4m3:n out=bf16"), q);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_TRUE(select_family(g->dgrad, h).ok()) << print_spec(g->dgrad);
+  auto gw = select_family(g->wgrad, h);
+  ASSERT_FALSE(gw.ok()) << print_spec(g->wgrad);
+  EXPECT_EQ(gw.status().code(), StatusCode::kUnsupported);
+  EXPECT_THAT(gw.status().message(), HasSubstr("pass=wgrad dense with a=e4m3|e5m2:tensor|m"));
 }
 
 TEST(DeriveBackwardTest, RefusesWhatItDoesNotDerive) {

@@ -138,7 +138,7 @@ TEST(SelectFamilyTest, RejectsWithAReasonNamingWhatIsMissing) {
   // Scaled-format pairings that stay out (tests/unit/compiler/formats_plan_test.cpp has the accepted ones).
   EXPECT_THAT(unsupported_reason("gemm a=mxfp4 b=bf16 out=bf16"), HasSubstr("4-bit activations"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=f16 out=bf16"), HasSubstr("same format"));
-  EXPECT_THAT(unsupported_reason("gemm a=e4m3:block1x128 b=e4m3:n out=bf16 pass=dgrad"), HasSubstr("pass=dgrad"));
+  EXPECT_THAT(unsupported_reason("gemm a=e4m3:m b=e4m3:block1x128 out=f32 pass=wgrad"), HasSubstr("pass=wgrad"));
   EXPECT_THAT(unsupported_reason("gemm a=bf16 b=bf16 out=bf16 gate_up=interleaved"),
               HasSubstr("gate_up=interleaved"));
 }

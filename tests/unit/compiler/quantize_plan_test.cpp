@@ -47,6 +47,7 @@ TEST(QuantizePlanTest, ModesAndBlocks) {
       {"quantize a=bf16 out=e4m3:m", QuantizeMode::kRow, 0},
       {"quantize a=bf16 out=e4m3:block1x128", QuantizeMode::kBlockK, 128},
       {"quantize a=bf16 out=e4m3:block1x128 transpose=true", QuantizeMode::kTransposed, 128},
+      {"quantize a=bf16 out=e4m3:m transpose=true", QuantizeMode::kColumns, 128},
       {"quantize a=bf16 out=e4m3:block128x128", QuantizeMode::kBlock2d, 128},
       {"quantize a=bf16 out=mxfp8", QuantizeMode::kBlockK, 32},
       {"quantize a=bf16 out=mxfp4 transpose=true", QuantizeMode::kTransposed, 32},
@@ -67,7 +68,7 @@ TEST(QuantizePlanTest, UnsupportedSpecsSayWhy) {
   } cases[] = {
       {"quantize a=bf16 out=e5m2", "e5m2 quantization is not implemented"},
       {"quantize a=bf16 out=e4m3:tensor fp8_sat=nonsat", "satfinite"},
-      {"quantize a=bf16 out=e4m3:m transpose=true", "block1x128 (the 128x1 wgrad copy)"},
+      {"quantize a=bf16 out=e4m3:tensor transpose=true", "exists for m (one scale per column of the input)"},
       {"quantize a=bf16 out=e4m3:block128x128 transpose=true", "transpose=true"},
   };
   for (const auto& c : cases) {
@@ -95,6 +96,29 @@ TEST(QuantizePlanTest, SizeRules) {
   auto bad_m = can_implement(t, kSm90, {40, 0, 200});
   ASSERT_FALSE(bad_m.ok());
   EXPECT_THAT(bad_m.message(), HasSubstr("M=40 is not a multiple of 32"));
+}
+
+// out=e4m3:m transpose=true: one scale per column of X, reduced in its own launches (the K scales are the
+// amax slots); any M (the copy's columns are checked per run); the quantize phase walks 128-row x 64-column
+// tiles of a copy up to 127 columns wider than M.
+TEST(QuantizePlanTest, PerColumnTransposed) {
+  const KernelSpec c = spec_of("quantize a=bf16 out=e4m3:m transpose=true");
+  EXPECT_TRUE(can_implement(c, kSm90, {1000, 0, 2048}).ok());
+  EXPECT_TRUE(can_implement(c, kSm90, {1, 0, 8}).ok());
+  EXPECT_TRUE(quantize_needs_amax(c));
+  EXPECT_EQ(quantize_phases(c), (std::vector<int>{kiln_dev::kPhaseInit, kiln_dev::kPhaseAmax,
+                                                  kiln_dev::kPhaseQuantize, kiln_dev::kPhaseFinalize}));
+  // Init / finalize: one thread per column; amax: 64 columns x 256 rows per CTA; quantize: 128 rows x 64 columns,
+  // one tile row more than M needs (the padding columns).
+  EXPECT_EQ(quantize_launch_shape(c, {1000, 0, 2048}, kiln_dev::kPhaseInit).grid_x, 8u);
+  EXPECT_EQ(quantize_launch_shape(c, {1000, 0, 2048}, kiln_dev::kPhaseFinalize).grid_x, 8u);
+  EXPECT_EQ(quantize_launch_shape(c, {1000, 0, 2048}, kiln_dev::kPhaseAmax).grid_x, 4u * 32u);
+  EXPECT_EQ(quantize_launch_shape(c, {1000, 0, 2048}, kiln_dev::kPhaseQuantize).grid_x, (8u + 1u) * 32u);
+  EXPECT_EQ(quantize_launch_shape(c, {16384, 0, 7168}, kiln_dev::kPhaseAmax).grid_x, 64u * 112u);  // no cap
+  EXPECT_EQ(quantize_launch_shape(c, {0, 0, 200}, kiln_dev::kPhaseQuantize).grid_x, 2u * 4u);
+  auto k = emit_kernel(c, KernelFamily::kQuantize, quantize_config(), kSm90);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  EXPECT_THAT(k->source, HasSubstr("kMode = kiln_dev::QuantMode::kColumns"));
 }
 
 TEST(QuantizePlanTest, PhasesAndLaunchShapes) {
