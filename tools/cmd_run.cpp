@@ -23,6 +23,7 @@ struct RunArgs {
   bool allow_no_gpu = false;
   std::string config;  // --config: one tile config for every M bucket ("" = the plan's own)
   bool mx_prepass = false;  // --mx-prepass: MXFP8 through the bf16 pre-pass (runtime/mx_prepass.hpp)
+  std::string timing = "events";  // --timing events|graph (verify/check.hpp CheckOptions::Timing)
 };
 
 // Statuses that mean "no usable GPU here" rather than "kiln failed": no driver or no device
@@ -102,6 +103,9 @@ int finish_run(const RunArgs& args, const Plan& plan, const CompileReport& repor
 
 // Quantize specs: every code and scale compared bitwise with the CPU reference; GB/s moved.
 int run_quantize(const RunArgs& args, Runtime& runtime, const Plan& plan, const CompileReport& report) {
+  if (args.timing != "events")
+    return report_error("run", InvalidArgument("--timing " + args.timing +
+                                              ": quantize specs are timed with events only (--timing events)"));
   QuantizeCheckOptions opts;
   opts.m = args.m;
   opts.seed = args.seed;
@@ -176,6 +180,7 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
   opts.warmup = args.warmup;
   opts.repeats = args.repeats;
   opts.mx_prepass = args.mx_prepass;
+  opts.timing = args.timing == "graph" ? CheckOptions::Timing::kGraph : CheckOptions::Timing::kEvents;
   StatusOr<CheckReport> result = run_check(runtime, *plan, opts);
   if (!result.ok()) return report_error(kCmd, result.status());
   const CheckReport& r = *result;
@@ -187,6 +192,8 @@ int run_run(const RunArgs& args, const GlobalOptions& global) {
   o.check_json = r.to_json();
   o.time_line = fmt::format("median {:.4f} ms over {} runs: {:.1f} TFLOP/s, {:.1f} GB/s", r.median_ms, args.repeats,
                             r.tflops, r.gbps);
+  if (r.timing == "graph")
+    o.time_line += fmt::format(" (CUDA-graph replay over {} input copies)", r.copies);
   return finish_run(args, *plan, *report, o);
 }
 
@@ -214,6 +221,10 @@ Command register_run(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--seed", args->seed, "seed of the random inputs (default: drawn and reported)");
   cmd->add_option("--repeats", args->repeats, "timed runs (median reported; default 20)");
   cmd->add_option("--warmup", args->warmup, "untimed runs first (default 3)");
+  cmd->add_option("--timing", args->timing,
+                  "events: each run between two CUDA events after an L2 flush (default); graph: a CUDA graph of "
+                  "one run per copy of the inputs (copies over 3x the L2), replayed, as bench/ times every library")
+      ->check(CLI::IsMember({"events", "graph"}));
   cmd->add_option("--config", args->config,
                   "run this tile config instead of the plan's own: a name as kiln prints it "
                   "(bm128_bn128_bk128_s5_w8x1_g8_t) or a JSON object; checked against the spec's family");

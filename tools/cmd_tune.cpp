@@ -45,6 +45,8 @@ struct TuneArgs {
   std::string shard;
   bool json = false;
   bool no_record = false;
+  std::string timing = "graph";  // --timing graph|events
+  int recheck = 5;               // --recheck rounds
   std::string summary_json;     // children of --devices: where to leave their summary rows
   std::string progress_prefix;  // children of --devices: "gpu3"
 };
@@ -312,6 +314,8 @@ int run_tune(const TuneArgs& a, const GlobalOptions& global) {
   opts.compile_threads = a.jobs;
   opts.prune.max_candidates = static_cast<size_t>(std::max(0, a.max_candidates));
   opts.time = !a.compile_only;
+  opts.graph_timing = a.timing == "graph";
+  opts.recheck_rounds = a.recheck;
   Tuner tuner(**rt, opts);
   const Arch arch = Tuner::arch_of(*device);
 
@@ -389,6 +393,9 @@ int run_tune(const TuneArgs& a, const GlobalOptions& global) {
       } else {
         row.recorded = "not recorded";
       }
+    } else if (r->best && r->recheck.rounds > 0) {  // found, but not faster than what runs today
+      row.recorded = fmt::format("no: {:.1f} us vs {} {:.1f} us", r->recheck.winner_us, row.recheck_reference,
+                                 r->recheck.reference_us);
     } else if (!a.compile_only) {
       ++failures;
     }
@@ -458,6 +465,16 @@ Command register_tune(CLI::App& app, const GlobalOptions& global) {
       "--devices", args->devices,
       "GPU ordinals to spread the shapes over, one process each (\"0,1,2,3\"); with --dry-run, shows "
       "the split");
+  cmd->add_option("--timing", args->timing,
+                  "graph: each candidate timed as bench/ times every library, a CUDA graph of one run per copy of "
+                  "the inputs (copies over 3x the L2), replayed (default); events: each run between CUDA events "
+                  "after an L2 flush")
+      ->check(CLI::IsMember({"graph", "events"}));
+  cmd->add_option("--recheck", args->recheck,
+                  "rounds in which the winner and what plans run today (the incumbent record, else the "
+                  "heuristic's config) are re-timed in turn; the winner is recorded only if its median is lower "
+                  "(default 5; 0: record the winner of the search)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "print the summary (or the dry run's candidates) as JSON");
   cmd->add_flag("--no-record", args->no_record, "do not write the winners to the cache database");
   // Internal: how a --devices parent talks to its children.

@@ -82,6 +82,12 @@ SummaryRow summarize(const TuneResult& r) {
     const double t = r.candidates[*r.baseline].time_us();
     row.baseline_us = std::isfinite(t) ? t : 0;
   }
+  if (r.recheck.rounds > 0) {
+    row.recheck_rounds = r.recheck.rounds;
+    row.recheck_reference = r.incumbent && r.recheck.reference == *r.incumbent ? "incumbent" : "heuristic";
+    row.recheck_winner_us = r.recheck.winner_us;
+    row.recheck_reference_us = r.recheck.reference_us;
+  }
   if (r.best) {
     row.status = "ok";
   } else if (!r.timing_status.ok() && r.timing_status.code() == StatusCode::kNotReady) {
@@ -159,6 +165,10 @@ nlohmann::json row_to_json(const SummaryRow& r) {
           {"baseline_config", r.baseline_config},
           {"baseline_us", r.baseline_us},
           {"recorded", r.recorded},
+          {"recheck", {{"rounds", r.recheck_rounds},
+                       {"reference", r.recheck_reference},
+                       {"winner_us", r.recheck_winner_us},
+                       {"reference_us", r.recheck_reference_us}}},
           {"elapsed_s", r.elapsed_s},
           {"tried", tried}};
 }
@@ -199,6 +209,12 @@ SummaryRow row_from_json(const nlohmann::json& j) {
   str(j, "baseline_config", r.baseline_config);
   num(j, "baseline_us", r.baseline_us);
   str(j, "recorded", r.recorded);
+  if (auto rc = j.find("recheck"); rc != j.end() && rc->is_object()) {
+    i32(*rc, "rounds", r.recheck_rounds);
+    str(*rc, "reference", r.recheck_reference);
+    num(*rc, "winner_us", r.recheck_winner_us);
+    num(*rc, "reference_us", r.recheck_reference_us);
+  }
   num(j, "elapsed_s", r.elapsed_s);
   if (auto it = j.find("tried"); it != j.end() && it->is_array()) {
     for (const nlohmann::json& e : *it) {

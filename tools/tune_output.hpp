@@ -55,6 +55,10 @@ struct SummaryRow {
   std::string baseline_config;
   double baseline_us = 0;  // 0: not timed
   std::string recorded;    // "new", "faster", "kept existing", "not recorded", ""
+  // The winner re-timed against the reference (TuneResult::recheck): rounds 0 when not done.
+  int recheck_rounds = 0;
+  std::string recheck_reference;  // "incumbent" or "heuristic"
+  double recheck_winner_us = 0, recheck_reference_us = 0;
   double elapsed_s = 0;
   std::vector<TriedRow> tried;  // every candidate (JSON only)
 };

@@ -10,9 +10,14 @@
 //      candidate keeps its Status and an infinite time, and the search goes on;
 //   4. runs each compiled candidate through a real Plan (PlanOptions::config) with the runner:
 //      verified against the reference first, a wrong result is rejected and never recorded, then
-//      timed (CUDA events, median);
+//      timed the way bench/ times every library (a CUDA graph replayed over rotating copies of the
+//      inputs, median per launch; TunerOptions::graph_timing = false: CUDA events after an L2 flush);
 //   5. stops starting work at the time budget (the baseline is always measured) and reports
-//      progress after every compile and every measurement.
+//      progress after every compile and every measurement;
+//   6. re-times the winner against the reference (the incumbent, the config plans run today for the
+//      bucket, or without one the heuristic's) in `recheck_rounds` interleaved rounds; the winner is
+//      recorded only if the median of its rounds is below the reference's (TuneResult::recheck). One
+//      timing of each is noisy, and a record slower than what runs today makes tuning a loss.
 // The winner (the fastest verified candidate) is what record() turns into a TuningRecord. Library
 // code: no prints; progress goes to the on_progress callback (the CLI draws the bar).
 //
@@ -58,6 +63,11 @@ class CandidateRunner {
  public:
   virtual ~CandidateRunner() = default;
   virtual StatusOr<Measurement> measure(Runtime& rt, const Plan& plan, int64_t m) = 0;
+  // Times a plan already verified (the winner's recheck): measure() without the check by default.
+  virtual StatusOr<double> time_us(Runtime& rt, const Plan& plan, int64_t m) {
+    KILN_ASSIGN_OR_RETURN(Measurement r, measure(rt, plan, m));
+    return r.median_us;
+  }
 };
 
 struct TuneProgress {
@@ -78,6 +88,8 @@ struct TunerOptions {
   bool time = true;  // false: compile only (fills the kernel cache; no GPU needed)
   int warmup = 3;
   int repeats = 20;
+  bool graph_timing = true;  // the default runner: graph replay over input copies (false: events)
+  int recheck_rounds = 5;    // winner vs reference re-timing rounds (0: no recheck)
   uint64_t seed = 0;                                     // 0: fresh per run (the runner reports it)
   std::function<void(const TuneProgress&)> on_progress;  // called from the tuner's threads, serialised
   // Seams (tests, other benches). Empty: Runtime::compile / the run_check runner / prune_space.
@@ -100,6 +112,7 @@ const char* candidate_outcome_name(CandidateOutcome o);
 struct CandidateResult {
   TileConfig config;
   bool is_default = false;
+  bool is_incumbent = false;  // the config plans run today for the bucket (a record)
   ConfigEstimate estimate;
   CandidateOutcome outcome = CandidateOutcome::kPending;
   Status compile_status;
@@ -122,11 +135,22 @@ struct TuneResult {
   std::vector<CandidateResult> candidates;  // ranked by the static model
   std::optional<size_t> best;               // fastest verified candidate
   std::optional<size_t> baseline;           // the heuristic's config
+  std::optional<size_t> incumbent;          // the config plans run today (a record), when there is one
+  // The winner re-timed against the reference (the incumbent, else the baseline), interleaved: medians
+  // of the rounds. Not done (rounds 0) when the winner is the reference, or nothing was timed.
+  struct Recheck {
+    int rounds = 0;
+    size_t reference = 0;  // candidate index
+    double winner_us = INFINITY, reference_us = INFINITY;
+    bool winner_faster() const { return winner_us < reference_us; }
+  };
+  Recheck recheck;
   Status timing_status;                     // why nothing was timed (NO_DEVICE, compile-only)
   double elapsed_s = 0;
 
   size_t count(CandidateOutcome o) const;
-  // The winner as a tuning (nullopt without one).
+  // The winner as a tuning (nullopt without one, or when the recheck found it no faster than the
+  // reference: what runs today stays).
   std::optional<TuningRecord> record() const;
 };
 
@@ -156,7 +180,8 @@ class Tuner {
 };
 
 // The runner the tuner uses by default: verify/check.hpp's run_check on fresh random inputs
-// (poisoned output, kiln's reference kernel, CUDA events).
-std::shared_ptr<CandidateRunner> make_check_runner(int warmup, int repeats, uint64_t seed);
+// (poisoned output, kiln's reference kernel), timed by graph replay over input copies or (graph = false)
+// CUDA events after an L2 flush.
+std::shared_ptr<CandidateRunner> make_check_runner(int warmup, int repeats, uint64_t seed, bool graph = true);
 
 }  // namespace kiln

@@ -39,6 +39,14 @@ struct CheckOptions {
   int warmup = 3;
   int repeats = 20;
   bool flush_l2 = true;     // time each repeat with a cold L2 (median_event_ms)
+  // How the run is timed: kEvents, one launch between two events after an L2 flush (median_event_ms);
+  // kGraph, the way bench/ times every library: a CUDA graph of one launch per copy of the inputs (enough
+  // copies that they exceed 3x the L2, at most max_copies, as device memory allows), replayed, time per
+  // launch (median_graph_ms). The two rank configs differently on small-M streaming kernels; kGraph is
+  // what a serving loop sees.
+  enum class Timing { kEvents, kGraph };
+  Timing timing = Timing::kEvents;
+  int max_copies = 16;
   // MXFP8 plans (runtime/mx_prepass.hpp): run with a workspace of plan.mx_prepass_workspace_bytes(m)
   // bytes, so that run() takes the bf16 pre-pass; INVALID_ARGUMENT where the plan has none for m.
   bool mx_prepass = false;
@@ -59,6 +67,8 @@ struct CheckReport {
   double tflops = 0;
   double gbps = 0;          // bytes of A, B and out over the median time
   std::string config;       // the TileConfig used ("mx_prepass" + the bf16 plan's, with the pre-pass)
+  std::string timing;       // "events" or "graph"
+  int copies = 0;           // input copies the graph rotated over (kGraph)
   std::string to_json() const;
 };
 
@@ -69,6 +79,13 @@ StatusOr<CheckReport> run_check(Runtime& rt, const Plan& plan, const CheckOption
 // timed events) before it, so weights that fit in L2 are read from HBM as in a serving loop.
 StatusOr<double> median_event_ms(const std::function<Status()>& launch, int warmup, int repeats,
                                  bool flush_l2 = true);
+// Median milliseconds per call of `calls` (each one launch sequence on its own inputs, issued on the
+// stream it is given): each call runs once on a private stream (loading kernels, growing workspaces),
+// then all are captured into one CUDA graph, replayed `warmup` times, and `repeats` replays are timed
+// with events; a replay's time divided by the number of calls is one sample. What bench/anchors.py's
+// bench_graph measures for every peer.
+StatusOr<double> median_graph_ms(const std::vector<std::function<Status(CUstream_st*)>>& calls, int warmup,
+                                 int repeats);
 // Tolerance on rel_fro_err for a spec (output rounding + accumulation order).
 double check_tolerance(const KernelSpec& spec, int64_t k);
 

@@ -1024,6 +1024,39 @@ TEST(Sm90GemmTiming, PrintsBlockScaled4096x7168) {
   }
 }
 
+// Graph timing (CheckOptions::Timing::kGraph, what kiln tune uses): the run still checks, the timing rotates
+// over several input copies where one set fits in L2, and it prints beside the event timing of the same plan.
+TEST(Sm90GemmTiming, GraphReplayOverInputCopies) {
+  KILN_REQUIRE_SM90();
+  struct Shape {
+    const char* spec;
+    int64_t m, n, k;
+  } shapes[] = {{"gemm a=e4m3:block1x128 b=e4m3:block128x128 out=bf16", 128, 7168, 2048},
+                {"gemm a=bf16 b=bf16 out=bf16", 16, 4096, 4096},
+                {"gemm a=bf16 b=bf16 out=f32 pass=wgrad accumulate=true", 4096, 2048, 1024}};
+  for (const Shape& sh : shapes) {
+    auto plan = runtime().plan(spec_of(sh.spec), {sh.m, sh.n, sh.k});
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    CheckOptions o;
+    o.m = sh.m;
+    o.seed = 3;
+    o.time = true;
+    o.timing = CheckOptions::Timing::kGraph;
+    auto g = run_check(runtime(), *plan, o);
+    ASSERT_TRUE(g.ok()) << sh.spec << ": " << g.status().to_string();
+    EXPECT_TRUE(g->passed) << sh.spec << ": " << g->to_json();
+    EXPECT_EQ(g->timing, "graph");
+    EXPECT_GT(g->median_ms, 0.0);
+    EXPECT_GE(g->copies, 2) << sh.spec << ": one input set is far below 3x the L2";
+    o.timing = CheckOptions::Timing::kEvents;
+    auto e = run_check(runtime(), *plan, o);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    std::printf("[ timing ] %-56s %5lldx%5lldx%5lld graph %8.4f ms (%d copies)  events %8.4f ms\n", sh.spec,
+                static_cast<long long>(sh.m), static_cast<long long>(sh.n), static_cast<long long>(sh.k), g->median_ms,
+                g->copies, e->median_ms);
+  }
+}
+
 // MXFP8 (kTimedMx): the dequantizing producer against the promoted path and the FP8 block path.
 TEST(Sm90GemmTiming, PrintsMxfp84096x7168) {
   KILN_REQUIRE_SM90();

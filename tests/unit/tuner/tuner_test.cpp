@@ -539,10 +539,20 @@ class FakeRunner : public CandidateRunner {
     if (!out.verified) out.detail = "fake: wrong";
     return out;
   }
+  // The recheck's timings (time_us): recheck_us[config] when set, else measure()'s.
+  StatusOr<double> time_us(Runtime& rt, const Plan& plan, int64_t m) override {
+    const TileConfig c = plan.config_for(m);
+    rechecks.push_back(c);
+    if (auto it = recheck_us.find(c.to_string()); it != recheck_us.end()) return it->second;
+    KILN_ASSIGN_OR_RETURN(Measurement r, measure(rt, plan, m));
+    return r.median_us;
+  }
   TileConfig wrong = cfg(16, 16, 16, 16, 1, 1);  // matches nothing by default
   bool no_device = false;
   int sleep_ms = 0;
   std::vector<TileConfig> order;
+  std::map<std::string, double> recheck_us;
+  std::vector<TileConfig> rechecks;
 };
 
 struct LoopFixture {
@@ -649,6 +659,50 @@ TEST(TunerLoopTest, TheBudgetStopsNewWorkButTheBaselineIsMeasured) {
   EXPECT_GT(r->count(CandidateOutcome::kSkipped), 0u);
   EXPECT_LT(r->count(CandidateOutcome::kTimed), 10u);
   EXPECT_TRUE(r->best.has_value());
+}
+
+// The winner is re-timed against the reference in interleaved rounds (winner, reference, winner, ...) and
+// recorded only when its median there is lower: without a record the reference is the heuristic's config.
+TEST(TunerLoopTest, TheWinnerIsRecordedOnlyWhenItsRecheckBeatsTheReference) {
+  const TileConfig heuristic = default_config(kBf16, arch_of("sm_80"), {128, 4096, 4096});
+  const TileConfig wide = cfg(128, 256, 32, 3, 2, 4);
+  for (const bool holds : {true, false}) {
+    LoopFixture f;
+    f.options.candidates = {wide, heuristic};
+    // The search's timings say wide is faster; the recheck agrees, or finds it slower.
+    f.runner->recheck_us[wide.to_string()] = holds ? 5.0 : 50.0;
+    f.runner->recheck_us[heuristic.to_string()] = 20.0;
+    Tuner tuner(*f.rt, f.options);
+    auto r = tuner.tune(f.shape, f.device);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_TRUE(r->best.has_value());
+    EXPECT_EQ(r->candidates[*r->best].config, wide);
+    EXPECT_FALSE(r->incumbent.has_value());
+    EXPECT_EQ(r->recheck.rounds, 5);
+    EXPECT_EQ(r->recheck.reference, *r->baseline);
+    ASSERT_EQ(f.runner->rechecks.size(), 10u);
+    EXPECT_EQ(f.runner->rechecks[0], wide);
+    EXPECT_EQ(f.runner->rechecks[1], heuristic);
+    EXPECT_DOUBLE_EQ(r->recheck.reference_us, 20.0);
+    auto rec = r->record();
+    EXPECT_EQ(rec.has_value(), holds);
+    if (rec) EXPECT_DOUBLE_EQ(rec->median_us, 5.0);  // the recheck's figure
+  }
+  // No recheck when asked for none, or when the winner is the reference itself.
+  LoopFixture off;
+  off.options.candidates = {wide, heuristic};
+  off.options.recheck_rounds = 0;
+  auto r0 = Tuner(*off.rt, off.options).tune(off.shape, off.device);
+  ASSERT_TRUE(r0.ok());
+  EXPECT_EQ(r0->recheck.rounds, 0);
+  EXPECT_TRUE(off.runner->rechecks.empty());
+  EXPECT_TRUE(r0->record().has_value());
+  LoopFixture same;
+  same.options.candidates = {heuristic};
+  auto r1 = Tuner(*same.rt, same.options).tune(same.shape, same.device);
+  ASSERT_TRUE(r1.ok());
+  EXPECT_EQ(r1->recheck.rounds, 0);
+  EXPECT_TRUE(r1->record().has_value());
 }
 
 TEST(TunerLoopTest, NoDeviceEndsTimingAndLeavesCompiledCandidates) {
