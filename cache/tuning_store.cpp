@@ -389,7 +389,11 @@ StatusOr<std::optional<TuningHit>> TuningStore::lookup(const TuningHardKey& key,
   return hit;
 }
 
-StatusOr<bool> TuningStore::record(const TuningRecord& in) {
+StatusOr<bool> TuningStore::record(const TuningRecord& in) { return upsert(in, /*keep_faster=*/true); }
+
+StatusOr<bool> TuningStore::replace(const TuningRecord& in) { return upsert(in, /*keep_faster=*/false); }
+
+StatusOr<bool> TuningStore::upsert(const TuningRecord& in, bool keep_faster) {
   KILN_RETURN_IF_ERROR(validate_tuning_record(in).with_context("TuningStore::record"));
   TuningRecord r = in;
   if (r.tuned_unix <= 0) r.tuned_unix = now_unix();
@@ -400,7 +404,7 @@ StatusOr<bool> TuningStore::record(const TuningRecord& in) {
   if (db_ == nullptr) {
     auto& mem = memory_[pk];
     auto it = mem.find(r.m_bucket);
-    if (it != mem.end() && it->second.median_us <= r.median_us) return false;
+    if (keep_faster && it != mem.end() && it->second.median_us <= r.median_us) return false;
     mem[r.m_bucket] = r;
     return true;
   }
@@ -416,7 +420,7 @@ StatusOr<bool> TuningStore::record(const TuningRecord& in) {
                      "DO UPDATE SET family = excluded.family, config = excluded.config, "
                      "median_us = excluded.median_us, candidates = excluded.candidates, "
                      "tuned = excluded.tuned, gpu_name = excluded.gpu_name, driver = excluded.driver "
-                     "WHERE excluded.median_us < tunings.median_us"));
+                     "WHERE ?17 = 0 OR excluded.median_us < tunings.median_us"));
     bind_key(st, r.device.key, r.problem);
     st.bind_int64(9, r.m_bucket);
     st.bind_text(10, r.family);
@@ -426,6 +430,7 @@ StatusOr<bool> TuningStore::record(const TuningRecord& in) {
     st.bind_int64(14, r.tuned_unix);
     st.bind_text(15, r.device.gpu_name);
     st.bind_text(16, r.device.driver);
+    st.bind_int64(17, keep_faster ? 1 : 0);
     KILN_RETURN_IF_ERROR(st.step().status());
     stored = sqlite3_changes(db_) > 0;  // 0: the WHERE of DO UPDATE kept a faster row
     return Status::Ok();

@@ -144,6 +144,10 @@ class TuningStore {
   // UPSERT into the user database keeping the faster result, and into memory. true when r is now
   // the stored result (new, or faster than what was there). Without a user database: memory only.
   StatusOr<bool> record(const TuningRecord& r);
+  // The same UPSERT without the median comparison: r replaces the row of its key whatever its median (the
+  // tuner's recheck measured r faster than that row's config in the same run, which a median stored by
+  // another run or timing method cannot be compared with).
+  StatusOr<bool> replace(const TuningRecord& r);
   // Memory only, overriding every layer for this process (an online tuning result, an API choice).
   Status remember(const TuningRecord& r);
   // Drops the memoized look-ups (the next look-up reads SQLite again).
@@ -160,6 +164,7 @@ class TuningStore {
   const std::string& path() const { return path_; }  // kiln.db, or empty
 
  private:
+  StatusOr<bool> upsert(const TuningRecord& r, bool keep_faster);
   using ProblemKey = std::tuple<TuningHardKey, TuningProblem>;
   // One answer per bucket of kTuningMBuckets: the user database's row, else the pre-tuned one,
   // else nothing (a memoized miss). Filled for every bucket by the problem's first look-up.

@@ -386,7 +386,8 @@ int run_tune(const TuneArgs& a, const GlobalOptions& global) {
     SummaryRow row = summarize(*r);
     if (std::optional<TuningRecord> rec = r->record()) {
       if (store) {
-        StatusOr<bool> stored = store->record(*rec);
+        // Faster than the incumbent in this run's recheck: replaces it whatever median the row holds.
+        StatusOr<bool> stored = r->replaces_incumbent() ? store->replace(*rec) : store->record(*rec);
         row.recorded = !stored.ok() ? "error: " + stored.status().message()
                        : *stored    ? "stored"
                                     : "kept existing";

@@ -82,6 +82,7 @@ SummaryRow summarize(const TuneResult& r) {
     const double t = r.candidates[*r.baseline].time_us();
     row.baseline_us = std::isfinite(t) ? t : 0;
   }
+  if (!r.recheck.status.ok()) row.recheck_reference = "not rechecked: " + r.recheck.status.to_string();
   if (r.recheck.rounds > 0) {
     row.recheck_rounds = r.recheck.rounds;
     row.recheck_reference = r.incumbent && r.recheck.reference == *r.incumbent ? "incumbent" : "heuristic";

@@ -17,6 +17,9 @@ StatusOr<TuningRecord> tune_online(Runtime& rt, const OnlineTuneRequest& req, co
   Tuner tuner(rt, options);
   KILN_ASSIGN_OR_RETURN(TuneResult r, tuner.tune(shape, req.device));
   std::optional<TuningRecord> rec = r.record();
+  // The search's winner was no faster than the heuristic when re-timed: the heuristic is recorded, so the
+  // bucket counts as tuned and later plans do not search again.
+  if (!rec) rec = r.reference_record();
   if (!rec) {
     return NotReady("online tuning found no verified candidate" +
                     (r.timing_status.ok() ? std::string() : ": " + r.timing_status.message()));

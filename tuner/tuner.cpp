@@ -165,14 +165,27 @@ size_t TuneResult::count(CandidateOutcome o) const {
 std::optional<TuningRecord> TuneResult::record() const {
   if (!best) return std::nullopt;
   if (recheck.rounds > 0 && !recheck.winner_faster()) return std::nullopt;  // what runs today stays
-  const CandidateResult& w = candidates[*best];
+  return record_of(*best, recheck.rounds > 0 ? recheck.winner_us : candidates[*best].measurement.median_us);
+}
+
+std::optional<TuningRecord> TuneResult::reference_record() const {
+  if (!best || recheck.rounds == 0 || recheck.winner_faster()) return std::nullopt;
+  return record_of(recheck.reference, recheck.reference_us);
+}
+
+bool TuneResult::replaces_incumbent() const {
+  return best && incumbent && recheck.rounds > 0 && recheck.reference == *incumbent && recheck.winner_faster();
+}
+
+TuningRecord TuneResult::record_of(size_t index, double median_us) const {
+  const CandidateResult& w = candidates[index];
   TuningRecord r;
   r.device = device;
   r.problem = tuning_problem(shape.spec, {m_bucket, shape.n, shape.k});
   r.m_bucket = m_bucket;
   r.family = family_name(family);
   r.config_json = config_to_json(w.config).dump();
-  r.median_us = recheck.rounds > 0 ? recheck.winner_us : w.measurement.median_us;
+  r.median_us = median_us;
   r.candidates =
       static_cast<int>(count(CandidateOutcome::kTimed) + count(CandidateOutcome::kRejected) +
                        count(CandidateOutcome::kRunFailed) + count(CandidateOutcome::kCompileFailed));
@@ -389,7 +402,9 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
       std::vector<double> won, kept;
       Status st = Status::Ok();
       for (int round = 0; st.ok() && round < options_.recheck_rounds; ++round) {
-        for (size_t i : {*result.best, *ref}) {
+        // Alternate which goes first, so a drift within a round favours neither.
+        const size_t first = round % 2 == 0 ? *result.best : *ref, second = round % 2 == 0 ? *ref : *result.best;
+        for (size_t i : {first, second}) {
           PlanOptions pin;
           pin.arch = result.arch;
           pin.config = result.candidates[i].config;
@@ -413,8 +428,8 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
         result.recheck.winner_us = median(won);
         result.recheck.reference_us = median(kept);
       } else if (!st.ok()) {
-        result.timing_status = st.with_context("re-timing the winner against the reference");
-        result.best.reset();  // unconfirmed: nothing is recorded
+        // The search's verified winner stands, unconfirmed (the summary says why).
+        result.recheck.status = st.with_context("re-timing the winner against the reference");
       }
     }
     // Leaving the scope joins the pool: compiles still queued see the deadline and skip.

@@ -142,6 +142,7 @@ struct TuneResult {
     int rounds = 0;
     size_t reference = 0;  // candidate index
     double winner_us = INFINITY, reference_us = INFINITY;
+    Status status;  // why the recheck could not finish (the search's winner then stands, unconfirmed)
     bool winner_faster() const { return winner_us < reference_us; }
   };
   Recheck recheck;
@@ -152,6 +153,16 @@ struct TuneResult {
   // The winner as a tuning (nullopt without one, or when the recheck found it no faster than the
   // reference: what runs today stays).
   std::optional<TuningRecord> record() const;
+  // When the recheck found the winner no faster: the reference as a tuning, with its recheck median (online
+  // tuning records it, so an untuned bucket is searched once, not at every plan()).
+  std::optional<TuningRecord> reference_record() const;
+  // The recheck timed the winner against the incumbent record and the winner was faster: the record should
+  // replace the incumbent whatever median the database holds for it (a median of another run, or another
+  // timing method, is not comparable with this run's).
+  bool replaces_incumbent() const;
+
+ private:
+  TuningRecord record_of(size_t index, double median_us) const;
 };
 
 class Tuner {

@@ -112,6 +112,9 @@ StatusOr<double> median_graph_ms(const std::vector<std::function<Status(CUstream
                                  int repeats) {
   KILN_ASSIGN_OR_RETURN(const Driver* d, Driver::get());
   if (calls.empty()) return InvalidArgument("median_graph_ms: no calls to time");
+  // The inputs were uploaded on the legacy stream (a pageable copy may return before its DMA ends), and the
+  // timing stream below does not wait for it.
+  KILN_RETURN_IF_ERROR(d->check(d->cuCtxSynchronize(), "cuCtxSynchronize (before timing)"));
   CUstream s = nullptr;
   KILN_RETURN_IF_ERROR(d->check(d->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
   CUgraph graph = nullptr;

@@ -516,10 +516,22 @@ __device__ void quantize_transposed(const QuantizeParams& p) {
     const long long c = k0 + col;  // the output row
     u8* out = static_cast<u8*>(p.out) + out_byte_offset<C::kOut>(c * p.ld_out + m0 + sub * kVec);
     if constexpr (C::kMode == QuantMode::kColumns) {
-      // The column's amax from its slot; its scale is written by kPhaseFinalize.
-      const bool valid = c < p.k && m0 + sub * kVec < p.out_cols;
-      const u32 a = c < p.k ? ld_u32_coherent(static_cast<const u32*>(p.scale) + c) : 0u;
-      encode_store_chunk<C, kVec>(p, v, a, 0.0f, out, 0, false, valid);
+      // The column's amax from its slot (its scale is written by kPhaseFinalize). Codes past M are zero
+      // bytes, not encodings of 0 (0 x a NaN column's encode factor would be a NaN code).
+      static_assert(kVec == 8, "FP8 chunks of 8 codes");
+      const long long first = m0 + sub * kVec;
+      if (c < p.k && first < p.out_cols) {
+        const Fp8ScaleD sc = fp8_scale<C::kScaleType>(f32_from_bits(ld_u32_coherent(static_cast<const u32*>(p.scale) + c)));
+        u32 w[2];
+        encode_fp8_chunk<C::kArch, kVec>(v, sc.encode, w);
+        const long long real = p.m - first;  // codes of this chunk that hold rows of X
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const long long keep = real - 4 * q;  // bytes of word q below M
+          w[q] = keep >= 4 ? w[q] : keep <= 0 ? 0u : w[q] & ((1u << (8 * keep)) - 1u);
+        }
+        store_codes_fp8<kVec>(out, w);
+      }
     } else {
       const u32 a = group_max<kLanes>(chunk_amax_bits<kVec>(v));
       const bool valid = c < p.k;

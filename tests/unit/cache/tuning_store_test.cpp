@@ -158,6 +158,31 @@ TEST_F(TuningStoreTest, UpsertKeepsTheFasterResult) {
   EXPECT_EQ(raw_text("SELECT median_us FROM tunings"), "80.0");
 }
 
+// replace(): the tuner's recheck measured the new config faster than the row's in the same run, so the row is
+// replaced even when its stored median (another run's, or another timing method's) is lower; the lookup sees it.
+TEST_F(TuningStoreTest, ReplaceIgnoresTheStoredMedian) {
+  auto s = open();
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->record(rec(4096, 80, 128)).ok());
+  auto kept = s->record(rec(4096, 95, 64));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(*kept);
+  auto replaced = s->replace(rec(4096, 95, 64));
+  ASSERT_TRUE(replaced.ok()) << replaced.status().to_string();
+  EXPECT_TRUE(*replaced);
+  auto hit = lookup(*s, 4096);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(block_m_of(hit->record), 64);
+  EXPECT_EQ(raw_text("SELECT median_us FROM tunings"), "95.0");
+  EXPECT_EQ(raw_text("SELECT count(*) FROM tunings"), "1");
+  auto memory_only = open({}, /*with_db=*/false);
+  ASSERT_NE(memory_only, nullptr);
+  ASSERT_TRUE(memory_only->record(rec(64, 10, 64)).ok());
+  auto mem = memory_only->replace(rec(64, 30, 32));
+  ASSERT_TRUE(mem.ok());
+  EXPECT_TRUE(*mem);
+}
+
 TEST_F(TuningStoreTest, UpsertThroughAnotherConnectionIsSeenAfterRecord) {
   auto a = open();
   auto b = open();

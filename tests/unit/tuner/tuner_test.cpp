@@ -687,6 +687,16 @@ TEST(TunerLoopTest, TheWinnerIsRecordedOnlyWhenItsRecheckBeatsTheReference) {
     auto rec = r->record();
     EXPECT_EQ(rec.has_value(), holds);
     if (rec) EXPECT_DOUBLE_EQ(rec->median_us, 5.0);  // the recheck's figure
+    EXPECT_FALSE(r->replaces_incumbent());          // the reference was the heuristic, not a record
+    // Online tuning records the reference when the winner did not hold, so the bucket is not searched again.
+    auto ref = r->reference_record();
+    EXPECT_EQ(ref.has_value(), !holds);
+    if (ref) {
+      EXPECT_DOUBLE_EQ(ref->median_us, 20.0);
+      auto back = config_from_json(nlohmann::json::parse(ref->config_json));
+      ASSERT_TRUE(back.ok());
+      EXPECT_EQ(*back, heuristic);
+    }
   }
   // No recheck when asked for none, or when the winner is the reference itself.
   LoopFixture off;
