@@ -353,6 +353,14 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
         result.timing_status = dev.with_context("timing needs a GPU");
       }
     }
+    // A plan whose every bucket runs config (what a candidate is measured through).
+    auto pinned_plan = [&](const TileConfig& config) {
+      PlanOptions pin;
+      pin.arch = result.arch;
+      pin.config = config;
+      pin.family = result.family;
+      return rt_.plan(shape.spec, sizes, pin);
+    };
     // The baseline is measured first, so even a budget spent on compiles leaves a comparison.
     std::vector<size_t> order(count);
     for (size_t i = 0; i < count; ++i) order[i] = i;
@@ -365,11 +373,7 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
       compiled[i].wait();
       if (c.outcome != CandidateOutcome::kCompiled) continue;
       const Clock::time_point m0 = Clock::now();
-      PlanOptions pin;  // every bucket of this plan runs the candidate
-      pin.arch = result.arch;
-      pin.config = c.config;
-      pin.family = result.family;
-      StatusOr<Plan> plan = rt_.plan(shape.spec, sizes, pin);
+      StatusOr<Plan> plan = pinned_plan(c.config);
       StatusOr<Measurement> m =
           plan.ok() ? runner->measure(rt_, *plan, sizes.m) : StatusOr<Measurement>(plan.status());
       if (!m.ok()) {
@@ -405,11 +409,7 @@ StatusOr<TuneResult> Tuner::tune(const TuneShape& shape, const TuningDevice& dev
         // Alternate which goes first, so a drift within a round favours neither.
         const size_t first = round % 2 == 0 ? *result.best : *ref, second = round % 2 == 0 ? *ref : *result.best;
         for (size_t i : {first, second}) {
-          PlanOptions pin;
-          pin.arch = result.arch;
-          pin.config = result.candidates[i].config;
-          pin.family = result.family;
-          StatusOr<Plan> plan = rt_.plan(shape.spec, sizes, pin);
+          StatusOr<Plan> plan = pinned_plan(result.candidates[i].config);
           StatusOr<double> us = plan.ok() ? runner->time_us(rt_, *plan, sizes.m) : StatusOr<double>(plan.status());
           if (!us.ok()) {
             st = us.status();

@@ -71,16 +71,25 @@ std::string CheckReport::to_json() const {
   return j.dump();
 }
 
+namespace {
+
+// The L2 bytes of the current context's device (0 when there is none to ask).
+size_t current_l2_bytes(const Driver* d) {
+  CUcontext cur = nullptr;
+  CUdevice dev = 0;
+  int l2 = 0;
+  if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr && d->cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+    d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+  return static_cast<size_t>(std::max(l2, 0));
+}
+
+}  // namespace
+
 StatusOr<double> median_event_ms(const std::function<Status()>& launch, int warmup, int repeats, bool flush_l2) {
   KILN_ASSIGN_OR_RETURN(const Driver* d, Driver::get());
   DeviceBuffer flush;
   if (flush_l2) {
-    CUcontext cur = nullptr;
-    CUdevice dev = 0;
-    int l2 = 0;
-    if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr && d->cuCtxGetDevice(&dev) == CUDA_SUCCESS)
-      d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
-    const size_t bytes = std::max<size_t>(2 * static_cast<size_t>(l2), size_t{64} << 20);
+    const size_t bytes = std::max<size_t>(2 * current_l2_bytes(d), size_t{64} << 20);
     KILN_ASSIGN_OR_RETURN(flush, DeviceBuffer::alloc(bytes));
   }
   CUevent e0 = nullptr, e1 = nullptr;
@@ -164,15 +173,11 @@ namespace {
 // over 3x the L2 (so no launch finds its operands cached by the one before), at most max_copies, and only
 // as many as leave half of the free device memory free.
 StatusOr<int> graph_copies(const Driver* d, size_t bytes_per_call, int max_copies) {
-  CUcontext cur = nullptr;
-  CUdevice dev = 0;
-  int l2 = 0;
-  if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr && d->cuCtxGetDevice(&dev) == CUDA_SUCCESS)
-    d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+  const size_t l2 = current_l2_bytes(d);
   size_t free_b = 0, total_b = 0;
   KILN_RETURN_IF_ERROR(d->check(d->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo"));
   const size_t per = std::max<size_t>(bytes_per_call, 1);
-  const size_t want = (3 * static_cast<size_t>(std::max(l2, 1)) + per - 1) / per;
+  const size_t want = (3 * std::max<size_t>(l2, 1) + per - 1) / per;
   const size_t fit = free_b / 2 / per;
   return static_cast<int>(std::clamp<size_t>(std::min(want, fit), 1, static_cast<size_t>(std::max(1, max_copies))));
 }

@@ -412,6 +412,21 @@ def test_activation_checkpointing_recomputes_the_same_forward(recipe):
         assert torch.equal(plain, ckpt)
 
 
+def _graph_replay(layer, x):
+    """layer(x) captured into a CUDA graph (after one warm-up call on the capture stream) and replayed once."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.no_grad():
+        layer(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        y = layer(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    return y
+
+
 @cuda
 def test_cuda_graph_capture_after_prepare():
     torch.manual_seed(2)
@@ -419,17 +434,7 @@ def test_cuda_graph_capture_after_prepare():
     assert kt.prepare(layer) == 3
     x = torch.randn(16, 128, dtype=torch.bfloat16, device="cuda")
     ref = layer(x).detach().clone()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        layer(x)  # warm up on the capture stream
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph):
-        y = layer(x)
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(y, ref)
+    assert torch.equal(_graph_replay(layer, x), ref)
 
 
 @cuda
@@ -443,17 +448,7 @@ def test_quantized_recipes_capture_and_compile(recipe):
     x = torch.randn(40, 256, dtype=torch.bfloat16, device="cuda")
     with torch.no_grad():
         ref = layer(x).clone()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream), torch.no_grad():
-        layer(x)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph):
-        y = layer(x)
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(y, ref)
+    assert torch.equal(_graph_replay(layer, x), ref)
     xg = x.clone().requires_grad_()
     eager = layer(xg)
     eager.sum().backward()
